@@ -1,0 +1,31 @@
+"""Resolve, explain and enforce agent loop budgets from ranked configuration sources.
+
+>>> import budgetconf
+>>> res = budgetconf.resolve(env={})
+>>> res["loop.max_steps"]
+40
+"""
+
+from budgetconf.errors import (
+    BudgetConfError,
+    BudgetConfWarning,
+    ConfigError,
+    PresetError,
+    SourceError,
+    UsageError,
+)
+from budgetconf.resolve import Resolution, factory, resolve
+
+__all__ = [
+    "BudgetConfError",
+    "BudgetConfWarning",
+    "ConfigError",
+    "PresetError",
+    "Resolution",
+    "SourceError",
+    "UsageError",
+    "factory",
+    "resolve",
+]
+
+__version__ = "0.1.0"

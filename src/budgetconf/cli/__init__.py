@@ -1,0 +1,270 @@
+"""The ``budgetconf`` command: explain, check and list presets.
+
+Exit codes: 0 when every field resolved, 1 when a value was rejected under the
+``error`` policy or a source could not be read (``check`` also on any
+warning), 64 on a usage error. Errors print as one line each, never as a
+traceback. rich is imported only to draw the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Final, NoReturn, TextIO
+
+from budgetconf import __version__
+from budgetconf.errors import PresetError, UsageError
+from budgetconf.presets import Preset, is_preset_path, load_preset, preset_names
+from budgetconf.resolve import Resolution, check_request, resolve_request
+from budgetconf.sources import Request
+
+__all__ = ["main"]
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+EXIT_USAGE: Final = 64
+PRESET_ENV: Final = "BUDGETCONF_PRESET"
+
+
+class _Usage(Exception):
+    """A command line that cannot be carried out as given."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Usage(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="budgetconf",
+        description="Resolve and explain agent loop budgets from ranked sources.",
+    )
+    parser.add_argument("--version", action="version", version=f"budgetconf {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    resolution = _Parser(add_help=False)
+    group = resolution.add_argument_group("resolution options")
+    group.add_argument(
+        "--preset",
+        metavar="NAME|PATH",
+        help=f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)",
+    )
+    group.add_argument(
+        "--global",
+        dest="global_file",
+        metavar="PATH",
+        help="the global settings file (JSON) instead of the default location",
+    )
+    group.add_argument(
+        "--project",
+        dest="project_file",
+        metavar="PATH",
+        help="the project settings file (TOML) instead of ./settings.toml",
+    )
+    group.add_argument("--profile", metavar="NAME|PATH", help="a profile by name or path")
+    group.add_argument("--workflow", metavar="PATH", help="a workflow YAML file")
+    group.add_argument("--step", metavar="NAME", help="the workflow step whose overrides apply")
+    group.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="an explicit value, as code would pass it (repeatable)",
+    )
+    group.add_argument(
+        "--format",
+        choices=("table", "json", "toml"),
+        default="table",
+        help="output format (default: table)",
+    )
+    group.add_argument("fields", nargs="*", metavar="FIELD", help="fields to show (default: all)")
+
+    epilog = "Arguments after -- are parsed as the application's own flags (the cli source)."
+    commands.add_parser(
+        "explain",
+        parents=[resolution],
+        epilog=epilog,
+        help="show each value, where it came from and what it overrode",
+        description="Show every field's value, the source and locator that set it, "
+        "and the candidates it shadowed, replaced or rejected.",
+    )
+    commands.add_parser(
+        "check",
+        parents=[resolution],
+        epilog=epilog,
+        help="exit 1 on any error or warning (for CI)",
+        description="Resolve and report problems; exit 1 on any error or warning.",
+    )
+    commands.add_parser(
+        "presets",
+        help="list the built-in presets",
+        description="List the built-in presets, one line each.",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args, sys.stdout, sys.stderr)
+    except _Usage as exc:
+        _say(sys.stderr, f"budgetconf: usage error: {exc}")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`| head`); stop quietly, without a second error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _say(stream: TextIO, line: str) -> None:
+    stream.write(" ".join(line.split("\n")) + "\n")
+
+
+def _main(args: list[str], out: TextIO, err: TextIO) -> int:
+    app_args: list[str] | None = None
+    if "--" in args:
+        split = args.index("--")
+        args, app_args = args[:split], args[split + 1 :]
+    parser = _parser()
+    ns = parser.parse_args(args)
+    if ns.command is None:
+        parser.print_help(err)
+        return EXIT_USAGE
+    if ns.command == "presets":
+        if app_args is not None:
+            raise _Usage("presets takes no application arguments")
+        for name in preset_names():
+            out.write(f"{name:<16} {load_preset(name).summary}\n")
+        return EXIT_OK
+
+    preset_arg = ns.preset or os.environ.get(PRESET_ENV) or "budgetconf"
+    try:
+        preset = load_preset(preset_arg)
+    except PresetError as exc:
+        if not is_preset_path(preset_arg):
+            raise _Usage(str(exc)) from None
+        return _preset_failed(preset_arg, exc, ns.format, out, err)
+
+    request = Request(
+        env=os.environ,
+        argv=app_args,
+        global_file=ns.global_file,
+        project_file=ns.project_file,
+        profile=ns.profile,
+        workflow=ns.workflow,
+        step=ns.step,
+        explicit=_sets(ns.sets) or None,
+        explicit_is_text=True,
+    )
+    try:
+        check_request(preset, request)
+        fields = [preset.schema.lookup(f).path for f in ns.fields]
+    except UsageError as exc:
+        raise _Usage(str(exc)) from None
+    except KeyError as exc:
+        raise _Usage(exc.args[0]) from None
+    res = resolve_request(preset, request)
+    if ns.command == "check":
+        return _check(res, preset, fields, ns.format, out, err)
+    return _explain(res, preset, fields, ns.format, out, err)
+
+
+def _sets(pairs: list[str]) -> dict[str, str]:
+    found = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name:
+            raise _Usage(f"--set takes FIELD=VALUE, got {pair!r}")
+        found[name.strip()] = value
+    return found
+
+
+def _explain(
+    res: Resolution, preset: Preset, fields: list[str], fmt: str, out: TextIO, err: TextIO
+) -> int:
+    if fmt == "json":
+        out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for error in res.errors:
+            _say(err, f"budgetconf: error: {error}")
+        if fmt == "toml":
+            for warning in res.warnings:
+                _say(err, f"budgetconf: warning: {warning}")
+            out.write(_toml(res, fields))
+        else:
+            from budgetconf.cli._table import render
+
+            render(res, preset, fields, out)
+    return EXIT_ERROR if res.errors else EXIT_OK
+
+
+def _check(
+    res: Resolution, preset: Preset, fields: list[str], fmt: str, out: TextIO, err: TextIO
+) -> int:
+    failed = bool(res.errors or res.warnings)
+    if fmt == "json":
+        out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
+        return EXIT_ERROR if failed else EXIT_OK
+    for error in res.errors:
+        _say(err, f"budgetconf: error: {error}")
+    for warning in res.warnings:
+        _say(err, f"budgetconf: warning: {warning}")
+    count = len(fields or res.values)
+    if failed:
+        out.write(
+            f"check failed: {_plural(len(res.errors), 'error')}, "
+            f"{_plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
+        )
+        return EXIT_ERROR
+    out.write(f"ok: {_plural(count, 'field')} resolved, no warnings (preset {preset.name})\n")
+    return EXIT_OK
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _toml(res: Resolution, fields: list[str]) -> str:
+    """The resolved values as a project file: a table per section, unset fields left out."""
+    import tomli_w
+
+    chosen = set(fields or res.values)
+    sections: dict[str, dict[str, object]] = {}
+    secret: list[str] = []
+    for trace in res.traces():
+        f = trace.field
+        if f.path not in chosen or trace.value is None:
+            continue
+        if f.secret:
+            secret.append(f.path)
+            continue
+        sections.setdefault(f.section, {})[f.name] = trace.value
+    header = [f"# Resolved by budgetconf explain, preset {res.preset}."]
+    header += [f"# {path} is secret and left out." for path in secret]
+    return "\n".join(header) + "\n\n" + tomli_w.dumps(sections)
+
+
+def _preset_failed(preset: str, exc: PresetError, fmt: str, out: TextIO, err: TextIO) -> int:
+    """A preset file that cannot be loaded: a one-line error, and an empty document in JSON."""
+    if fmt == "json":
+        document = {
+            "version": 1,
+            "preset": preset,
+            "values": {},
+            "fields": {},
+            "sources": [],
+            "warnings": [],
+            "errors": [str(exc)],
+        }
+        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _say(err, f"budgetconf: error: {exc}")
+    return EXIT_ERROR

@@ -1,0 +1,97 @@
+"""The whole error hierarchy of budgetconf.
+
+Every exception the package raises derives from `BudgetConfError`, and each
+carries the context a person needs to fix the problem. Running out of budget is
+not an error: the loop executor reports it as a stop reason.
+
+This module imports nothing from the package, so any module may import it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetConfError",
+    "BudgetConfWarning",
+    "ConfigError",
+    "PresetError",
+    "SourceError",
+    "UsageError",
+]
+
+
+class BudgetConfError(Exception):
+    """Base of every error budgetconf raises."""
+
+    __module__ = "budgetconf"
+
+
+class ConfigError(BudgetConfError, ValueError):
+    """A configuration problem under the ``error`` policy.
+
+    When the problem is one value, ``field``, ``source``, ``locator`` and
+    ``raw`` name it (``raw`` is already masked for secret fields) and
+    ``reason`` says what is wrong with it. When several problems were found,
+    ``errors`` holds each of them and the message lists them all.
+    """
+
+    __module__ = "budgetconf"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        source: str | None = None,
+        locator: str | None = None,
+        raw: object = None,
+        reason: str | None = None,
+        errors: tuple[ConfigError, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.source = source
+        self.locator = locator
+        self.raw = raw
+        self.reason = reason
+        self.errors = errors or (self,)
+
+    @classmethod
+    def combine(cls, errors: list[ConfigError]) -> ConfigError:
+        """One error for several: the only one itself, or a summary of all."""
+        if len(errors) == 1:
+            return errors[0]
+        lines = "\n".join(f"  - {e}" for e in errors)
+        return cls(f"{len(errors)} configuration errors:\n{lines}", errors=tuple(errors))
+
+
+class SourceError(ConfigError):
+    """A source that exists, or that the caller named, and cannot be read or parsed."""
+
+    __module__ = "budgetconf"
+
+    def __init__(
+        self, message: str, *, source: str, locator: str | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(message, source=source, locator=locator)
+        self.line = line
+
+
+class PresetError(ConfigError):
+    """A preset that does not exist or whose file breaks the preset format."""
+
+    __module__ = "budgetconf"
+
+
+class UsageError(ConfigError):
+    """A request the preset cannot serve, such as a file for a source it does not have.
+
+    The command line reports these as usage errors (exit 64).
+    """
+
+    __module__ = "budgetconf"
+
+
+class BudgetConfWarning(UserWarning):
+    """A value ignored under the ``fallback`` policy, or a key nobody reads."""
+
+    __module__ = "budgetconf"

@@ -1,0 +1,310 @@
+"""Presets: a schema, a ranked stack of sources and their policies, as data.
+
+Built-in presets are the TOML files beside this module; an application passes
+the path of its own file in the same format (see ``docs/presets-format.md``).
+Files are checked strictly when loaded: an unknown key, a value of the wrong
+type (``true`` is not a number) or a default that breaks its own field's rules
+is a `PresetError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from budgetconf.errors import PresetError
+from budgetconf.schema import Field, Invalid, Kind, Schema
+from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
+from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
+
+__all__ = ["Preset", "load_preset", "preset_names"]
+
+FORMAT_VERSION: Final = 1
+_HERE: Final = os.path.dirname(__file__)
+_PATH: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+_FLAG: Final = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
+_TOP_KEYS: Final = frozenset(
+    {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields"}
+)
+_SOURCE_KEYS: Final = frozenset({"kind", "invalid", "merge"})
+_FIELD_KEYS: Final = frozenset(
+    {
+        "type",
+        "default",
+        "optional",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "choices",
+        "env",
+        "flags",
+        "aliases",
+        "secret",
+        "help",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A loaded preset, ready to resolve with."""
+
+    name: str
+    summary: str
+    schema: Schema
+    stack: tuple[SourceSpec, ...]
+    sources: tuple[Source, ...]
+    home: str
+    home_env: str | None
+    max_file_bytes: int
+    origin: str  # "built-in" or the file's path
+
+    def has_source(self, kind: str) -> bool:
+        return any(spec.kind == kind for spec in self.stack)
+
+    @property
+    def source_kinds(self) -> tuple[str, ...]:
+        return tuple(spec.kind for spec in self.stack)
+
+
+_builtin: dict[str, Preset] = {}
+_by_path: dict[str, tuple[tuple[int, int, int], Preset]] = {}
+
+
+def preset_names() -> list[str]:
+    """The names of the built-in presets."""
+    return sorted(n[: -len(".toml")] for n in os.listdir(_HERE) if n.endswith(".toml"))
+
+
+def is_preset_path(preset: str | os.PathLike[str]) -> bool:
+    """Whether ``preset`` names a file rather than a built-in preset."""
+    text = os.fspath(preset)
+    return isinstance(preset, os.PathLike) or os.sep in text or text.endswith(".toml")
+
+
+def load_preset(preset: str | os.PathLike[str]) -> Preset:
+    """The built-in preset of that name, or the preset file at that path.
+
+    Loaded presets are kept; a preset file that changes is loaded again.
+    """
+    if not is_preset_path(preset):
+        name = os.fspath(preset)
+        cached = _builtin.get(name)
+        if cached is not None:
+            return cached
+        path = os.path.join(_HERE, f"{name}.toml")
+        if not os.path.isfile(path):
+            from budgetconf.schema import did_you_mean
+
+            hint = did_you_mean(name, preset_names())
+            tail = f"; did you mean {hint!r}?" if hint else ""
+            known = ", ".join(preset_names())
+            raise PresetError(f"unknown preset {name!r}{tail} (built-in presets: {known})")
+        loaded = _load_file(path, origin="built-in")
+        _builtin[name] = loaded
+        return loaded
+    path = os.path.abspath(os.path.expanduser(os.fspath(preset)))
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise PresetError(f"preset {path}: {exc.strerror}") from None
+    signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+    cached_entry = _by_path.get(path)
+    if cached_entry is not None and cached_entry[0] == signature:
+        return cached_entry[1]
+    loaded = _load_file(path, origin=path)
+    _by_path[path] = (signature, loaded)
+    return loaded
+
+
+def _load_file(path: str, *, origin: str) -> Preset:
+    import tomllib
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = tomllib.loads(handle.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PresetError(f"preset {path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(f"preset {path}: invalid TOML: {exc}") from None
+    try:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        return _build(data, origin=origin, stem=stem)
+    except _Bad as exc:
+        raise PresetError(f"preset {path}: {exc}") from None
+
+
+class _Bad(Exception):
+    """A preset file that breaks the format; the message says where."""
+
+
+def _take(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``table[key]`` if present, checked to be of ``kind`` (a bool is never a number)."""
+    value = table.get(key)
+    if value is None:
+        return None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise _Bad(f"{where}{key}: expected {_names(kinds)}, got {value!r}")
+    if not isinstance(value, kinds):
+        raise _Bad(f"{where}{key}: expected {_names(kinds)}, got {value!r}")
+    return value
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    words = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "a table",
+    }
+    return " or ".join(words.get(k, k.__name__) for k in kinds)
+
+
+def _strings(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    items = _take(table, key, list, where) or []
+    for item in items:
+        if not isinstance(item, str):
+            raise _Bad(f"{where}{key}: expected a list of strings, got {item!r}")
+    return tuple(items)
+
+
+def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        from budgetconf.schema import did_you_mean
+
+        hint = did_you_mean(unknown[0], sorted(allowed))
+        tail = f" (did you mean {hint!r}?)" if hint else ""
+        raise _Bad(f"{where}unknown key {unknown[0]!r}{tail}")
+
+
+def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
+    _check_keys(data, _TOP_KEYS, "")
+    version = _take(data, "format", int, "")
+    if version != FORMAT_VERSION:
+        raise _Bad(f"format: expected {FORMAT_VERSION}, got {version!r}")
+    name = _take(data, "name", str, "") or stem
+    fields_table = _take(data, "fields", dict, "")
+    if not fields_table:
+        raise _Bad("fields: a preset needs at least one field")
+    schema = Schema(tuple(_field(path, spec) for path, spec in fields_table.items()))
+    _check_names(schema)
+    stack = tuple(_source(i, spec, schema) for i, spec in enumerate(_sources(data)))
+    kinds = [spec.kind for spec in stack]
+    if kinds[0] != "default":
+        raise _Bad("sources: the stack starts with the default source, the floor of every field")
+    if len(set(kinds)) != len(kinds):
+        raise _Bad("sources: each source kind may appear only once")
+    max_bytes = _take(data, "max_file_bytes", int, "")
+    if max_bytes is not None and max_bytes < 1:
+        raise _Bad(f"max_file_bytes: expected a positive integer, got {max_bytes}")
+    return Preset(
+        name=name,
+        summary=_take(data, "summary", str, "") or "",
+        schema=schema,
+        stack=stack,
+        sources=tuple(KINDS[spec.kind](spec, schema) for spec in stack),
+        home=_take(data, "home", str, "") or "~/.budgetconf",
+        home_env=_take(data, "home_env", str, ""),
+        max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
+        origin=origin,
+    )
+
+
+def _sources(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    entries = _take(data, "sources", list, "")
+    if not entries:
+        raise _Bad("sources: a preset needs at least one source")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise _Bad(f"sources[{i}]: expected a table, got {entry!r}")
+    return list(entries)
+
+
+def _source(index: int, entry: Mapping[str, Any], schema: Schema) -> SourceSpec:
+    where = f"sources[{index}]."
+    kind = _take(entry, "kind", str, where)
+    if kind not in KINDS:
+        raise _Bad(f"{where}kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    where = f"sources[{index}] ({kind})."
+    options: Mapping[str, type] = KINDS[kind].OPTIONS
+    _check_keys(entry, _SOURCE_KEYS | set(options), where)
+    invalid = _take(entry, "invalid", str, where) or Policy.ERROR.value
+    if invalid not in Policy.__members__.values():
+        raise _Bad(f"{where}invalid: expected error or fallback, got {invalid!r}")
+    merge: dict[str, MergeMode] = {}
+    for section, mode in (_take(entry, "merge", dict, where) or {}).items():
+        if section not in schema.sections:
+            raise _Bad(f"{where}merge: no section {section!r} in the fields")
+        if mode not in MergeMode.__members__.values():
+            raise _Bad(f"{where}merge.{section}: expected field or replace, got {mode!r}")
+        merge[section] = MergeMode(mode)
+    values = {
+        key: _strings(entry, key, where) if kind_of is list else _take(entry, key, kind_of, where)
+        for key, kind_of in options.items()
+        if key in entry
+    }
+    return SourceSpec(kind, Policy(invalid), merge, values)
+
+
+def _field(path: str, spec: Any) -> Field:
+    where = f'fields."{path}".'
+    if not _PATH.fullmatch(path):
+        raise _Bad(f'fields."{path}": a field path is section.name, both identifiers')
+    if not isinstance(spec, dict):
+        raise _Bad(f'fields."{path}": expected a table, got {spec!r}')
+    _check_keys(spec, _FIELD_KEYS, where)
+    type_name = _take(spec, "type", str, where)
+    if type_name not in Kind.__members__.values():
+        raise _Bad(f"{where}type: expected one of int, number, bool, enum, got {type_name!r}")
+    kind = Kind(type_name)
+    bounds = {b: _take(spec, b, (int, float), where) for b in ("ge", "gt", "le", "lt")}
+    if kind not in (Kind.INT, Kind.NUMBER) and any(v is not None for v in bounds.values()):
+        raise _Bad(f"{where}ge/gt/le/lt: bounds apply to int and number fields only")
+    choices = _strings(spec, "choices", where)
+    if (kind is Kind.ENUM) != bool(choices):
+        raise _Bad(f"{where}choices: enum fields need choices, and only they take them")
+    flags = _strings(spec, "flags", where)
+    for flag in flags:
+        if not _FLAG.fullmatch(flag):
+            raise _Bad(f"{where}flags: {flag!r} is not a long flag such as --max-steps")
+    optional = bool(_take(spec, "optional", bool, where))
+    field = Field(
+        path=path,
+        kind=kind,
+        default=None,
+        optional=optional,
+        choices=choices,
+        env=_strings(spec, "env", where),
+        flags=flags,
+        aliases=_strings(spec, "aliases", where),
+        secret=bool(_take(spec, "secret", bool, where)),
+        help=_take(spec, "help", str, where) or "",
+        **bounds,
+    )
+    if "default" not in spec:
+        if not optional:
+            raise _Bad(f"{where}default: required unless the field is optional")
+        return field
+    try:
+        default = field.check_value(spec["default"])
+    except Invalid as exc:
+        raise _Bad(f"{where}default: {exc.reason}") from None
+    return dataclasses.replace(field, default=default)
+
+
+def _check_names(schema: Schema) -> None:
+    seen: dict[tuple[str, str], str] = {}
+    for f in schema:
+        for key in (f.name, *f.aliases):
+            other = seen.setdefault((f.section, key), f.path)
+            if other != f.path:
+                raise _Bad(f'fields."{f.path}": {key!r} is already a name of {other}')

@@ -1,0 +1,353 @@
+"""The ranked merge: every source's offers, validated and ranked into values and traces.
+
+For each source of the stack, lowest rank first:
+
+1. the source loads (files come from the parse cache, the environment is
+   read afresh);
+2. if the source defines a section it merges with ``replace``, every
+   candidate that lower sources (other than ``default``) gave for that
+   section is marked ``replaced``;
+3. each offer is checked against its field; a value the field cannot take is
+   ``rejected`` and, under the source's ``error`` policy, becomes a
+   `ConfigError`, under ``fallback`` a warning.
+
+The last valid candidate of each field wins; earlier valid ones are
+``shadowed``. Nothing here prints, and nothing writes a file.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from budgetconf.errors import BudgetConfWarning, ConfigError
+from budgetconf.presets import Preset, load_preset
+from budgetconf.schema import Field, Invalid, Value, show_value
+from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
+from budgetconf.sources._base import Problem, user_home
+from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
+
+__all__ = ["Resolution", "factory", "resolve"]
+
+T = TypeVar("T")
+PathArg = str | os.PathLike[str]
+
+
+class Resolution:
+    """The values of one resolution, and the evidence for each.
+
+    ``res["loop.max_steps"]`` is the typed value, ``res.values`` all of them,
+    ``res.trace(path)`` the candidates behind one, and ``res.to_dict()`` the
+    version-1 explain document (secrets masked).
+    """
+
+    __slots__ = ("_traces", "errors", "preset", "schema", "sources", "values", "warnings")
+
+    def __init__(
+        self,
+        preset: Preset,
+        traces: dict[str, FieldTrace],
+        sources: tuple[SourceReport, ...],
+        warnings: tuple[str, ...],
+        errors: tuple[ConfigError, ...],
+    ) -> None:
+        self.preset = preset.name
+        self.schema = preset.schema
+        self._traces = traces
+        self.values: Mapping[str, Value] = {p: t.winner.value for p, t in traces.items()}
+        self.sources = sources
+        self.warnings = warnings
+        self.errors = errors
+
+    def __getitem__(self, path: str) -> Value:
+        return self._traces[self._path(path)].winner.value
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._traces
+
+    def __repr__(self) -> str:
+        shown = {p: ("***" if t.field.secret else t.winner.value) for p, t in self._traces.items()}
+        return f"Resolution(preset={self.preset!r}, values={shown!r})"
+
+    def _path(self, path: str) -> str:
+        if path in self._traces:
+            return path
+        return self.schema.lookup(path).path  # an alias, or a KeyError with a suggestion
+
+    def trace(self, path: str) -> FieldTrace:
+        """Every candidate for the field at ``path``, and the one that won."""
+        return self._traces[self._path(path)]
+
+    def traces(self) -> tuple[FieldTrace, ...]:
+        """The traces of all fields, in schema order."""
+        return tuple(self._traces.values())
+
+    def sections(self) -> dict[str, dict[str, Value]]:
+        """The values nested by section: ``{"loop": {"max_steps": 40, ...}, ...}``."""
+        nested: dict[str, dict[str, Value]] = {}
+        for trace in self._traces.values():
+            nested.setdefault(trace.field.section, {})[trace.field.name] = trace.winner.value
+        return nested
+
+    def to_dict(self, fields: Sequence[str] | None = None) -> dict[str, Any]:
+        """The version-1 explain document, for all fields or the ones named."""
+        chosen = [self._path(f) for f in fields] if fields else list(self._traces)
+        traces = [self._traces[p] for p in chosen]
+        return {
+            "version": 1,
+            "preset": self.preset,
+            "values": {t.field.path: t.to_dict()["value"] for t in traces},
+            "fields": {t.field.path: t.to_dict() for t in traces},
+            "sources": [s.to_dict() for s in self.sources],
+            "warnings": list(self.warnings),
+            "errors": [str(e) for e in self.errors],
+        }
+
+    def structure(self, cls: type[T]) -> T:
+        """An instance of ``cls`` built from the values nested by section, with cattrs.
+
+        The conversion is strict: a bool is not an int, and a float is never
+        truncated to one. Sections and fields ``cls`` does not declare are
+        ignored. Raises `ConfigError` when the values do not fit ``cls``.
+        """
+        from budgetconf._structure import structure
+
+        return structure(self.sections(), cls)
+
+
+def _home(preset: Preset, ctx_env: Mapping[str, str]) -> str:
+    moved = None
+    if preset.home_env:
+        moved = ctx_env.get(preset.home_env) or os.environ.get(preset.home_env)
+    home = moved or preset.home
+    if home == "~" or home.startswith("~/"):
+        home = user_home(ctx_env.get("HOME") or os.environ.get("HOME")) + home[1:]
+    return os.path.abspath(home)
+
+
+class _Work:
+    """A candidate while the stack is being merged; statuses settle at the end."""
+
+    __slots__ = ("offer", "policy", "reason", "source", "status", "value")
+
+    def __init__(
+        self, offer: Offer, source: str, policy: Policy, value: Value, reason: str | None
+    ) -> None:
+        self.offer = offer
+        self.source = source
+        self.policy = policy
+        self.value = value
+        self.reason = reason
+        self.status = Status.REJECTED if reason is not None else Status.WON
+
+
+def _located(field: str, locator: str, source: str) -> str:
+    return f"{field} from {locator}" + ("" if locator.startswith(source) else f" ({source})")
+
+
+def resolve_request(preset: Preset, request: Request) -> Resolution:
+    """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised."""
+    schema = preset.schema
+    ctx = Context(request, schema, _home(preset, request.env), preset.max_file_bytes)
+    work: dict[str, list[_Work]] = {path: [] for path in schema.by_path}
+    merge_of: dict[tuple[str, str], MergeMode] = {}
+    reports: list[SourceReport] = []
+    found_warnings: list[str] = []
+    errors: list[ConfigError] = []
+
+    for spec, source in zip(preset.stack, preset.sources, strict=True):
+        layer = source.load(ctx)
+        errors.extend(layer.errors)
+        error_text = "; ".join(str(e) for e in layer.errors) or None
+        reports.append(
+            SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
+        )
+        found_warnings.extend(layer.warnings)
+        for problem in layer.problems:
+            _judge_problem(problem, spec.kind, spec.invalid, errors, found_warnings)
+        for section, where in layer.sections.items():
+            mode = spec.merge_mode(section)
+            merge_of[(spec.kind, section)] = mode
+            if mode is MergeMode.REPLACE:
+                why = f"section {section} replaced whole by {spec.kind} {where}"
+                _replace([item for f in schema.sections[section] for item in work[f.path]], why)
+        for offer in layer.offers:
+            field = schema.by_path[offer.field]
+            value, reason = _check(field, offer)
+            if reason is not None and spec.invalid is Policy.ERROR:
+                errors.append(_value_error(field, offer, spec.kind, reason))
+            work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
+
+    traces = {}
+    for field in schema:
+        items = work[field.path]
+        winner = next(i for i in reversed(items) if i.status is Status.WON)
+        for item in items:
+            if item.status is Status.WON and item is not winner:
+                item.status = Status.SHADOWED
+            elif item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
+                where = _located(field.path, item.offer.locator, item.source)
+                using = field.mask(show_value(winner.value))
+                found_warnings.append(
+                    f"{where}: {item.reason}; ignored, using {using} from {winner.offer.locator}"
+                )
+        candidates = tuple(_candidate(i) for i in items)
+        merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
+        traces[field.path] = FieldTrace(field, candidates[items.index(winner)], candidates, merge)
+    return Resolution(preset, traces, tuple(reports), tuple(found_warnings), tuple(errors))
+
+
+def _replace(items: list[_Work], why: str) -> None:
+    """Discard what lower sources said for a section; the built-in defaults stay."""
+    for item in items:
+        if item.status is Status.WON and item.source != "default":
+            item.status = Status.REPLACED
+            item.reason = why
+
+
+def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
+    """The offer's value for ``field``, or None and the reason it cannot be one."""
+    try:
+        if offer.text and isinstance(offer.value, str):
+            return field.parse_text(offer.value), None
+        return field.check_value(offer.value), None
+    except Invalid as exc:
+        return None, exc.reason
+
+
+def _candidate(item: _Work) -> Candidate:
+    offer = item.offer
+    return Candidate(
+        source=item.source,
+        locator=offer.locator,
+        status=item.status,
+        value=item.value,
+        raw=offer.value,
+        text=offer.text,
+        reason=item.reason,
+        alias=offer.key,
+    )
+
+
+def _value_error(field: Field, offer: Offer, source: str, reason: str) -> ConfigError:
+    raw = field.mask(str(offer.value)) if offer.text else ("***" if field.secret else offer.value)
+    return ConfigError(
+        f"{_located(field.path, offer.locator, source)}: {reason}",
+        field=field.path,
+        source=source,
+        locator=offer.locator,
+        raw=raw,
+        reason=reason,
+    )
+
+
+def _judge_problem(
+    problem: Problem, source: str, policy: Policy, errors: list[ConfigError], found: list[str]
+) -> None:
+    message = f"{problem.locator} ({source}): {problem.message}"
+    if policy is Policy.ERROR:
+        errors.append(
+            ConfigError(
+                message,
+                field=problem.field,
+                source=source,
+                locator=problem.locator,
+                raw=problem.raw,
+                reason=problem.message,
+            )
+        )
+    else:
+        found.append(f"{message}; ignored")
+
+
+def _text(path: PathArg | None) -> str | None:
+    return None if path is None else os.fspath(path)
+
+
+def resolve(
+    preset: PathArg = "budgetconf",
+    *,
+    env: Mapping[str, str] | None = None,
+    argv: Sequence[str] | None = None,
+    global_file: PathArg | None = None,
+    project_file: PathArg | None = None,
+    profile: PathArg | None = None,
+    workflow: PathArg | None = None,
+    step: str | None = None,
+    explicit: Mapping[str, object] | None = None,
+) -> Resolution:
+    """Resolve every field of ``preset`` from its ranked sources.
+
+    ``preset`` is a built-in name or the path of a preset file. ``env``
+    defaults to ``os.environ``; ``argv`` feeds the ``cli`` source (``sys.argv``
+    is never read). Warnings (fallback rejections, unknown keys) are emitted as
+    `BudgetConfWarning`; problems under the ``error`` policy raise
+    `ConfigError`, and a source that cannot be read raises `SourceError`.
+    """
+    loaded = load_preset(preset)
+    request = Request(
+        env=os.environ if env is None else env,
+        argv=argv,
+        global_file=_text(global_file),
+        project_file=_text(project_file),
+        profile=_text(profile),
+        workflow=_text(workflow),
+        step=step,
+        explicit=explicit,
+    )
+    check_request(loaded, request)
+    result = resolve_request(loaded, request)
+    for message in result.warnings:
+        warnings.warn(message, BudgetConfWarning, stacklevel=2)
+    if result.errors:
+        raise ConfigError.combine(list(result.errors))
+    return result
+
+
+_ARGUMENT_SOURCES = (
+    ("argv", "cli"),
+    ("global_file", "global"),
+    ("project_file", "project"),
+    ("profile", "profile"),
+    ("workflow", "yaml"),
+    ("step", "step"),
+    ("explicit", "explicit"),
+)
+
+
+def check_request(preset: Preset, request: Request) -> None:
+    """Refuse an argument for a source the preset does not have: it would be lost."""
+    from budgetconf.errors import UsageError
+
+    if request.step is not None and request.workflow is None:
+        raise UsageError(f"step {request.step!r} needs a workflow file to be found in")
+    for argument, kind in _ARGUMENT_SOURCES:
+        if getattr(request, argument) is not None and not preset.has_source(kind):
+            if argument == "workflow" and preset.has_source("step"):
+                continue
+            have = ", ".join(preset.source_kinds)
+            raise UsageError(
+                f"preset {preset.name!r} has no {kind} source for {argument}= (its sources: {have})"
+            )
+
+
+def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Callable[[], Value]:
+    """A zero-argument callable for ``dataclasses.field(default_factory=...)``.
+
+    Each call resolves afresh, so a variable exported before each run takes
+    effect at once; a value passed to the dataclass constructor never calls it,
+    so an explicit argument always wins. ``options`` are `resolve` keywords.
+    """
+    try:
+        path = load_preset(preset).schema.lookup(field).path
+    except KeyError as exc:
+        raise ConfigError(exc.args[0], field=field) from None
+
+    def make() -> Value:
+        result = resolve(preset, **options)
+        return result[path]
+
+    make.__qualname__ = make.__name__ = f"budgetconf_{path.replace('.', '_')}"
+    return make

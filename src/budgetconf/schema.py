@@ -1,0 +1,289 @@
+"""Fields, their types and constraints, and the checks every value goes through.
+
+A field is one knob, named by a dotted path ``section.name``. Values reach a
+field in two forms: *text* (environment variables, flags, ``--set``), which is
+parsed by the strict rules below, and *typed* values (JSON, TOML, YAML, code),
+which must already have the field's type. Both paths end in the same
+constraint check, so a value means the same thing whichever source gave it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final, TypeAlias
+
+__all__ = ["Ambiguous", "Field", "Invalid", "Kind", "Schema", "Value", "did_you_mean"]
+
+Value: TypeAlias = int | float | bool | str | None
+
+MAX_INT: Final = 2**63 - 1
+_MAX_DIGITS: Final = len(str(MAX_INT))
+# Text forms. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠'.
+_INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ASCII_SPACE: Final = " \t\n\r\f\v"
+_TRUE: Final = frozenset({"true", "1", "yes", "on"})
+_FALSE: Final = frozenset({"false", "0", "no", "off"})
+
+
+class Kind(StrEnum):
+    """The type of a field."""
+
+    INT = "int"
+    NUMBER = "number"
+    BOOL = "bool"
+    ENUM = "enum"
+
+
+class Invalid(Exception):
+    """A value a field cannot take; ``reason`` quotes the raw value."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Ambiguous:
+    """A file value whose meaning depends on the reader, such as YAML's ``010``.
+
+    Parsers put this in place of the value; no field accepts it.
+    """
+
+    text: str
+    what: str  # "ambiguous YAML number"
+    hint: str  # how to say it unambiguously
+
+
+def show_text(raw: str) -> str:
+    """Quote text as it was given: ``'abc'``."""
+    return repr(raw)
+
+
+def show_typed(value: object) -> str:
+    """Quote a typed value in the notation of the files it comes from: ``"7"``, ``true``."""
+    if isinstance(value, Ambiguous):
+        return value.text
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def show_value(value: Value) -> str:
+    """A resolved value for people: ``40``, ``"wrap_up"``, ``unset``."""
+    return "unset" if value is None else show_typed(value)
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One knob: its type, constraints, default and the names users set it by."""
+
+    path: str
+    kind: Kind
+    default: Value = None
+    optional: bool = False
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    choices: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    secret: bool = False
+    help: str = ""
+    section: str = field(init=False)
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        section, _, name = self.path.partition(".")
+        object.__setattr__(self, "section", section)
+        object.__setattr__(self, "name", name)
+
+    @property
+    def noun(self) -> str:
+        """What a value of this field is, for messages: 'an integer'."""
+        return {
+            Kind.INT: "an integer",
+            Kind.NUMBER: "a number",
+            Kind.BOOL: "a boolean",
+            Kind.ENUM: "one of " + ", ".join(self.choices),
+        }[self.kind]
+
+    def mask(self, shown: str) -> str:
+        """``shown``, or ``***`` when the field is secret."""
+        return "***" if self.secret else shown
+
+    def _not_a(self, shown: str, note: str = "") -> Invalid:
+        what = (
+            "not one of " + ", ".join(self.choices)
+            if self.kind is Kind.ENUM
+            else ("not " + self.noun)
+        )
+        return Invalid(f"{what}: {self.mask(shown)}{note}")
+
+    def parse_text(self, raw: str) -> Value:
+        """The value of text from an environment variable, a flag or ``--set``."""
+        text = raw.strip(_ASCII_SPACE)
+        shown = show_text(raw)
+        if self.kind is Kind.INT:
+            if not _INT_TEXT.fullmatch(text):
+                raise self._not_a(shown)
+            if len(text.lstrip("+-")) > _MAX_DIGITS:
+                raise Invalid(f"out of range: {self.mask(shown)}")
+            return self._check(int(text), shown)
+        if self.kind is Kind.NUMBER:
+            if not _NUMBER_TEXT.fullmatch(text):
+                raise self._not_a(shown)
+            return self._check(float(text), shown)
+        if self.kind is Kind.BOOL:
+            lowered = text.lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise self._not_a(shown)
+        if text in self.choices:
+            return text
+        raise self._not_a(shown, self._suggest(text))
+
+    def check_value(self, value: object) -> Value:
+        """The value of a typed value from a file or from code."""
+        shown = show_typed(value)
+        if isinstance(value, Ambiguous):
+            raise Invalid(f"{value.what}: {self.mask(shown)} ({value.hint})")
+        if value is None:
+            if self.optional:
+                return None
+            raise Invalid(f"null is not allowed: {self.path} must be {self.noun}")
+        if self.kind is Kind.INT:
+            if type(value) is not int:
+                raise self._not_a(shown, f" ({_type_name(value)})")
+            return self._check(value, shown)
+        if self.kind is Kind.NUMBER:
+            if type(value) not in (int, float):
+                raise self._not_a(shown, f" ({_type_name(value)})")
+            try:
+                number = float(value)  # type: ignore[arg-type]  # int or float, checked above
+            except OverflowError:
+                raise Invalid(f"out of range: {self.mask(shown)}") from None
+            return self._check(number, shown)
+        if self.kind is Kind.BOOL:
+            if type(value) is not bool:
+                raise self._not_a(shown, f" ({_type_name(value)})")
+            return value
+        if isinstance(value, str) and value in self.choices:
+            return value
+        note = self._suggest(value) if isinstance(value, str) else f" ({_type_name(value)})"
+        raise self._not_a(shown, note)
+
+    def _check(self, number: int | float, shown: str) -> int | float:
+        if isinstance(number, float) and not math.isfinite(number):
+            raise Invalid(f"out of range: {self.mask(shown)}")
+        if isinstance(number, int) and abs(number) > MAX_INT:
+            raise Invalid(f"out of range: {self.mask(shown)}")
+        for bound, holds, op in _BOUNDS:
+            limit = getattr(self, bound)
+            if limit is not None and not holds(number, limit):
+                raise Invalid(f"must be {op} {_plain(limit)}, got {self.mask(shown)}")
+        return number
+
+    def _suggest(self, text: str) -> str:
+        hint = did_you_mean(text, self.choices)
+        return f" (did you mean {hint!r}?)" if hint else ""
+
+
+_BOUNDS: Final = (
+    ("ge", operator.ge, ">="),
+    ("gt", operator.gt, ">"),
+    ("le", operator.le, "<="),
+    ("lt", operator.lt, "<"),
+)
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
+    """The candidate closest to ``word``, if any is close; case is ignored."""
+    import difflib  # only on the error path
+
+    lowered = {c.lower(): c for c in candidates}
+    hits = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[hits[0]] if hits else None
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """The fields of a preset, indexed by every name a user may set them by."""
+
+    fields: tuple[Field, ...]
+    by_path: Mapping[str, Field] = field(init=False, repr=False)
+    sections: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
+    # (section, key as written in a file) -> field; keys are names and aliases
+    by_key: Mapping[tuple[str, str], Field] = field(init=False, repr=False)
+    by_env: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
+    by_flag: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        sections: dict[str, list[Field]] = {}
+        by_key: dict[tuple[str, str], Field] = {}
+        by_env: dict[str, list[Field]] = {}
+        by_flag: dict[str, list[Field]] = {}
+        for f in self.fields:
+            sections.setdefault(f.section, []).append(f)
+            for key in (f.name, *f.aliases):
+                by_key[(f.section, key)] = f
+            for name in f.env:
+                by_env.setdefault(name, []).append(f)
+            for flag in f.flags:
+                by_flag.setdefault(flag, []).append(f)
+        object.__setattr__(self, "by_path", {f.path: f for f in self.fields})
+        object.__setattr__(self, "sections", {s: tuple(fs) for s, fs in sections.items()})
+        object.__setattr__(self, "by_key", by_key)
+        object.__setattr__(self, "by_env", {k: tuple(v) for k, v in by_env.items()})
+        object.__setattr__(self, "by_flag", {k: tuple(v) for k, v in by_flag.items()})
+
+    def __iter__(self) -> Iterator[Field]:
+        return iter(self.fields)
+
+    def lookup(self, path: str) -> Field:
+        """The field at ``path`` (an alias such as ``loop.max_turns`` works too).
+
+        Raises `KeyError` whose message suggests the nearest field.
+        """
+        found = self.by_path.get(path)
+        if found is None:
+            section, _, key = path.partition(".")
+            found = self.by_key.get((section, key))
+        if found is None:
+            hint = did_you_mean(path, list(self.by_path))
+            suggestion = f"; did you mean {hint!r}?" if hint else ""
+            raise KeyError(f"unknown field {path!r}{suggestion}")
+        return found

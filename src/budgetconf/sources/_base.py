@@ -1,0 +1,154 @@
+"""What every source has in common: the protocol, and the records it returns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
+
+from budgetconf.errors import ConfigError
+
+if TYPE_CHECKING:
+    from budgetconf.schema import Schema
+
+DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
+
+
+class Policy(StrEnum):
+    """What a source does with a value its field cannot take."""
+
+    ERROR = "error"
+    FALLBACK = "fallback"
+
+
+class MergeMode(StrEnum):
+    """How a source's section combines with what lower sources said for it."""
+
+    FIELD = "field"
+    REPLACE = "replace"
+
+
+class SourceStatus(StrEnum):
+    """How a source fared in one resolution."""
+
+    LOADED = "loaded"
+    MISSING = "missing"
+    ERROR = "error"
+    NOT_CONFIGURED = "not configured"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """One entry of a preset's stack, as its file declares it."""
+
+    kind: str
+    invalid: Policy
+    merge: Mapping[str, MergeMode] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def merge_mode(self, section: str) -> MergeMode:
+        return self.merge.get(section, MergeMode.FIELD)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Everything one resolution was asked with."""
+
+    env: Mapping[str, str]
+    argv: Sequence[str] | None = None
+    global_file: str | None = None
+    project_file: str | None = None
+    profile: str | None = None
+    workflow: str | None = None
+    step: str | None = None
+    explicit: Mapping[str, object] | None = None
+    # `--set` gives text, code gives typed values
+    explicit_is_text: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A request plus what the preset makes of it, shared by the sources of one resolution."""
+
+    request: Request
+    schema: Schema
+    home: str
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    def getenv(self, name: str) -> str | None:
+        """A control variable: from the request's env mapping, else from the process."""
+        value = self.request.env.get(name)
+        return os.environ.get(name) if value is None else value
+
+    def expand(self, path: str) -> str:
+        """An absolute path: ``{home}`` and a leading ``~`` expanded, relative to the cwd."""
+        path = path.replace("{home}", self.home)
+        if path == "~" or path.startswith("~/"):
+            path = user_home(self.getenv("HOME")) + path[1:]
+        return os.path.abspath(path)
+
+
+def user_home(home: str | None) -> str:
+    """The user's home folder, honouring a ``HOME`` given in the env mapping."""
+    return home if home else os.path.expanduser("~")
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One raw value a source offers for a field."""
+
+    field: str
+    value: object
+    locator: str
+    text: bool = False
+    key: str | None = None  # the alias it was set by, when not the field's own name
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with a source's shape, judged by the source's invalid policy."""
+
+    message: str
+    locator: str
+    field: str | None = None
+    raw: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """What one source gave in one resolution."""
+
+    status: SourceStatus
+    locator: str | None = None
+    offers: tuple[Offer, ...] = ()
+    # sections the source defines (even empty), with where, for `replace` merging
+    sections: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = ()
+    # errors whatever the policy: a source that cannot be read, an unknown field in code
+    errors: tuple[ConfigError, ...] = ()
+
+    @classmethod
+    def failed(cls, error: ConfigError, locator: str | None) -> Layer:
+        return cls(SourceStatus.ERROR, locator, errors=(error,))
+
+    @classmethod
+    def not_configured(cls) -> Layer:
+        return cls(SourceStatus.NOT_CONFIGURED)
+
+
+class Source(Protocol):
+    """A provider of raw values. Sources never validate values: the resolver does.
+
+    A source class is built once per preset as ``cls(spec, schema)`` and
+    loaded once per resolution.
+    """
+
+    #: option name -> accepted type, for the strict check of preset files
+    OPTIONS: ClassVar[Mapping[str, type]]
+
+    def load(self, ctx: Context) -> Layer:
+        """The source's values for this resolution. Raises only `UsageError`."""
+        ...

@@ -1,0 +1,105 @@
+"""Reading settings files: size limit, decoding, parsing and the parse cache.
+
+A file is parsed once and kept, keyed by its path and format, together with
+the signature of the version that was read: (mtime_ns, size, inode, device).
+Each resolution stats the path again; a different signature means the file
+changed, and it is read anew. The signature stored is taken from the open file
+itself (`fstat`), so a file replaced between the stat and the read is never
+cached under the old version's signature.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from budgetconf.errors import SourceError
+from budgetconf.sources._formats import ParseError, Table, parse_json, parse_toml, parse_yaml
+
+PARSERS: Final[dict[str, Callable[[str], Table]]] = {
+    "json": parse_json,
+    "toml": parse_toml,
+    "yaml": parse_yaml,
+}
+_MAX_CACHED: Final = 256
+
+_Signature = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    signature: _Signature
+    table: Table | None
+    error: ParseError | None
+
+
+_cache: dict[tuple[str, str, int], _Entry] = {}
+
+
+def _signature(st: os.stat_result) -> _Signature:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | None:
+    """The parsed file at the absolute ``path``, or None when there is no such file.
+
+    Raises `SourceError` when the file exists but cannot be read or parsed.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+    key = (path, fmt, max_bytes)
+    entry = _cache.get(key)
+    if entry is None or entry.signature != _signature(st):
+        entry = _load(path, fmt, source, max_bytes)
+        if len(_cache) >= _MAX_CACHED:
+            _cache.clear()
+        _cache[key] = entry
+    if entry.error is not None:
+        raise _error(source, path, entry.error.message, entry.error.line)
+    return entry.table
+
+
+def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _error(source, path, "not a regular file")
+            if st.st_size > max_bytes:
+                raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+            data = handle.read(max_bytes + 1)
+    except IsADirectoryError:
+        raise _error(source, path, "is a directory, not a file") from None
+    except OSError as exc:
+        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+    signature = _signature(st)
+    if len(data) > max_bytes:  # it grew after the stat
+        raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+    try:
+        return _Entry(signature, PARSERS[fmt](_decode(data)), None)
+    except ParseError as exc:
+        return _Entry(signature, None, exc)
+
+
+def _decode(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark some editors write
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}", line
+        ) from None
+
+
+def _error(source: str, path: str, problem: str, line: int | None = None) -> SourceError:
+    locator = f"{path}:{line}" if line else path
+    return SourceError(f"{source} {locator}: {problem}", source=source, locator=locator, line=line)

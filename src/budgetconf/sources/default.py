@@ -1,0 +1,27 @@
+"""The ``default`` source: the preset's built-in defaults, held in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Final
+
+from budgetconf.schema import Schema
+from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+
+LOCATOR: Final = "built-in default"
+
+
+class DefaultSource:
+    """Every field's default; an optional field without one offers "unset" (None).
+
+    No file is ever written for the defaults.
+    """
+
+    OPTIONS: ClassVar[Mapping[str, type]] = {}
+
+    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        offers = tuple(Offer(f.path, f.default, LOCATOR) for f in schema)
+        self._layer = Layer(SourceStatus.LOADED, LOCATOR, offers)
+
+    def load(self, ctx: Context) -> Layer:
+        return self._layer

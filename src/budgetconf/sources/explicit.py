@@ -1,0 +1,44 @@
+"""The ``explicit`` source: values passed in code (``explicit=``) or with ``--set``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Final
+
+from budgetconf.errors import ConfigError
+from budgetconf.schema import Schema
+from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+
+LOCATOR: Final = "explicit"
+
+
+class ExplicitSource:
+    """``{"loop.max_steps": 100}``: dotted paths, aliases allowed.
+
+    A path the schema does not know is a typo in code, so it is an error
+    whatever the source's invalid policy.
+    """
+
+    OPTIONS: ClassVar[Mapping[str, type]] = {}
+
+    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        pass
+
+    def load(self, ctx: Context) -> Layer:
+        given = ctx.request.explicit
+        if given is None:
+            return Layer.not_configured()
+        offers: list[Offer] = []
+        errors: list[ConfigError] = []
+        for path, value in given.items():
+            try:
+                target = ctx.schema.lookup(path)
+            except KeyError as exc:
+                errors.append(
+                    ConfigError(exc.args[0], field=path, source="explicit", locator=LOCATOR)
+                )
+                continue
+            alias = None if path == target.path else path.partition(".")[2]
+            text = ctx.request.explicit_is_text
+            offers.append(Offer(target.path, value, LOCATOR, text=text, key=alias))
+        return Layer(SourceStatus.LOADED, LOCATOR, tuple(offers), errors=tuple(errors))

@@ -1,0 +1,49 @@
+"""The ``yaml`` source: the top-level sections of a workflow YAML file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from budgetconf.errors import ConfigError, SourceError
+from budgetconf.schema import Schema
+from budgetconf.sources._base import Context, Layer, SourceSpec
+from budgetconf.sources._files import read_table
+from budgetconf.sources._formats import Table
+from budgetconf.sources._sections import file_locator, read_sections
+
+
+def read_workflow(ctx: Context, kind: str) -> tuple[str, Table | Layer]:
+    """The workflow file the caller named, or the failed layer that says why not."""
+    assert ctx.request.workflow is not None
+    path = ctx.expand(ctx.request.workflow)
+    try:
+        table = read_table(path, "yaml", source=kind, max_bytes=ctx.max_file_bytes)
+    except ConfigError as exc:
+        return path, Layer.failed(exc, path)
+    if table is None:
+        missing = SourceError(f"{kind} {path}: no such file", source=kind, locator=path)
+        return path, Layer.failed(missing, path)
+    return path, table
+
+
+class WorkflowSource:
+    """``workflow=``: the preset's sections at the top level of the file.
+
+    Only the top-level keys the preset reads are looked at (by default, its
+    sections); the rest of the file belongs to the application and is ignored
+    without a warning.
+    """
+
+    OPTIONS: ClassVar[Mapping[str, type]] = {"sections": list}
+
+    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        self._only = frozenset(spec.options.get("sections", schema.sections))
+
+    def load(self, ctx: Context) -> Layer:
+        if ctx.request.workflow is None:
+            return Layer.not_configured()
+        path, table = read_workflow(ctx, "yaml")
+        if isinstance(table, Layer):
+            return table
+        return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)

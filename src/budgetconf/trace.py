@@ -1,0 +1,127 @@
+"""The records that explain a resolution: candidates, field traces, source reports.
+
+Explain is data first: the resolver keeps every candidate, and these records
+turn themselves into the version-1 explain document. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from budgetconf.schema import Ambiguous, Field, Value
+from budgetconf.sources import MergeMode, SourceStatus
+
+__all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
+
+MASK: Final = "***"
+
+
+class Status(StrEnum):
+    """What became of one source's value for a field."""
+
+    WON = "won"
+    SHADOWED = "shadowed"
+    REJECTED = "rejected"
+    REPLACED = "replaced"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One source's value for one field, and what became of it.
+
+    ``value`` is the typed value (None when rejected, or when the candidate
+    leaves an optional field unset); ``raw`` is what the source gave, text for
+    environment variables and flags; ``alias`` is the name it was set by when
+    that was an alias.
+    """
+
+    source: str
+    locator: str
+    status: Status
+    value: Value
+    raw: object
+    text: bool = False
+    reason: str | None = None
+    alias: str | None = None
+
+    def to_dict(self, field: Field) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "locator": self.locator}
+        if self.status is not Status.REJECTED:
+            out["value"] = MASK if field.secret else self.value
+        if self.text or self.status is Status.REJECTED:
+            out["raw"] = MASK if field.secret else jsonable(self.raw)
+        if self.alias is not None:
+            out["alias"] = self.alias
+        out["status"] = self.status.value
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FieldTrace:
+    """All candidates of one field in rank order, lowest first, and the winner."""
+
+    field: Field
+    winner: Candidate
+    candidates: tuple[Candidate, ...]
+    merge: MergeMode
+
+    @property
+    def value(self) -> Value:
+        return self.winner.value
+
+    @property
+    def source(self) -> str:
+        return self.winner.source
+
+    @property
+    def locator(self) -> str:
+        return self.winner.locator
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": MASK if self.field.secret else self.winner.value,
+            "source": self.winner.source,
+            "locator": self.winner.locator,
+            "merge": self.merge.value,
+            "candidates": [c.to_dict(self.field) for c in self.candidates],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """How one source of the stack fared: its status, where it read, what it offered."""
+
+    source: str
+    status: SourceStatus
+    locator: str | None = None
+    offered: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "locator": self.locator}
+        out["status"] = self.status.value
+        out["offered"] = self.offered
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def jsonable(value: object) -> Any:
+    """``value`` in a form JSON can hold: dates and other file types become text."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Ambiguous):
+        return value.text
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return str(value)
