@@ -59,3 +59,8 @@ def structure(values: dict[str, dict[str, Any]], cls: type[T]) -> T:
         raise ConfigError(f"resolved values do not fit {cls.__qualname__}: {details}") from None
     except cattrs.StructureHandlerNotFoundError as exc:
         raise ConfigError(f"cannot build {cls.__qualname__}: {exc}") from None
+    except NameError as exc:  # a string annotation naming a class local to a function
+        raise ConfigError(
+            f"cannot build {cls.__qualname__}: its annotations name {exc.name!r}, which cannot be "
+            "found; define it at module level"
+        ) from None

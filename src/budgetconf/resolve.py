@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from budgetconf.errors import BudgetConfWarning, ConfigError
 from budgetconf.presets import Preset, load_preset
-from budgetconf.schema import Field, Invalid, Value, show_value
+from budgetconf.schema import Field, Invalid, Unusable, Value, show_value
 from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
 from budgetconf.sources._base import Problem, user_home
 from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
@@ -232,7 +232,8 @@ def _candidate(item: _Work) -> Candidate:
 
 
 def _value_error(field: Field, offer: Offer, source: str, reason: str) -> ConfigError:
-    raw = field.mask(str(offer.value)) if offer.text else ("***" if field.secret else offer.value)
+    raw = offer.value.text if isinstance(offer.value, Unusable) else offer.value
+    raw = "***" if field.secret else raw
     return ConfigError(
         f"{_located(field.path, offer.locator, source)}: {reason}",
         field=field.path,

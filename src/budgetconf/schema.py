@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, TypeAlias
 
-__all__ = ["Ambiguous", "Field", "Invalid", "Kind", "Schema", "Value", "did_you_mean"]
+__all__ = ["Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
 
 Value: TypeAlias = int | float | bool | str | None
 
@@ -50,15 +50,17 @@ class Invalid(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Ambiguous:
-    """A file value whose meaning depends on the reader, such as YAML's ``010``.
+class Unusable:
+    """A file value that no field may take, kept with the text the file had.
 
-    Parsers put this in place of the value; no field accepts it.
+    Parsers put one in place of the value when the text cannot mean one thing:
+    YAML's ``010`` (8 in YAML 1.1, 10 in 1.2), JSON's ``1e400`` (past any
+    float). Validation rejects it as ``{what}: {text} ({hint})``.
     """
 
     text: str
-    what: str  # "ambiguous YAML number"
-    hint: str  # how to say it unambiguously
+    what: str
+    hint: str
 
 
 def show_text(raw: str) -> str:
@@ -68,10 +70,14 @@ def show_text(raw: str) -> str:
 
 def show_typed(value: object) -> str:
     """Quote a typed value in the notation of the files it comes from: ``"7"``, ``true``."""
-    if isinstance(value, Ambiguous):
+    if isinstance(value, Unusable):
         return value.text
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # inf, -inf, nan: how TOML writes them and YAML nearly does
+    if isinstance(value, tuple):
+        return repr(value)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+        return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
 
@@ -94,8 +100,10 @@ def _type_name(value: object) -> str:
         return "null"
     if isinstance(value, Mapping):
         return "a table"
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return "a list"
+    if isinstance(value, tuple):
+        return "a tuple"
     return type(value).__name__
 
 
@@ -154,7 +162,7 @@ class Field:
         if self.kind is Kind.INT:
             if not _INT_TEXT.fullmatch(text):
                 raise self._not_a(shown)
-            if len(text.lstrip("+-")) > _MAX_DIGITS:
+            if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:  # before int(): 4300-digit limit
                 raise Invalid(f"out of range: {self.mask(shown)}")
             return self._check(int(text), shown)
         if self.kind is Kind.NUMBER:
@@ -175,7 +183,7 @@ class Field:
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
         shown = show_typed(value)
-        if isinstance(value, Ambiguous):
+        if isinstance(value, Unusable):
             raise Invalid(f"{value.what}: {self.mask(shown)} ({value.hint})")
         if value is None:
             if self.optional:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from budgetconf.schema import Ambiguous, Field, Value
+from budgetconf.schema import Field, Unusable, Value
 from budgetconf.sources import MergeMode, SourceStatus
 
 __all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
@@ -118,7 +118,7 @@ def jsonable(value: object) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if isinstance(value, Ambiguous):
+    if isinstance(value, Unusable):
         return value.text
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}

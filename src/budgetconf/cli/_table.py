@@ -1,8 +1,8 @@
 """The explain table: the answer first, the evidence under it, for a person at a terminal.
 
-Colour follows rich's rules: none when the output is not a terminal or when
-``NO_COLOR`` is set. Paths are shortened to ``./`` and ``~/`` forms here only;
-the JSON document keeps them absolute.
+Styling is for terminals only: none when the output is not a terminal, and
+none at all (not even bold) when ``NO_COLOR`` is set. Paths are shortened to
+``./`` and ``~/`` forms here only; the JSON document keeps them absolute.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ _STYLE = {
 
 
 def render(res: Resolution, preset: Preset, fields: list[str], out: TextIO) -> None:
-    console = Console(file=out, highlight=False)
+    # NO_COLOR (https://no-color.org) asks for plain text; rich would still bold and dim
+    plain = bool(os.environ.get("NO_COLOR"))
+    console = Console(file=out, highlight=False, color_system=None if plain else "auto")
     with console.capture() as capture:
         _draw(console, res, preset, fields)
     # rich pads every cell to its column's width; trailing blanks only get in the way

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from budgetconf.errors import PresetError
-from budgetconf.schema import Field, Invalid, Kind, Schema
+from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
 
@@ -99,8 +99,6 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
             return cached
         path = os.path.join(_HERE, f"{name}.toml")
         if not os.path.isfile(path):
-            from budgetconf.schema import did_you_mean
-
             hint = did_you_mean(name, preset_names())
             tail = f"; did you mean {hint!r}?" if hint else ""
             known = ", ".join(preset_names())
@@ -149,10 +147,8 @@ def _take(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
     if value is None:
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise _Bad(f"{where}{key}: expected {_names(kinds)}, got {value!r}")
-    if not isinstance(value, kinds):
-        raise _Bad(f"{where}{key}: expected {_names(kinds)}, got {value!r}")
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise _Bad(f"{where}{key}: expected {_names(kinds)}, got {show_typed(value)}")
     return value
 
 
@@ -172,15 +168,13 @@ def _strings(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     items = _take(table, key, list, where) or []
     for item in items:
         if not isinstance(item, str):
-            raise _Bad(f"{where}{key}: expected a list of strings, got {item!r}")
+            raise _Bad(f"{where}{key}: expected a list of strings, got {show_typed(item)}")
     return tuple(items)
 
 
 def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
-        from budgetconf.schema import did_you_mean
-
         hint = did_you_mean(unknown[0], sorted(allowed))
         tail = f" (did you mean {hint!r}?)" if hint else ""
         raise _Bad(f"{where}unknown key {unknown[0]!r}{tail}")

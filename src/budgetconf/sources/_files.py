@@ -68,35 +68,53 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | N
 
 def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:
     try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise _error(source, path, "not a regular file")
-            if st.st_size > max_bytes:
-                raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
-            data = handle.read(max_bytes + 1)
-    except IsADirectoryError:
-        raise _error(source, path, "is a directory, not a file") from None
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise _error(source, path, f"cannot read: {exc.strerror}") from None
-    signature = _signature(st)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _error(source, path, "is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise _error(source, path, "not a regular file")
+        if st.st_size > max_bytes:
+            raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+        data = _read(fd, max_bytes + 1)
+    except OSError as exc:
+        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:  # it grew after the stat
         raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+    signature = _signature(st)
     try:
         return _Entry(signature, PARSERS[fmt](_decode(data)), None)
     except ParseError as exc:
         return _Entry(signature, None, exc)
 
 
+def _read(fd: int, limit: int) -> bytes:
+    chunks = []
+    while limit > 0:
+        chunk = os.read(fd, min(limit, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
 def _decode(data: bytes) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark some editors write
-        data = data[3:]
+    bom = b"\xef\xbb\xbf"  # a byte-order mark some editors write
+    start = len(bom) if data.startswith(bom) else 0
     try:
-        return data.decode("utf-8")
+        return data[start:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        offset = start + exc.start
+        line = data.count(b"\n", 0, offset) + 1
         raise ParseError(
-            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}", line
+            f"not UTF-8 text: byte 0x{data[offset]:02x} at offset {offset}", line
         ) from None
 
 

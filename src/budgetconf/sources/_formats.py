@@ -1,11 +1,12 @@
 """JSON, TOML and YAML parsers that remember the line of every value.
 
 Each parser returns a `Table`: a dict that also knows, for each key, the line
-its value starts on. Lines come from the parser's own positions, never from
+where it is written. Lines come from the parser's own positions, never from
 searching the text for a key:
 
 - JSON: the standard library's pure-Python scanner, with the object parser
-  wrapped so that each value's start offset is recorded as it is scanned.
+  wrapped so that where each value ends is recorded as it is scanned; the
+  next key starts after it.
 - TOML: `tomllib` parses and validates; then `_toml_lines` walks the
   (now known valid) text with a small tokenizer that understands strings,
   comments, arrays, inline tables and table headers.
@@ -16,18 +17,19 @@ searching the text for a key:
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from budgetconf.schema import Ambiguous
+from budgetconf.schema import Unusable, show_typed
 
 MAX_DEPTH: Final = 64
 MAX_YAML_NODES: Final = 20_000
 
 
 class Table(dict[Any, Any]):
-    """A mapping read from a file that knows the line of each key's value."""
+    """A mapping read from a file that knows the line where each key is written."""
 
     __slots__ = ("line", "lines")
 
@@ -87,37 +89,52 @@ def parse_json(text: str) -> Table:
         depth += 1
         if depth > MAX_DEPTH:
             raise ParseError(f"nested deeper than {MAX_DEPTH} levels", line_of(s_and_end[1]))
-        starts: list[int] = []
+        ends: list[int] = []
 
         def scan_value(string: str, index: int) -> Any:
-            starts.append(index)
-            return scan_once(string, index)
+            value, end = scan_once(string, index)
+            ends.append(end)
+            return value, end
 
         pairs, end = json_object(s_and_end, strict, scan_value, None, list, memo)
         depth -= 1
         table = Table(line=line_of(s_and_end[1] - 1))
-        for (key, value), start in zip(pairs, starts, strict=True):
+        key_at = s_and_end[1]
+        for (key, value), value_end in zip(pairs, ends, strict=True):
+            while text[key_at] in _JSON_BETWEEN:  # the key starts after the previous value
+                key_at += 1
             if key in table:
-                raise ParseError(f"duplicate key {key!r}", line_of(start))
+                raise ParseError(f"duplicate key {key!r}", line_of(key_at))
             table[key] = value
-            table.lines[key] = line_of(start)
+            table.lines[key] = line_of(key_at)
+            key_at = value_end
         return table, end
 
-    def reject_constant(name: str) -> None:
-        raise ParseError(f"{name} is not a JSON number")
+    def parse_float(number: str) -> float | Unusable:
+        value = float(number)
+        return value if math.isfinite(value) else Unusable(number, "out of range", _NO_FLOAT)
 
-    decoder: Any = json.JSONDecoder(parse_constant=reject_constant)
+    def parse_constant(name: str) -> Unusable:
+        return Unusable(name, "not a JSON number", "JSON has no NaN or Infinity")
+
+    decoder: Any = json.JSONDecoder(parse_float=parse_float, parse_constant=parse_constant)
     decoder.parse_object = parse_object
     decoder.scan_once = make_scanner(decoder)  # the C scanner would not call parse_object
     try:
         data = decoder.decode(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
-    except (ValueError, RecursionError) as exc:  # an integer past the digit limit
+    except RecursionError:
+        raise ParseError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer past Python's digit limit
         raise ParseError(f"invalid JSON: {exc}") from None
     if not isinstance(data, Table):
         raise ParseError("the top level must be a JSON object", 1)
     return data
+
+
+_JSON_BETWEEN: Final = frozenset(" \t\n\r,")
+_NO_FLOAT: Final = "beyond the largest float"
 
 
 # --- TOML ----------------------------------------------------------------------------
@@ -136,7 +153,7 @@ def parse_toml(text: str) -> Table:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         where = _TOML_LINE.search(message)
-        line = int(where.group(1)) if where else None
+        line = int(where.group(1)) if where else text.count("\n") + 1  # "at end of document"
         message = _TOML_LINE.sub(lambda m: f"(column {m.group(2)})", message)
         raise ParseError(f"invalid TOML: {message}", line) from None
     except RecursionError:
@@ -148,6 +165,8 @@ def parse_toml(text: str) -> Table:
 
 
 def _locate(value: Any, lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> Any:
+    if len(path) > MAX_DEPTH:
+        raise ParseError(f"nested deeper than {MAX_DEPTH} levels", lines.get(path[:-1]))
     if isinstance(value, dict):
         table = Table(line=lines.get(path))
         for key, item in value.items():
@@ -163,26 +182,58 @@ def _locate(value: Any, lines: Mapping[tuple[Any, ...], int], path: tuple[Any, .
 
 # --- YAML ----------------------------------------------------------------------------
 
-_INT_TAG: Final = "tag:yaml.org,2002:int"
-_FLOAT_TAG: Final = "tag:yaml.org,2002:float"
-_BOOL_TAG: Final = "tag:yaml.org,2002:bool"
-_STR_TAG: Final = "tag:yaml.org,2002:str"
+_MAP_TAG: Final = "tag:yaml.org,2002:map"
+_SEQ_TAG: Final = "tag:yaml.org,2002:seq"
+_NULL_TAG: Final = "tag:yaml.org,2002:null"
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
-# Forms YAML 1.1 (PyYAML) and YAML 1.2 read alike. A plain scalar outside them whose
-# 1.1 and 1.2 readings differ is `Ambiguous`: 010, 0b11, 1_000, 1:30, on, 1e3, 0o17.
-_SAFE_INT: Final = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
-_SAFE_FLOAT: Final = re.compile(
-    r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+_TYPED_TAGS: Final = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "str")
 )
-_SAFE_BOOL: Final = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
-_CORE_NUMBER: Final = re.compile(
-    r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+"
-)
-_NUMBER: Final = "ambiguous YAML number"
-_DIFFER: Final = "YAML 1.1 and 1.2 read it differently; write plain digits or quote it"
-_TEXT_IN_11: Final = "YAML 1.1 reads it as text, 1.2 as a number; write 1000.0 or quote it"
-_BOOLEAN: Final = "ambiguous YAML boolean"
-_BOOL_HINT: Final = "YAML 1.1 reads it as a boolean, 1.2 as text; write true or false"
+_SAFE_ONLY: Final = "(only the safe subset of YAML is read)"
+
+# YAML 1.2's core schema, to compare with the YAML 1.1 reading PyYAML gives
+_CORE_NULL: Final = frozenset({"", "~", "null", "Null", "NULL"})
+_CORE_BOOL: Final = {
+    "true": True,
+    "True": True,
+    "TRUE": True,
+    "false": False,
+    "False": False,
+    "FALSE": False,
+}
+_CORE_INT: Final = re.compile(r"[-+]?[0-9]+")
+_CORE_OCT: Final = re.compile(r"0o[0-7]+")
+_CORE_HEX: Final = re.compile(r"0x[0-9a-fA-F]+")
+_CORE_FLOAT: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_CORE_INF: Final = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
+_CORE_NAN: Final = re.compile(r"\.(?:nan|NaN|NAN)")
+
+
+def _core_reading(text: str) -> object:
+    """How YAML 1.2's core schema reads a plain scalar."""
+    if text in _CORE_NULL:
+        return None
+    if text in _CORE_BOOL:
+        return _CORE_BOOL[text]
+    if len(text) > 1000:  # past any field's range; int() would refuse it anyway
+        return text
+    if _CORE_INT.fullmatch(text):
+        return int(text)
+    if _CORE_OCT.fullmatch(text):
+        return int(text[2:], 8)
+    if _CORE_HEX.fullmatch(text):
+        return int(text[2:], 16)
+    if _CORE_FLOAT.fullmatch(text) or _CORE_INF.fullmatch(text):
+        return float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf"))
+    if _CORE_NAN.fullmatch(text):
+        return math.nan
+    return text
+
+
+def _same(a: object, b: object) -> bool:
+    if type(a) is not type(b):  # True == 1 and 1 == 1.0, but they are not the same reading
+        return False
+    return a == b or (a != a and b != b)  # nan is nan
 
 
 def parse_yaml(text: str) -> Table:
@@ -192,19 +243,21 @@ def parse_yaml(text: str) -> Table:
     loader = loader_class(text)
     try:
         root = loader.get_single_node()
-        if root is None:
-            return Table(line=1)
+        if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _NULL_TAG):
+            return Table(line=1)  # empty, or only `---` and comments
         if not isinstance(root, yaml.MappingNode):
-            raise ParseError("the top level must be a YAML mapping", root.start_mark.line + 1)
+            raise ParseError("the top level must be a YAML mapping", _line(root))
         data = _YamlBuilder(loader).build(root, 0)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or str(exc)
         if "constructor for the tag" in problem:
-            problem += " (only the safe subset of YAML is read)"
+            problem += f" {_SAFE_ONLY}"
         raise ParseError(f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise ParseError(f"invalid YAML: {exc}") from None
+    except RecursionError:  # the pure-Python composer, on deep nesting
+        raise ParseError("invalid YAML: nested too deeply") from None
     finally:
         loader.dispose()
     assert isinstance(data, Table)
@@ -232,11 +285,13 @@ class _YamlBuilder:
             )
         if depth > MAX_DEPTH:
             raise ParseError(f"nested deeper than {MAX_DEPTH} levels", _line(node))
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if node.tag not in (_MAP_TAG, _SEQ_TAG):  # !!python/object on a mapping, !!set, ...
+            raise ParseError(f"unsupported YAML tag {node.tag!r} {_SAFE_ONLY}", _line(node))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, depth)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, depth + 1) for item in node.value]
-        return self._scalar(node)
+        return [self.build(item, depth + 1) for item in node.value]
 
     def _mapping(self, node: Any, depth: int) -> Table:
         import yaml
@@ -257,10 +312,12 @@ class _YamlBuilder:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise ParseError("a mapping key must be a plain value", _line(key_node))
             key = self._loader.construct_object(key_node)
+            if not isinstance(key, str):  # 1: and true: are keys nobody reads; keep their text
+                key = key_node.value
             if key in table:
                 raise ParseError(f"duplicate key {key!r}", _line(key_node))
             table[key] = self.build(value_node, depth + 1)
-            table.lines[key] = _line(value_node)
+            table.lines[key] = _line(key_node)
         for source in merged:  # explicit keys win over merged ones, as in YAML's merge key
             for key, value in source.items():
                 if key not in table:
@@ -270,17 +327,26 @@ class _YamlBuilder:
         return table
 
     def _scalar(self, node: Any) -> Any:
-        if not node.style:  # plain: its type came from the 1.1 resolver
-            text = node.value
-            if node.tag == _INT_TAG and not _SAFE_INT.fullmatch(text):
-                return Ambiguous(text, _NUMBER, _DIFFER)
-            if node.tag == _FLOAT_TAG and not _SAFE_FLOAT.fullmatch(text):
-                return Ambiguous(text, _NUMBER, _DIFFER)
-            if node.tag == _BOOL_TAG and text not in _SAFE_BOOL:
-                return Ambiguous(text, _BOOLEAN, _BOOL_HINT)
-            if node.tag == _STR_TAG and _CORE_NUMBER.fullmatch(text):
-                return Ambiguous(text, _NUMBER, _TEXT_IN_11)
-        return self._loader.construct_object(node)
+        import yaml
+
+        text = node.value
+        try:
+            value = self._loader.construct_object(node)
+        except ValueError:  # an integer past Python's digit limit
+            return Unusable(text[:40] + "...", "out of range", "too many digits")
+        if node.style or node.tag not in _TYPED_TAGS:
+            return value  # quoted, or null, a date, ...: YAML 1.1 and 1.2 agree
+        if node.tag != self._loader.resolve(yaml.ScalarNode, text, (True, False)):
+            return value  # an explicit tag (!!str 010) says what it is
+        reading = _core_reading(text)
+        if _same(value, reading):
+            return value
+        return Unusable(
+            text,
+            "ambiguous in YAML",
+            f"YAML 1.1 reads {show_typed(value)}, YAML 1.2 reads {show_typed(reading)}; "
+            "write the one you mean",
+        )
 
 
 def _line(node: Any) -> int:

@@ -14,7 +14,8 @@ class CliSource:
 
     Arguments that are not the schema's flags belong to the application and
     are skipped; one that looks like a misspelt flag is reported. A flag given
-    twice offers both values, the later one winning, as with argparse.
+    twice offers both values, the later one winning, as with argparse; a flag
+    followed by another ``--`` argument has no value (``-5`` is a value).
     ``sys.argv`` is never read: without ``argv=`` the source is not configured.
     """
 
@@ -47,7 +48,7 @@ class CliSource:
                     warnings.append(f"{flag} is not a known flag; did you mean {hint}?")
                 continue
             if not eq:
-                if i >= len(args):
+                if i >= len(args) or args[i].startswith("--"):  # as argparse: not a value
                     problems.append(Problem(f"{flag} needs a value", flag, fields[0].path))
                     continue
                 value = args[i]

@@ -1,0 +1,253 @@
+"""Bad and boundary values from every kind of source, each with its exact outcome.
+
+The cases live in tests/data/bad_values.toml; this module puts each value into
+its source, resolves the default preset and checks what became of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+
+import budgetconf
+from budgetconf.cli import main
+from conftest import Place
+
+DATA: Final = Path(__file__).parent / "data" / "bad_values.toml"
+CASES: Final[list[dict[str, Any]]] = tomllib.loads(DATA.read_text(encoding="utf-8"))["case"]
+
+# The default preset's fields as PRESETS.md lists them, kept here rather than read
+# from the package so that the table is checked against the contract.
+ALIASES: Final = {
+    "loop.max_turns": "loop.max_steps",
+    "loop.max_tool_calls": "loop.max_tool_calls_per_turn",
+}
+DEFAULTS: Final[dict[str, object]] = {
+    "loop.max_steps": 40,
+    "loop.max_tool_calls_per_turn": 10,
+    "loop.last_turn": "wrap_up",
+    "loop.over_cap": "reject",
+    "limits.max_tool_calls": None,
+    "limits.max_tokens": None,
+    "limits.max_cost_usd": None,
+    "limits.timeout_seconds": None,
+}
+ENV: Final = {path: "BUDGETCONF_" + path.partition(".")[2].upper() for path in DEFAULTS}
+FLAGS: Final = {path: "--" + path.partition(".")[2].replace("_", "-") for path in DEFAULTS}
+# the source kind each table source feeds, and the outcomes its invalid policy allows
+KIND: Final = {
+    "env": "env",
+    "flag": "cli",
+    "set": "explicit",
+    "json": "global",
+    "toml": "project",
+    "yaml": "yaml",
+    "explicit": "explicit",
+}
+OUTCOMES: Final = {
+    "env": {"rejected", "ok"},
+    "flag": {"rejected", "ok"},
+    "set": {"error", "ok"},
+    "json": {"error", "ok"},
+    "toml": {"error", "ok"},
+    "yaml": {"error", "ok"},
+    "explicit": {"error", "ok"},
+}
+TEXT_SOURCES: Final = frozenset({"env", "flag", "set"})
+
+
+def _cases(outcome: str, *, cli: bool) -> list[Any]:
+    """The table's cases with ``outcome``, those of ``--set`` or all the others."""
+    return [
+        pytest.param(case, id=case["id"])
+        for case in CASES
+        if case["outcome"] == outcome and (case["source"] == "set") == cli
+    ]
+
+
+def _path(case: dict[str, Any]) -> str:
+    return ALIASES.get(case["field"], case["field"])
+
+
+def _shown(value: object) -> str:
+    return "unset" if value is None else json.dumps(value)
+
+
+def _expected_value(case: dict[str, Any]) -> object:
+    return None if case.get("unset") else case["value"]
+
+
+def _arrange(place: Place, case: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Put the case's input into its source: the resolve() keywords, and the locator."""
+    source, field, text = case["source"], case["field"], case["input"]
+    path = _path(case)
+    section, _, name = field.partition(".")
+    if source == "env":
+        return {"env": {ENV[path]: text}}, f"env:{ENV[path]}"
+    if source == "flag":
+        flag = FLAGS[path]
+        argv = [f"{flag}={text}"] if case.get("form") == "equals" else [flag, text]
+        return {"env": {}, "argv": argv}, flag
+    if source == "json":
+        file = place.write(
+            ".budgetconf/settings.json", f'{{"{section}": {{"{name}": {text}}}}}', base=place.home
+        )
+        return {"env": {}}, f"{file}:1"
+    if source == "toml":
+        file = place.write("settings.toml", f"[{section}]\n{name} = {text}\n")
+        return {"env": {}}, f"{file}:2"
+    if source == "yaml":
+        file = place.write("workflow.yaml", f"{section}:\n  {name}: {text}\n")
+        return {"env": {}, "workflow": str(file)}, f"{file}:2"
+    assert source == "explicit", source
+    return {"env": {}, "explicit": {field: ast.literal_eval(text)}}, "explicit"
+
+
+def _typed(case: dict[str, Any]) -> object:
+    """The value the case's file or code gives, read the way its format reads it."""
+    text = case["input"]
+    if case["source"] == "json":
+        return json.loads(text)
+    if case["source"] == "toml":
+        return tomllib.loads(f"v = {text}")["v"]
+    if case["source"] == "yaml":
+        return yaml.safe_load(text)
+    return ast.literal_eval(text)
+
+
+def _same(got: object, want: object) -> bool:
+    """Equal and of the same type (so 1 is not 1.0 or True); NaN matches NaN."""
+    if isinstance(want, dict | list):
+        return got == want
+    if isinstance(got, float) and isinstance(want, float) and math.isnan(want):
+        return math.isnan(got)
+    return got == want and type(got) is type(want)
+
+
+def _set(capsys: pytest.CaptureFixture[str], case: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Run ``budgetconf explain --format json --set FIELD=VALUE``: exit code and document."""
+    code = main(["explain", "--format", "json", "--set", f"{case['field']}={case['input']}"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_table_is_well_formed() -> None:
+    """Every case has a unique id, a known source and field, and the keys its outcome needs."""
+    ids = collections.Counter(case["id"] for case in CASES)
+    assert [i for i, n in ids.items() if n > 1] == []
+    for case in CASES:
+        assert case["outcome"] in OUTCOMES[case["source"]], case["id"]
+        assert _path(case) in DEFAULTS, case["id"]
+        assert isinstance(case["input"], str), case["id"]
+        needs = {
+            "rejected": {"reason"},
+            "error": {"message", "reason"},
+            "ok": {"unset"} if "unset" in case else {"value"},
+        }[case["outcome"]]
+        optional = {"form"} if case["source"] == "flag" else set()
+        common = {"id", "source", "field", "input", "outcome"}
+        assert set(case) - optional == common | needs, case["id"]
+    assert len(CASES) >= 60
+    assert {case["source"] for case in CASES} == set(KIND)
+
+
+@pytest.mark.parametrize("case", _cases("rejected", cli=False))
+def test_rejected_text_falls_back_to_the_default(place: Place, case: dict[str, Any]) -> None:
+    """A bad env or flag value is rejected with its reason and a warning; the default wins."""
+    kwargs, locator = _arrange(place, case)
+    path, kind = _path(case), KIND[case["source"]]
+
+    with pytest.warns(budgetconf.BudgetConfWarning) as record:
+        res = budgetconf.resolve(**kwargs)
+
+    where = f"{path} from {locator}" + (" (cli)" if kind == "cli" else "")
+    using = f"using {_shown(DEFAULTS[path])} from built-in default"
+    assert [str(w.message) for w in record] == [f"{where}: {case['reason']}; ignored, {using}"]
+    trace = res.trace(path)
+    rejected = [c for c in trace.candidates if c.status == "rejected"]
+    assert [(c.source, c.locator, c.raw, c.text, c.value, c.reason) for c in rejected] == [
+        (kind, locator, case["input"], True, None, case["reason"])
+    ]
+    assert (trace.winner.source, trace.winner.status) == ("default", "won")
+    assert _same(res[path], DEFAULTS[path])
+
+
+@pytest.mark.parametrize("case", _cases("error", cli=False))
+def test_bad_typed_value_raises_config_error(place: Place, case: dict[str, Any]) -> None:
+    """A bad file or code value raises one ConfigError naming its field, source, locator, reason."""
+    kwargs, locator = _arrange(place, case)
+
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(**kwargs)
+
+    err = caught.value
+    assert type(err) is budgetconf.ConfigError
+    assert str(err) == case["message"].replace("{locator}", locator)
+    assert (err.field, err.source, err.locator, err.reason) == (
+        _path(case),
+        KIND[case["source"]],
+        locator,
+        case["reason"],
+    )
+    assert err.errors == (err,)
+    if case["reason"].startswith(("ambiguous in YAML", "out of range: 1e400", "not a JSON")):
+        assert err.raw == case["input"]  # what the file says, not what a parser made of it
+    else:
+        assert _same(err.raw, _typed(case))
+
+
+@pytest.mark.parametrize("case", _cases("ok", cli=False))
+def test_boundary_value_is_accepted_and_wins(place: Place, case: dict[str, Any]) -> None:
+    """A good or boundary value is accepted with its exact typed value and wins over the default."""
+    kwargs, locator = _arrange(place, case)
+
+    res = budgetconf.resolve(**kwargs)
+
+    path = _path(case)
+    assert _same(res[path], _expected_value(case))
+    trace = res.trace(path)
+    assert (trace.winner.source, trace.winner.locator) == (KIND[case["source"]], locator)
+    assert [c.status for c in trace.candidates] == ["shadowed", "won"]
+    raw = case["input"] if case["source"] in TEXT_SOURCES else _typed(case)
+    assert _same(trace.winner.raw, raw)
+
+
+@pytest.mark.parametrize("case", _cases("error", cli=True))
+def test_set_bad_text_exits_1_with_the_error(
+    capsys: pytest.CaptureFixture[str], case: dict[str, Any]
+) -> None:
+    """A bad ``--set`` value exits 1, lists the exact error and keeps the default."""
+    code, doc = _set(capsys, case)
+
+    path = _path(case)
+    assert code == 1
+    assert doc["errors"] == [case["message"]]
+    trace = doc["fields"][path]
+    assert (trace["source"], trace["value"]) == ("default", DEFAULTS[path])
+    explicit = [c for c in trace["candidates"] if c["source"] == "explicit"]
+    assert [(c["locator"], c["status"], c["raw"], c["reason"]) for c in explicit] == [
+        ("explicit", "rejected", case["input"], case["reason"])
+    ]
+
+
+@pytest.mark.parametrize("case", _cases("ok", cli=True))
+def test_set_good_text_wins(capsys: pytest.CaptureFixture[str], case: dict[str, Any]) -> None:
+    """A good ``--set`` value is parsed as text, exits 0 and wins over the default."""
+    code, doc = _set(capsys, case)
+
+    path = _path(case)
+    assert (code, doc["errors"], doc["warnings"]) == (0, [], [])
+    trace = doc["fields"][path]
+    assert (trace["source"], trace["locator"]) == ("explicit", "explicit")
+    assert _same(trace["value"], _expected_value(case))
+    assert [(c["status"], c.get("raw")) for c in trace["candidates"]] == [
+        ("shadowed", None),
+        ("won", case["input"]),
+    ]

@@ -1,0 +1,242 @@
+"""Presets are data: the built-in files, and an application's own file, checked strictly."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import budgetconf
+from budgetconf.presets import load_preset, preset_names
+from conftest import Place
+
+MINIMAL = """\
+format = 1
+name = "app"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "env"
+invalid = "fallback"
+
+[fields."agent.max_steps"]
+type = "int"
+ge = 1
+default = 5
+env = ["APP_MAX_STEPS"]
+"""
+
+
+def _preset(place: Place, text: str, name: str = "app.toml") -> Path:
+    return place.write(name, textwrap.dedent(text))
+
+
+def test_built_in_presets_are_listed_by_name() -> None:
+    """The package ships the budgetconf and opendot presets as TOML files."""
+    assert {"budgetconf", "opendot"} <= set(preset_names())
+
+
+def test_the_default_preset_matches_its_documented_table() -> None:
+    """The budgetconf preset has the fields, defaults, variables and flags of PRESETS.md."""
+    schema = load_preset("budgetconf").schema
+    table = {f.path: (f.kind.value, f.default, f.env, f.flags, f.aliases) for f in schema}
+    assert table == {
+        "loop.max_steps": ("int", 40, ("BUDGETCONF_MAX_STEPS",), ("--max-steps",), ("max_turns",)),
+        "loop.max_tool_calls_per_turn": (
+            "int",
+            10,
+            ("BUDGETCONF_MAX_TOOL_CALLS_PER_TURN",),
+            ("--max-tool-calls-per-turn",),
+            ("max_tool_calls",),
+        ),
+        "loop.last_turn": ("enum", "wrap_up", ("BUDGETCONF_LAST_TURN",), ("--last-turn",), ()),
+        "loop.over_cap": ("enum", "reject", ("BUDGETCONF_OVER_CAP",), ("--over-cap",), ()),
+        "limits.max_tool_calls": (
+            "int",
+            None,
+            ("BUDGETCONF_MAX_TOOL_CALLS",),
+            ("--max-tool-calls",),
+            (),
+        ),
+        "limits.max_tokens": ("int", None, ("BUDGETCONF_MAX_TOKENS",), ("--max-tokens",), ()),
+        "limits.max_cost_usd": (
+            "number",
+            None,
+            ("BUDGETCONF_MAX_COST_USD",),
+            ("--max-cost-usd",),
+            (),
+        ),
+        "limits.timeout_seconds": (
+            "number",
+            None,
+            ("BUDGETCONF_TIMEOUT_SECONDS",),
+            ("--timeout-seconds",),
+            (),
+        ),
+    }
+    policies = {s.kind: s.invalid.value for s in load_preset("budgetconf").stack}
+    assert policies == {
+        "default": "error",
+        "global": "error",
+        "project": "error",
+        "profile": "error",
+        "env": "fallback",
+        "yaml": "error",
+        "cli": "fallback",
+        "step": "error",
+        "explicit": "error",
+    }
+
+
+def test_an_application_preset_is_loaded_by_path(place: Place) -> None:
+    """resolve(preset=PATH) uses the application's own schema and stack."""
+    path = _preset(place, MINIMAL)
+    res = budgetconf.resolve(path, env={"APP_MAX_STEPS": "8"})
+    assert res.preset == "app"
+    assert res["agent.max_steps"] == 8
+    assert [s.source for s in res.sources] == ["default", "env"]
+
+
+def test_a_changed_preset_file_is_loaded_again(place: Place) -> None:
+    """The preset cache follows the file: an edit takes effect on the next resolution."""
+    path = _preset(place, MINIMAL)
+    assert budgetconf.resolve(str(path), env={})["agent.max_steps"] == 5
+    path.write_text(MINIMAL.replace("default = 5", "default = 6"))
+    os.utime(path, ns=(1, 1))
+    assert budgetconf.resolve(str(path), env={})["agent.max_steps"] == 6
+
+
+def test_an_unknown_built_in_name_suggests_the_nearest() -> None:
+    """A misspelt preset name is a PresetError that lists what exists."""
+    with pytest.raises(
+        budgetconf.PresetError, match=r"unknown preset 'opendots'; did you mean 'opendot'"
+    ):
+        load_preset("opendots")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("format = 1", "format = 2"), "format: expected 1, got 2"),
+        (("format = 1", "format = true"), "format: expected an integer, got true"),
+        (('name = "app"', 'name = "app"\nsurprise = 1'), "unknown key 'surprise'"),
+        (
+            ("ge = 1", "ge = true"),
+            'fields."agent.max_steps".ge: expected an integer or a number, got true',
+        ),
+        (("default = 5", "default = 0"), 'fields."agent.max_steps".default: must be >= 1, got 0'),
+        (("default = 5", "default = true"), "default: not an integer: true (a boolean)"),
+        (("default = 5", "default = 5.0"), "default: not an integer: 5.0 (a float)"),
+        (("default = 5\n", ""), "default: required unless the field is optional"),
+        (('type = "int"', 'type = "integer"'), "type: expected one of int, number, bool, enum"),
+        (('type = "int"', 'type = "int"\nchoices = ["a"]'), "choices: enum fields need choices"),
+        (('type = "int"', 'type = "int"\nflags = ["-m"]'), "is not a long flag"),
+        (
+            ('env = ["APP_MAX_STEPS"]', 'env = "APP_MAX_STEPS"'),
+            'env: expected a list, got "APP_MAX_STEPS"',
+        ),
+        (('env = ["APP_MAX_STEPS"]', "env = [1]"), "env: expected a list of strings, got 1"),
+        (('invalid = "fallback"', 'invalid = "lenient"'), "invalid: expected error or fallback"),
+        (('invalid = "fallback"', 'invalid = "fallback"\npath = "x"'), "unknown key 'path'"),
+        (('kind = "env"', 'kind = "environment"'), "kind: expected one of default, global"),
+        (('kind = "env"', 'kind = "default"'), "each source kind may appear only once"),
+        (
+            ('[[sources]]\nkind = "default"\n\n', ""),
+            "the stack starts with the default source",
+        ),
+        (
+            ('invalid = "fallback"', 'invalid = "fallback"\nmerge = {loop = "replace"}'),
+            "merge: no section 'loop'",
+        ),
+        (('fields."agent.max_steps"', 'fields."max_steps"'), "a field path is section.name"),
+        (('type = "int"', 'type = "int"\nmystery = 1'), "unknown key 'mystery'"),
+        (
+            ('type = "int"', 'type = "int"\nalias = ["x"]'),
+            "unknown key 'alias' (did you mean 'aliases'?)",
+        ),
+    ],
+)
+def test_a_bad_preset_file_is_refused(place: Place, change: tuple[str, str], message: str) -> None:
+    """Unknown keys, wrong types (bool is not int) and self-contradicting defaults are errors."""
+    old, new = change
+    assert old in MINIMAL
+    path = _preset(place, MINIMAL.replace(old, new, 1))
+    with pytest.raises(budgetconf.PresetError) as caught:
+        load_preset(path)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(f"preset {path}: ")
+
+
+def test_a_preset_file_that_is_not_toml_is_refused(place: Place) -> None:
+    """Broken TOML in a preset file is a PresetError naming the file."""
+    path = _preset(place, "format = \n")
+    with pytest.raises(budgetconf.PresetError, match="invalid TOML"):
+        load_preset(path)
+
+
+def test_a_missing_preset_file_is_refused(place: Place) -> None:
+    """A preset path that does not exist is a PresetError, not a built-in lookup."""
+    with pytest.raises(budgetconf.PresetError, match="No such file"):
+        load_preset(str(place.work / "nope.toml"))
+
+
+def test_aliases_may_not_collide_with_other_names(place: Place) -> None:
+    """Two fields that answer to the same key in a section are refused."""
+    text = (
+        MINIMAL + '\n[fields."agent.turns"]\ntype = "int"\ndefault = 1\naliases = ["max_steps"]\n'
+    )
+    with pytest.raises(
+        budgetconf.PresetError, match=r"'max_steps' is already a name of agent\.max_steps"
+    ):
+        load_preset(_preset(place, text))
+
+
+def test_an_optional_field_without_default_is_unset(place: Place) -> None:
+    """optional = true with no default resolves to None from the default source."""
+    text = MINIMAL + '\n[fields."agent.budget"]\ntype = "number"\ngt = 0\noptional = true\n'
+    res = budgetconf.resolve(_preset(place, text), env={})
+    assert res["agent.budget"] is None
+    assert res.trace("agent.budget").source == "default"
+
+
+def test_secret_fields_are_masked_everywhere(place: Place) -> None:
+    """A secret value is usable in code but shows as *** in explain, errors and warnings."""
+    text = MINIMAL + textwrap.dedent(
+        """
+        [fields."agent.token_budget"]
+        type = "int"
+        ge = 1
+        default = 1
+        secret = true
+        env = ["APP_TOKEN_BUDGET", "APP_TOKENS"]
+        """
+    )
+    path = _preset(place, text)
+    res = budgetconf.resolve(path, env={"APP_TOKEN_BUDGET": "1234"})
+    assert res["agent.token_budget"] == 1234
+    document = res.to_dict()
+    assert document["values"]["agent.token_budget"] == "***"
+    assert "1234" not in repr(document)
+    assert "1234" not in repr(res)
+
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_TOKEN_BUDGET": "s3cret", "APP_TOKENS": "77"})
+    assert res["agent.token_budget"] == 77  # the second variable applies
+    assert all("s3cret" not in str(w.message) and "77" not in str(w.message) for w in caught)
+    assert "s3cret" not in repr(res.to_dict())
+
+
+def test_the_first_listed_variable_of_a_field_wins(place: Place) -> None:
+    """With two variables for one field, the one listed first takes precedence."""
+    text = MINIMAL.replace('env = ["APP_MAX_STEPS"]', 'env = ["APP_MAX_STEPS", "LEGACY_STEPS"]')
+    res = budgetconf.resolve(_preset(place, text), env={"APP_MAX_STEPS": "8", "LEGACY_STEPS": "9"})
+    assert res["agent.max_steps"] == 8
+    assert [c.status for c in res.trace("agent.max_steps").candidates] == [
+        "shadowed",
+        "shadowed",
+        "won",
+    ]

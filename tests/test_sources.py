@@ -1,0 +1,305 @@
+"""Each source kind: where it reads, what it reports, and how it fails."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+import budgetconf
+from conftest import Place
+
+
+def _statuses(res: budgetconf.Resolution) -> dict[str, str]:
+    return {s.source: s.status.value for s in res.sources}
+
+
+# --- global, project, profile -------------------------------------------------------
+
+
+def test_missing_default_locations_are_reported_as_missing(place: Place) -> None:
+    """Files at default locations that do not exist are `missing`, with the path looked at."""
+    res = budgetconf.resolve(env={})
+    reports = {s.source: s for s in res.sources}
+    assert reports["global"].status == "missing"
+    assert reports["global"].locator == f"{place.home}/.budgetconf/settings.json"
+    assert reports["project"].status == "missing"
+    assert reports["project"].locator == f"{place.work}/settings.toml"
+    assert _statuses(res)["profile"] == "not configured"
+
+
+@pytest.mark.parametrize(
+    ("argument", "source"),
+    [
+        ("global_file", "global"),
+        ("project_file", "project"),
+        ("profile", "profile"),
+        ("workflow", "yaml"),
+    ],
+)
+def test_a_named_file_that_does_not_exist_is_an_error(
+    place: Place, argument: str, source: str
+) -> None:
+    """A path the caller named must exist: SourceError naming the source and the path."""
+    missing = str(place.work / "nope.json")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, **{argument: missing})
+    assert str(caught.value) == f"{source} {missing}: no such file"
+    assert (caught.value.source, caught.value.locator) == (source, missing)
+
+
+def test_budgetconf_home_moves_the_global_file(place: Place) -> None:
+    """BUDGETCONF_HOME, read from the env mapping, replaces ~/.budgetconf."""
+    place.write("elsewhere/settings.json", '{"loop": {"max_steps": 3}}')
+    res = budgetconf.resolve(env={"BUDGETCONF_HOME": str(place.work / "elsewhere")})
+    assert res["loop.max_steps"] == 3
+    assert res.trace("loop.max_steps").locator == f"{place.work}/elsewhere/settings.json:1"
+
+
+def test_budgetconf_home_is_read_from_the_process_when_the_mapping_lacks_it(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A control variable missing from env= falls back to the process environment."""
+    place.write("elsewhere/settings.json", '{"loop": {"max_steps": 4}}')
+    monkeypatch.setenv("BUDGETCONF_HOME", str(place.work / "elsewhere"))
+    assert budgetconf.resolve(env={})["loop.max_steps"] == 4
+
+
+def test_home_in_the_env_mapping_locates_the_user_folder(place: Place) -> None:
+    """HOME given in env= is where ~ points, not the process's home."""
+    other = place.work / "other-home"
+    place.write("other-home/.budgetconf/settings.json", '{"loop": {"max_steps": 5}}')
+    assert budgetconf.resolve(env={"HOME": str(other)})["loop.max_steps"] == 5
+
+
+def test_project_file_is_found_in_the_working_directory(place: Place) -> None:
+    """./settings.toml is read from the cwd, and its locator is absolute with a line."""
+    place.write("settings.toml", "# budgets\n\n[loop]\nmax_steps = 9\n")
+    res = budgetconf.resolve(env={})
+    assert res.trace("loop.max_steps").locator == f"{place.work}/settings.toml:4"
+
+
+@pytest.mark.parametrize("given", ["fast", "~/fast.json", "./fast.json", "fast.json"])
+def test_profile_names_and_paths(place: Place, given: str) -> None:
+    """A bare name is looked up in the profiles folder; a separator, ~ or .json makes a path."""
+    place.write(".budgetconf/profiles/fast.json", '{"loop": {"max_steps": 11}}', base=place.home)
+    place.write("fast.json", '{"loop": {"max_steps": 12}}', base=place.home)
+    place.write("fast.json", '{"loop": {"max_steps": 13}}')
+    expected = {"fast": 11, "~/fast.json": 12, "./fast.json": 13, "fast.json": 13}[given]
+    assert budgetconf.resolve(env={}, profile=given)["loop.max_steps"] == expected
+
+
+def test_a_named_profile_that_does_not_exist_is_an_error(place: Place) -> None:
+    """--profile NAME must name an existing profile."""
+    with pytest.raises(
+        budgetconf.SourceError, match=r"profile .*/profiles/ghost.json: no such file"
+    ):
+        budgetconf.resolve(env={}, profile="ghost")
+
+
+def test_aliases_set_the_field_and_are_named_in_the_trace(place: Place) -> None:
+    """max_turns in a file sets loop.max_steps; the candidate records the alias used."""
+    place.write("settings.toml", "[loop]\nmax_turns = 14\n")
+    res = budgetconf.resolve(env={})
+    assert res["loop.max_steps"] == 14
+    assert res.trace("loop.max_steps").winner.alias == "max_turns"
+    assert res.to_dict()["fields"]["loop.max_steps"]["candidates"][1]["alias"] == "max_turns"
+
+
+def test_unknown_keys_in_files_are_warned_about_with_a_suggestion(place: Place) -> None:
+    """Typos in sections, field names and sectionless fields each get a did-you-mean."""
+    settings = {"lop": {"max_steps": 1}, "loop": {"max_stepz": 2}, "max_steps": 3, "zzz": 4}
+    path = place.write(".budgetconf/settings.json", json.dumps(settings, indent=1), base=place.home)
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        res = budgetconf.resolve(env={})
+    assert res.warnings == (
+        f"lop in {path}:2 is not a known key; did you mean loop?",
+        f"loop.max_stepz in {path}:6 is not a known key; did you mean loop.max_steps?",
+        f"max_steps in {path}:8 is not a known key; did you mean loop.max_steps?",
+        f"zzz in {path}:9 is not a known key",
+    )
+    assert res["loop.max_steps"] == 40
+
+
+def test_a_section_that_is_not_a_table_is_an_error(place: Place) -> None:
+    """`loop = 5` in a file under the error policy raises, naming the place and the value."""
+    path = place.write("settings.toml", "loop = 5\n")
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={})
+    assert str(caught.value) == f"{path}:1 (project): section loop must be a table of fields, got 5"
+
+
+# --- env ------------------------------------------------------------------------------
+
+
+def test_unknown_budgetconf_variables_are_reported_with_a_suggestion() -> None:
+    """BUDGETCONF_MAX_STEP is not a variable; the warning suggests BUDGETCONF_MAX_STEPS."""
+    env = {
+        "BUDGETCONF_MAX_STEP": "9",
+        "BUDGETCONF_HOME": "/nowhere",
+        "BUDGETCONF_PRESET": "x",
+        "BUDGETCONF_QQQ": "1",
+    }
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        res = budgetconf.resolve(env=env)
+    assert res.warnings == (
+        "BUDGETCONF_MAX_STEP is not a known variable; did you mean BUDGETCONF_MAX_STEPS?",
+        "BUDGETCONF_QQQ is not a known variable",
+    )
+
+
+def test_the_environment_is_read_on_every_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without env=, os.environ is read afresh each time."""
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "6")
+    first = budgetconf.resolve()["loop.max_steps"]
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "7")
+    assert (first, budgetconf.resolve()["loop.max_steps"]) == (6, 7)
+
+
+# --- cli ------------------------------------------------------------------------------
+
+
+def test_flags_take_their_value_either_way() -> None:
+    """--max-steps 5 and --max-tokens=9 both work; other arguments are the application's."""
+    res = budgetconf.resolve(
+        env={}, argv=["run", "-v", "--max-steps", "5", "--max-tokens=9", "--verbose", "x"]
+    )
+    assert (res["loop.max_steps"], res["limits.max_tokens"]) == (5, 9)
+    assert res.trace("loop.max_steps").locator == "--max-steps"
+
+
+def test_a_repeated_flag_is_won_by_its_last_occurrence() -> None:
+    """As with argparse, the later --max-steps wins; the earlier one is shadowed."""
+    res = budgetconf.resolve(env={}, argv=["--max-steps", "5", "--max-steps", "6"])
+    assert res["loop.max_steps"] == 6
+    assert [c.status for c in res.trace("loop.max_steps").candidates] == [
+        "shadowed",
+        "shadowed",
+        "won",
+    ]
+
+
+def test_arguments_after_a_double_dash_are_not_flags() -> None:
+    """-- ends the options: what follows is not read as a budget flag."""
+    assert budgetconf.resolve(env={}, argv=["--", "--max-steps", "5"])["loop.max_steps"] == 40
+
+
+def test_a_misspelt_flag_is_warned_about() -> None:
+    """--max-step looks like --max-steps, so it is reported, not silently skipped."""
+    with pytest.warns(
+        budgetconf.BudgetConfWarning,
+        match="--max-step is not a known flag; did you mean --max-steps",
+    ):
+        budgetconf.resolve(env={}, argv=["--max-step", "5"])
+
+
+def test_a_flag_without_a_value_is_ignored_with_a_warning() -> None:
+    """Under the fallback policy a dangling --max-steps is reported and ignored."""
+    with pytest.warns(budgetconf.BudgetConfWarning, match="--max-steps needs a value; ignored"):
+        res = budgetconf.resolve(env={}, argv=["--max-steps"])
+    assert res["loop.max_steps"] == 40
+
+
+def test_a_flag_followed_by_another_flag_has_no_value() -> None:
+    """As argparse reads it, `--max-steps --max-tokens 5` leaves --max-steps without a value."""
+    with pytest.warns(budgetconf.BudgetConfWarning, match="--max-steps needs a value"):
+        res = budgetconf.resolve(env={}, argv=["--max-steps", "--max-tokens", "5"])
+    assert (res["loop.max_steps"], res["limits.max_tokens"]) == (40, 5)
+
+
+def test_a_negative_number_is_a_flag_value() -> None:
+    """`--max-steps -5` offers -5, which is then rejected by the field's bound."""
+    with pytest.warns(budgetconf.BudgetConfWarning, match="must be >= 1, got '-5'"):
+        budgetconf.resolve(env={}, argv=["--max-steps", "-5"])
+
+
+def test_sys_argv_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without argv= the cli source is not configured, whatever sys.argv holds."""
+    monkeypatch.setattr(sys, "argv", ["app", "--max-steps", "3"])
+    res = budgetconf.resolve(env={})
+    assert res["loop.max_steps"] == 40
+    assert _statuses(res)["cli"] == "not configured"
+
+
+# --- yaml and step --------------------------------------------------------------------
+
+WORKFLOW = """\
+agents:
+  coder: {model: big}
+loop:
+  max_steps: 30
+steps:
+  - name: plan
+    loop: {max_steps: 3}
+  - name: review
+    loop:
+      max_steps: 5
+    limits:
+      max_tokens: 100
+    other: ignored
+"""
+
+
+def test_workflow_sections_are_read_and_other_keys_ignored(place: Place) -> None:
+    """Top-level sections are the yaml source; agents: and steps: are not reported."""
+    path = place.write("wf.yaml", WORKFLOW)
+    res = budgetconf.resolve(env={}, workflow=path)
+    assert res["loop.max_steps"] == 30
+    assert res.trace("loop.max_steps").locator == f"{path}:4"
+    assert res.warnings == ()
+
+
+def test_a_step_overrides_the_workflow_and_is_located_by_name_and_line(place: Place) -> None:
+    """--step review makes that entry's sections the step source, at step:NAME (path:line)."""
+    path = place.write("wf.yaml", WORKFLOW)
+    res = budgetconf.resolve(env={}, workflow=path, step="review")
+    assert (res["loop.max_steps"], res["limits.max_tokens"]) == (5, 100)
+    assert res.trace("loop.max_steps").locator == f"step:review ({path}:10)"
+    assert {s.source: s.locator for s in res.sources}["step"] == f"step:review ({path}:8)"
+
+
+def test_an_unknown_step_is_an_error_with_a_suggestion(place: Place) -> None:
+    """A step name that is not in the file is refused, naming the nearest one."""
+    path = place.write("wf.yaml", WORKFLOW)
+    with pytest.raises(
+        budgetconf.SourceError, match="no step named 'reveiw'; did you mean 'review'"
+    ):
+        budgetconf.resolve(env={}, workflow=path, step="reveiw")
+
+
+def test_a_step_without_a_workflow_is_a_usage_error() -> None:
+    """step= needs workflow= to be found in."""
+    with pytest.raises(budgetconf.UsageError, match="needs a workflow file"):
+        budgetconf.resolve(env={}, step="review")
+
+
+# --- explicit -------------------------------------------------------------------------
+
+
+def test_an_unknown_explicit_field_is_an_error_with_a_suggestion() -> None:
+    """A typo in code is an error, never a warning."""
+    with pytest.raises(
+        budgetconf.ConfigError,
+        match=r"unknown field 'loop\.max_step'; did you mean 'loop\.max_steps'",
+    ):
+        budgetconf.resolve(env={}, explicit={"loop.max_step": 5})
+
+
+def test_explicit_accepts_aliases() -> None:
+    """loop.max_turns is loop.max_steps by its alias."""
+    res = budgetconf.resolve(env={}, explicit={"loop.max_turns": 50})
+    assert res["loop.max_steps"] == 50
+    assert res.trace("loop.max_steps").winner.alias == "max_turns"
+
+
+def test_several_errors_are_raised_together() -> None:
+    """Every problem is reported at once, each on its own line."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={}, explicit={"loop.max_steps": 0, "limits.max_tokens": "x"})
+    assert len(caught.value.errors) == 2
+    assert str(caught.value).splitlines() == [
+        "2 configuration errors:",
+        "  - loop.max_steps from explicit: must be >= 1, got 0",
+        '  - limits.max_tokens from explicit: not an integer: "x" (a string)',
+    ]
