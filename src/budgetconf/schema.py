@@ -147,78 +147,84 @@ class Field:
         """``shown``, or ``***`` when the field is secret."""
         return "***" if self.secret else shown
 
-    def _not_a(self, shown: str, note: str = "") -> Invalid:
-        what = (
-            "not one of " + ", ".join(self.choices)
-            if self.kind is Kind.ENUM
-            else ("not " + self.noun)
-        )
-        return Invalid(f"{what}: {self.mask(shown)}{note}")
+    def _show(self, raw: object, text: bool) -> str:
+        """The raw value quoted for a message (only built when there is one to give)."""
+        if self.secret:
+            return "***"
+        return show_text(raw) if text and isinstance(raw, str) else show_typed(raw)
+
+    def _not_a(self, raw: object, text: bool, note: str = "") -> Invalid:
+        if self.kind is Kind.ENUM:
+            what = "not one of " + ", ".join(self.choices)
+        else:
+            what = "not " + self.noun
+        return Invalid(f"{what}: {self._show(raw, text)}{note}")
+
+    def _out_of_range(self, raw: object, text: bool) -> Invalid:
+        return Invalid(f"out of range: {self._show(raw, text)}")
 
     def parse_text(self, raw: str) -> Value:
         """The value of text from an environment variable, a flag or ``--set``."""
         text = raw.strip(_ASCII_SPACE)
-        shown = show_text(raw)
         if self.kind is Kind.INT:
             if not _INT_TEXT.fullmatch(text):
-                raise self._not_a(shown)
+                raise self._not_a(raw, True)
             if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:  # before int(): 4300-digit limit
-                raise Invalid(f"out of range: {self.mask(shown)}")
-            return self._check(int(text), shown)
+                raise self._out_of_range(raw, True)
+            return self._check(int(text), raw, True)
         if self.kind is Kind.NUMBER:
             if not _NUMBER_TEXT.fullmatch(text):
-                raise self._not_a(shown)
-            return self._check(float(text), shown)
+                raise self._not_a(raw, True)
+            return self._check(float(text), raw, True)
         if self.kind is Kind.BOOL:
             lowered = text.lower()
             if lowered in _TRUE:
                 return True
             if lowered in _FALSE:
                 return False
-            raise self._not_a(shown)
+            raise self._not_a(raw, True)
         if text in self.choices:
             return text
-        raise self._not_a(shown, self._suggest(text))
+        raise self._not_a(raw, True, self._suggest(text))
 
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
-        shown = show_typed(value)
         if isinstance(value, Unusable):
-            raise Invalid(f"{value.what}: {self.mask(shown)} ({value.hint})")
+            raise Invalid(f"{value.what}: {self._show(value, False)} ({value.hint})")
         if value is None:
             if self.optional:
                 return None
             raise Invalid(f"null is not allowed: {self.path} must be {self.noun}")
         if self.kind is Kind.INT:
             if type(value) is not int:
-                raise self._not_a(shown, f" ({_type_name(value)})")
-            return self._check(value, shown)
+                raise self._not_a(value, False, f" ({_type_name(value)})")
+            return self._check(value, value, False)
         if self.kind is Kind.NUMBER:
             if type(value) not in (int, float):
-                raise self._not_a(shown, f" ({_type_name(value)})")
+                raise self._not_a(value, False, f" ({_type_name(value)})")
             try:
                 number = float(value)  # type: ignore[arg-type]  # int or float, checked above
             except OverflowError:
-                raise Invalid(f"out of range: {self.mask(shown)}") from None
-            return self._check(number, shown)
+                raise self._out_of_range(value, False) from None
+            return self._check(number, value, False)
         if self.kind is Kind.BOOL:
             if type(value) is not bool:
-                raise self._not_a(shown, f" ({_type_name(value)})")
+                raise self._not_a(value, False, f" ({_type_name(value)})")
             return value
         if isinstance(value, str) and value in self.choices:
             return value
         note = self._suggest(value) if isinstance(value, str) else f" ({_type_name(value)})"
-        raise self._not_a(shown, note)
+        raise self._not_a(value, False, note)
 
-    def _check(self, number: int | float, shown: str) -> int | float:
+    def _check(self, number: int | float, raw: object, text: bool) -> int | float:
         if isinstance(number, float) and not math.isfinite(number):
-            raise Invalid(f"out of range: {self.mask(shown)}")
+            raise self._out_of_range(raw, text)
         if isinstance(number, int) and abs(number) > MAX_INT:
-            raise Invalid(f"out of range: {self.mask(shown)}")
+            raise self._out_of_range(raw, text)
         for bound, holds, op in _BOUNDS:
             limit = getattr(self, bound)
             if limit is not None and not holds(number, limit):
-                raise Invalid(f"must be {op} {_plain(limit)}, got {self.mask(shown)}")
+                raise Invalid(f"must be {op} {_plain(limit)}, got {self._show(raw, text)}")
         return number
 
     def _suggest(self, text: str) -> str:
