@@ -19,6 +19,7 @@ import yaml
 
 import budgetconf
 from budgetconf.cli import main
+
 from conftest import Place
 
 DATA: Final = Path(__file__).parent / "data" / "bad_values.toml"

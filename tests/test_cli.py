@@ -8,12 +8,14 @@ import select
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import budgetconf
 from budgetconf.cli import main
+
 from conftest import Place
 
 
@@ -70,7 +72,9 @@ def test_explain_table_shows_winner_evidence_and_sources(
     ]
     assert "limits.max_tokens" in out
     assert "unset" in out
-    assert ["global", "loaded", "~/.budgetconf/settings.json"] in [line.split() for line in lines]
+    assert ["global", "loaded", "~/.budgetconf/settings.json,", "1", "value"] in [
+        line.split() for line in lines
+    ]
     assert ["project", "missing", "./settings.toml"] in [line.split() for line in lines]
     assert any(
         line.startswith("warning BUDGETCONF_MAX_STEP is not a known variable") for line in lines
@@ -278,10 +282,10 @@ def test_a_broken_preset_file_still_prints_a_json_document(
         (["explain", "--preset", "opendots"], "unknown preset 'opendots'; did you mean 'opendot'?"),
         (
             ["explain", "--preset", "opendot", "--", "--max-steps", "3"],
-            "has no cli source for argv=",
+            "has no cli source for arguments after --",
         ),
         (["explain", "--preset", "opendot", "--global", "g.json"], "has no global source"),
-        (["explain", "--step", "review"], "step 'review' needs a workflow file"),
+        (["explain", "--step", "review"], "--step needs --workflow"),
         (["explain", "--bogus"], "unrecognized arguments: --bogus"),
         (["presets", "--", "x"], "presets takes no application arguments"),
         ([], "COMMAND"),
@@ -307,8 +311,13 @@ def test_an_unknown_set_field_is_an_error_not_a_usage_error(
     code, out, _ = run(["explain", "--format", "json", "--set", "loop.max_step=5"], capsys)
     assert code == 1
     assert json.loads(out)["errors"] == [
-        "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?"
+        "loop.max_step from explicit: unknown field; did you mean 'loop.max_steps'?"
     ]
+    _, _, err = run(["explain", "--set", "max_turns=5"], capsys)
+    assert err == (
+        "budgetconf: error: max_turns from explicit: unknown field; "
+        "did you mean 'loop.max_turns'?\n"
+    )
 
 
 # --- check, presets, version ----------------------------------------------------------
@@ -379,3 +388,135 @@ def test_a_closed_pipe_ends_quietly(place: Place) -> None:
     )
     assert result.stdout == '{\n  "versi'
     assert "Traceback" not in result.stderr
+
+
+# --- nothing from a file reaches the terminal as a command, nothing ends in a traceback ---
+
+
+def test_control_characters_from_files_are_escaped(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown key that holds terminal escapes is shown escaped, in check and in the table."""
+    place.write("settings.toml", '[loop]\n"\\u001b[31mRED\\u001b]0;title\\u0007" = 1\n')
+    for args in (["check"], ["explain"]):
+        main(args)
+        out, err = capsys.readouterr()
+        assert "\x1b" not in out + err
+        assert "\x07" not in out + err
+        assert "\\x1b[31mRED" in out + err
+
+
+def test_rich_markup_in_a_path_or_key_is_shown_as_written(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder named like rich markup, or a key like a closing tag, is text, not a style."""
+    folder = place.work / "[bold]x"
+    folder.mkdir()
+    (folder / "settings.toml").write_text('[loop]\nmax_steps = 3\n"[/]" = 1\n')
+    assert main(["explain", "--project", str(folder / "settings.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "./[bold]x/settings.toml:2" in out
+    assert "loop.[/] in ./[bold]x/settings.toml:3 is not a known key" in out
+
+
+def test_a_long_winning_value_is_never_cut(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The answer is shown whole; only rejected raw values are shortened in the table."""
+    monkeypatch.setenv("BUDGETCONF_MAX_TOKENS", "9223372036854775807")
+    monkeypatch.setenv("BUDGETCONF_MAX_COST_USD", "x" * 40)
+    main(["explain", "limits.max_tokens", "limits.max_cost_usd"])
+    out = capsys.readouterr().out
+    assert "9223372036854775807" in out
+    assert "'xxxxxxxxxxxxxx…" in out
+
+
+def test_a_long_field_path_keeps_the_table_within_80_columns(place: Place) -> None:
+    """An application's long field names fold; the locator column stays readable."""
+    preset = place.write(
+        "app.toml",
+        'format = 1\n[[sources]]\nkind = "default"\n'
+        f'[fields."{"s" * 30}.{"n" * 40}"]\ntype = "int"\ndefault = 1\n',
+    )
+    result = run_process(["explain", "--preset", str(preset)], env={"COLUMNS": "80"})
+    assert result.returncode == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert "built-in default" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        (
+            lambda p: p.write("settings.toml", "[loop]\nmax_steps = " + "9" * 5000 + "\n"),
+            ["explain"],
+            "invalid TOML",
+        ),
+        (
+            lambda p: p.write("k.yaml", "loop:\n  ? " + "9" * 5000 + "\n  : 1\n"),
+            ["explain", "--workflow", "k.yaml"],
+            "invalid YAML",
+        ),
+        (
+            lambda p: p.write("app.toml", "format = 1\nmax_file_bytes = " + "9" * 5000 + "\n"),
+            ["explain", "--preset", "app.toml"],
+            "invalid TOML",
+        ),
+        (
+            lambda p: p.write("app.toml", "x = " + "[" * 3000 + "]" * 3000 + "\n"),
+            ["explain", "--preset", "app.toml"],
+            "invalid TOML",
+        ),
+    ],
+    ids=["toml-huge-int", "yaml-huge-key", "preset-huge-int", "preset-deep"],
+)
+def test_hostile_files_give_one_line_errors(
+    place: Place,
+    capsys: pytest.CaptureFixture[str],
+    setup: Callable[[Place], Path],
+    args: list[str],
+    message: str,
+) -> None:
+    """Integers past Python's digit limit and deep nesting are errors, never tracebacks."""
+    setup(place)
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_bytes_the_locale_cannot_encode_do_not_crash_output(place: Place) -> None:
+    """A path with undecodable bytes prints escaped even under a strict UTF-8 stdout."""
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("budgetconf")).encode(),
+            b"explain",
+            b"--profile",
+            b"a\xff.json",
+            b"--format",
+            b"json",
+        ],
+        capture_output=True,
+        check=False,
+        cwd=place.work,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"},
+    )
+    assert result.returncode == 1
+    assert b"Traceback" not in result.stderr
+    assert b"a\\udcff.json" in result.stdout
+
+
+def test_a_removed_working_directory_is_one_line(place: Place) -> None:
+    """Run from a folder that was deleted, explain says so in one line."""
+    gone = place.work / "gone"
+    gone.mkdir()
+    script = Path(sys.executable).with_name("budgetconf")
+    result = subprocess.run(
+        ["sh", "-c", f"cd '{gone}' && rmdir '{gone}' && '{script}' explain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("budgetconf: error: ")

@@ -15,6 +15,7 @@ from budgetconf import SourceError
 from budgetconf.sources import _files
 from budgetconf.sources._files import read_table
 from budgetconf.sources._formats import Table
+
 from conftest import Place
 
 LIMIT = 1_000_000

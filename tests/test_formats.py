@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import pytest
 
 from budgetconf.schema import Unusable
 from budgetconf.sources._formats import (
+    MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
-    MAX_YAML_NODES,
     ParseError,
     Table,
     parse_json,
@@ -158,21 +157,22 @@ def test_json_nesting_deeper_than_max_depth_is_refused(text: str) -> None:
     ids=["top-level-arrays", "arrays-in-an-object"],
 )
 def test_json_very_deep_arrays_are_a_parse_error_not_a_recursion_error(text: str) -> None:
-    """Arrays nested past Python's recursion limit are a ParseError."""
-    with pytest.raises(ParseError, match=r"^invalid JSON"):
+    """Arrays count toward the depth limit too, long before Python's recursion limit."""
+    with pytest.raises(ParseError, match=f"nested deeper than {MAX_DEPTH} levels"):
         parse_json(text)
 
 
-def test_json_integer_past_the_digit_limit_is_a_parse_error() -> None:
-    """An integer literal longer than Python's 4300-digit limit is a ParseError, not ValueError."""
-    with pytest.raises(ParseError, match=r"^invalid JSON") as caught:
-        parse_json('{"a": ' + "1" * 5000 + "}")
-    assert not isinstance(caught.value, ValueError)
+@pytest.mark.parametrize("digits", [1001, 5000])
+def test_json_integer_with_too_many_digits_is_an_unusable_value(digits: int) -> None:
+    """An integer past any field's range, even past Python's 4300-digit limit, is one bad value."""
+    value = parse_json('{"a": ' + "1" * digits + ', "b": 2}')
+    assert value["a"] == Unusable("1" * 24 + "…", "out of range", "too many digits to read")
+    assert value["b"] == 2
 
 
-def test_json_large_integers_within_the_limit_parse() -> None:
-    """An integer of 4000 digits is still read exactly."""
-    assert parse_json('{"a": ' + "9" * 4000 + "}")["a"] == 10**4000 - 1
+def test_json_long_integers_within_the_limit_parse() -> None:
+    """An integer of 1000 digits is still read exactly (and left to its field to judge)."""
+    assert parse_json('{"a": ' + "9" * 1000 + "}")["a"] == 10**1000 - 1
 
 
 # --- TOML ----------------------------------------------------------------------------------
@@ -410,13 +410,18 @@ def _billion_laughs() -> str:
 
 
 @pytest.mark.usefixtures("yaml_loader")
-def test_yaml_billion_laughs_is_refused_quickly() -> None:
-    """Nine levels of nine-fold aliases are refused at MAX_YAML_NODES values, well within 1 s."""
-    started = time.perf_counter()
-    with pytest.raises(ParseError, match="alias expansion") as caught:
+def test_yaml_billion_laughs_is_refused() -> None:
+    """Nine levels of nine-fold aliases (387 million values) stop at MAX_ALIAS_EXPANSION."""
+    with pytest.raises(ParseError) as caught:
         parse_yaml(_billion_laughs())
-    assert time.perf_counter() - started < 1.0
-    assert str(MAX_YAML_NODES) in caught.value.message
+    assert caught.value.message == f"aliases expand to more than {MAX_ALIAS_EXPANSION} values"
+
+
+@pytest.mark.usefixtures("yaml_loader")
+def test_a_long_document_without_aliases_is_not_an_alias_bomb() -> None:
+    """Only alias expansion is bounded: a list of 30,000 items, each written out, is read."""
+    table = parse_yaml("agents:\n" + "".join(f"  - {i}\n" for i in range(30_000)))
+    assert len(table["agents"]) == 30_000
 
 
 @pytest.mark.usefixtures("yaml_loader")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from budgetconf.cli import main
+
 from conftest import Place
 
 GOLDEN = Path(__file__).parent / "data" / "golden"

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import budgetconf
+
 from layers import KINDS, Layers
 
 LAYERED = str(Path(__file__).parent / "data" / "presets" / "layered.toml")

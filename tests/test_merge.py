@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import budgetconf
+
 from conftest import Place
 
 LAYERED = str(Path(__file__).parent / "data" / "presets" / "layered.toml")

@@ -10,6 +10,7 @@ import pytest
 
 import budgetconf
 from budgetconf.presets import load_preset, preset_names
+
 from conftest import Place
 
 MINIMAL = """\
@@ -150,6 +151,14 @@ def test_an_unknown_built_in_name_suggests_the_nearest() -> None:
         ),
         (
             ('invalid = "fallback"', 'invalid = "fallback"\nmerge = {loop = "replace"}'),
+            "merge: the env source reads no sections, so it has nothing to merge",
+        ),
+        (
+            (
+                '[[sources]]\nkind = "env"',
+                '[[sources]]\nkind = "profile"\nmerge = {loop = "replace"}\n\n'
+                '[[sources]]\nkind = "env"',
+            ),
             "merge: no section 'loop'",
         ),
         (('fields."agent.max_steps"', 'fields."max_steps"'), "a field path is section.name"),
@@ -240,3 +249,9 @@ def test_the_first_listed_variable_of_a_field_wins(place: Place) -> None:
         "shadowed",
         "won",
     ]
+
+
+def test_a_preset_path_with_a_nul_byte_is_a_preset_error() -> None:
+    """A path the system cannot take is a PresetError, not a bare ValueError."""
+    with pytest.raises(budgetconf.PresetError, match="embedded null byte"):
+        load_preset("app\x00.toml")

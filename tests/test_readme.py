@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from budgetconf.cli import main
+
 from conftest import Place
 
 ROOT = Path(__file__).parent.parent

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
 import budgetconf
+
 from conftest import Place
 
 
@@ -270,7 +273,7 @@ def test_an_unknown_step_is_an_error_with_a_suggestion(place: Place) -> None:
 
 def test_a_step_without_a_workflow_is_a_usage_error() -> None:
     """step= needs workflow= to be found in."""
-    with pytest.raises(budgetconf.UsageError, match="needs a workflow file"):
+    with pytest.raises(budgetconf.UsageError, match="step= needs workflow="):
         budgetconf.resolve(env={}, step="review")
 
 
@@ -278,12 +281,17 @@ def test_a_step_without_a_workflow_is_a_usage_error() -> None:
 
 
 def test_an_unknown_explicit_field_is_an_error_with_a_suggestion() -> None:
-    """A typo in code is an error, never a warning."""
-    with pytest.raises(
-        budgetconf.ConfigError,
-        match=r"unknown field 'loop\.max_step'; did you mean 'loop\.max_steps'",
-    ):
+    """A typo in code is an error, never a warning, naming the field, source and value."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(env={}, explicit={"loop.max_step": 5})
+    assert str(caught.value) == (
+        "loop.max_step from explicit: unknown field; did you mean 'loop.max_steps'?"
+    )
+    assert (caught.value.field, caught.value.source, caught.value.raw) == (
+        "loop.max_step",
+        "explicit",
+        5,
+    )
 
 
 def test_explicit_accepts_aliases() -> None:
@@ -303,3 +311,82 @@ def test_several_errors_are_raised_together() -> None:
         "  - loop.max_steps from explicit: must be >= 1, got 0",
         '  - limits.max_tokens from explicit: not an integer: "x" (a string)',
     ]
+
+
+# --- paths as people give them --------------------------------------------------------
+
+
+def test_home_placeholder_is_not_expanded_in_a_path_a_person_gives(place: Place) -> None:
+    """{home} is a preset's template; in --global it is just part of the name."""
+    place.write(".budgetconf/g.json", '{"loop": {"max_steps": 3}}', base=place.home)
+    with pytest.raises(budgetconf.SourceError, match=r"\{home\}/g\.json: no such file"):
+        budgetconf.resolve(env={}, global_file="{home}/g.json")
+
+
+def test_a_tilde_user_path_is_expanded(place: Place) -> None:
+    """~user/... names that user's home, as in a shell."""
+    import getpass
+
+    user = getpass.getuser()
+    target = Path(os.path.expanduser(f"~{user}"))
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, profile=f"~{user}/missing-profile.json")
+    assert caught.value.locator == f"{target}/missing-profile.json"
+
+
+@pytest.mark.parametrize("argument", ["global_file", "project_file", "profile", "workflow"])
+def test_an_empty_path_is_a_usage_error(argument: str) -> None:
+    """An empty path would quietly mean the default location; it is refused instead."""
+    with pytest.raises(budgetconf.UsageError, match=f"{argument}= is empty"):
+        budgetconf.resolve(env={}, **{argument: ""})
+
+
+def test_a_nul_byte_in_a_path_is_a_source_error() -> None:
+    """A path the system cannot take is reported like any unreadable source."""
+    with pytest.raises(budgetconf.SourceError, match="embedded null byte"):
+        budgetconf.resolve(env={}, global_file="a\x00b.json")
+
+
+# --- steps, more closely ----------------------------------------------------------------
+
+
+def test_step_names_are_compared_as_the_file_writes_them(place: Place) -> None:
+    """`name: true` is the step true, `name: 010` the step 010."""
+    path = place.write(
+        "wf.yaml", "steps:\n  - name: true\n    loop: {max_steps: 2}\n  - name: 010\n"
+    )
+    assert budgetconf.resolve(env={}, workflow=path, step="true")["loop.max_steps"] == 2
+    with pytest.raises(budgetconf.SourceError, match=r"its steps are true, 010$"):
+        budgetconf.resolve(env={}, workflow=path, step="other")
+
+
+def test_a_steps_key_that_is_not_a_list_is_an_error(place: Place) -> None:
+    """`steps:` written as a mapping cannot hold the step asked for."""
+    path = place.write("wf.yaml", "steps:\n  review:\n    loop: {max_steps: 2}\n")
+    with pytest.raises(budgetconf.SourceError, match="it has no 'steps' list of steps"):
+        budgetconf.resolve(env={}, workflow=path, step="review")
+
+
+def test_two_steps_with_one_name_are_an_error(place: Place) -> None:
+    """Which of two same-named steps applies cannot be guessed; both lines are named."""
+    path = place.write("wf.yaml", "steps:\n  - name: a\n  - name: a\n")
+    with pytest.raises(budgetconf.SourceError, match=r"2 steps have that name \(lines 2, 3\)"):
+        budgetconf.resolve(env={}, workflow=path, step="a")
+
+
+def test_a_broken_workflow_is_reported_once(place: Place) -> None:
+    """The yaml and step sources read the same file: its problem is one error, not two."""
+    path = place.write("wf.yaml", "loop: [\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, workflow=path, step="review")
+    assert caught.value.errors == (caught.value,)
+    assert str(caught.value).startswith(f"yaml {path}:")
+
+
+def test_membership_understands_aliases() -> None:
+    """`in` agrees with []: an alias is in the resolution, a typo is not."""
+    res = budgetconf.resolve(env={})
+    assert "loop.max_turns" in res
+    assert "loop.max_steps" in res
+    assert "loop.max_step" not in res
+    assert 5 not in res

@@ -70,9 +70,15 @@ class SourceError(ConfigError):
     __module__ = "budgetconf"
 
     def __init__(
-        self, message: str, *, source: str, locator: str | None = None, line: int | None = None
+        self,
+        message: str,
+        *,
+        source: str,
+        locator: str | None = None,
+        line: int | None = None,
+        problem: str | None = None,
     ) -> None:
-        super().__init__(message, source=source, locator=locator)
+        super().__init__(message, source=source, locator=locator, reason=problem)
         self.line = line
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-from budgetconf.errors import BudgetConfWarning, ConfigError
+from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
 from budgetconf.presets import Preset, load_preset
 from budgetconf.schema import Field, Invalid, Unusable, Value, show_value
 from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
-from budgetconf.sources._base import Problem, user_home
+from budgetconf.sources._base import Problem
 from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
 
 __all__ = ["Resolution", "factory", "resolve"]
@@ -65,7 +65,13 @@ class Resolution:
         return self._traces[self._path(path)].winner.value
 
     def __contains__(self, path: object) -> bool:
-        return path in self._traces
+        if not isinstance(path, str):
+            return False
+        try:
+            self._path(path)
+        except KeyError:
+            return False
+        return True
 
     def __repr__(self) -> str:
         shown = {p: ("***" if t.field.secret else t.winner.value) for p, t in self._traces.items()}
@@ -94,12 +100,12 @@ class Resolution:
     def to_dict(self, fields: Sequence[str] | None = None) -> dict[str, Any]:
         """The version-1 explain document, for all fields or the ones named."""
         chosen = [self._path(f) for f in fields] if fields else list(self._traces)
-        traces = [self._traces[p] for p in chosen]
+        entries = {path: self._traces[path].to_dict() for path in chosen}
         return {
             "version": 1,
             "preset": self.preset,
-            "values": {t.field.path: t.to_dict()["value"] for t in traces},
-            "fields": {t.field.path: t.to_dict() for t in traces},
+            "values": {path: entry["value"] for path, entry in entries.items()},
+            "fields": entries,
             "sources": [s.to_dict() for s in self.sources],
             "warnings": list(self.warnings),
             "errors": [str(e) for e in self.errors],
@@ -115,16 +121,6 @@ class Resolution:
         from budgetconf._structure import structure
 
         return structure(self.sections(), cls)
-
-
-def _home(preset: Preset, ctx_env: Mapping[str, str]) -> str:
-    moved = None
-    if preset.home_env:
-        moved = ctx_env.get(preset.home_env) or os.environ.get(preset.home_env)
-    home = moved or preset.home
-    if home == "~" or home.startswith("~/"):
-        home = user_home(ctx_env.get("HOME") or os.environ.get("HOME")) + home[1:]
-    return os.path.abspath(home)
 
 
 class _Work:
@@ -150,7 +146,7 @@ def _located(field: str, locator: str, source: str) -> str:
 def resolve_request(preset: Preset, request: Request) -> Resolution:
     """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised."""
     schema = preset.schema
-    ctx = Context(request, schema, _home(preset, request.env), preset.max_file_bytes)
+    ctx = Context(request, schema, preset.home, preset.home_env, preset.max_file_bytes)
     work: dict[str, list[_Work]] = {path: [] for path in schema.by_path}
     merge_of: dict[tuple[str, str], MergeMode] = {}
     reports: list[SourceReport] = []
@@ -159,7 +155,10 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
 
     for spec, source in zip(preset.stack, preset.sources, strict=True):
         layer = source.load(ctx)
-        errors.extend(layer.errors)
+        for error in layer.errors:
+            # the yaml and step sources read one workflow file: say what is wrong with it once
+            if not any(_same_problem(error, known) for known in errors):
+                errors.append(error)
         error_text = "; ".join(str(e) for e in layer.errors) or None
         reports.append(
             SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
@@ -193,10 +192,14 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
                 found_warnings.append(
                     f"{where}: {item.reason}; ignored, using {using} from {winner.offer.locator}"
                 )
-        candidates = tuple(_candidate(i) for i in items)
+        candidates = tuple(_candidate(i, field.secret) for i in items)
         merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
         traces[field.path] = FieldTrace(field, candidates[items.index(winner)], candidates, merge)
     return Resolution(preset, traces, tuple(reports), tuple(found_warnings), tuple(errors))
+
+
+def _same_problem(a: ConfigError, b: ConfigError) -> bool:
+    return (a.locator, a.reason, type(a)) == (b.locator, b.reason, type(b)) and a.reason is not None
 
 
 def _replace(items: list[_Work], why: str) -> None:
@@ -217,7 +220,7 @@ def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
         return None, exc.reason
 
 
-def _candidate(item: _Work) -> Candidate:
+def _candidate(item: _Work, secret: bool) -> Candidate:
     offer = item.offer
     return Candidate(
         source=item.source,
@@ -228,6 +231,7 @@ def _candidate(item: _Work) -> Candidate:
         text=offer.text,
         reason=item.reason,
         alias=offer.key,
+        secret=secret,
     )
 
 
@@ -284,8 +288,10 @@ def resolve(
     ``preset`` is a built-in name or the path of a preset file. ``env``
     defaults to ``os.environ``; ``argv`` feeds the ``cli`` source (``sys.argv``
     is never read). Warnings (fallback rejections, unknown keys) are emitted as
-    `BudgetConfWarning`; problems under the ``error`` policy raise
-    `ConfigError`, and a source that cannot be read raises `SourceError`.
+    `BudgetConfWarning`. Problems under the ``error`` policy raise: one problem
+    as itself (a `SourceError` for a source that cannot be read), several as
+    one `ConfigError` that lists them all and holds each in ``errors``. An
+    argument the preset has no source for raises `UsageError`.
     """
     loaded = load_preset(preset)
     request = Request(
@@ -307,31 +313,43 @@ def resolve(
     return result
 
 
-_ARGUMENT_SOURCES = (
-    ("argv", "cli"),
-    ("global_file", "global"),
-    ("project_file", "project"),
-    ("profile", "profile"),
-    ("workflow", "yaml"),
-    ("step", "step"),
-    ("explicit", "explicit"),
-)
+#: resolve() argument -> the source it feeds
+_ARGUMENT_SOURCES: Final = {
+    "argv": "cli",
+    "global_file": "global",
+    "project_file": "project",
+    "profile": "profile",
+    "workflow": "yaml",
+    "step": "step",
+    "explicit": "explicit",
+}
+_PATHS: Final = ("global_file", "project_file", "profile", "workflow", "step")
 
 
-def check_request(preset: Preset, request: Request) -> None:
-    """Refuse an argument for a source the preset does not have: it would be lost."""
-    from budgetconf.errors import UsageError
+def check_request(preset: Preset, request: Request, names: Mapping[str, str] | None = None) -> None:
+    """Refuse what would be lost: an argument for a source the preset lacks, an empty path.
 
+    ``names`` spells the arguments as the caller knows them (``--global``).
+    """
+
+    def name(argument: str) -> str:
+        return (names or {}).get(argument, f"{argument}=")
+
+    for argument in _PATHS:
+        if getattr(request, argument) == "":
+            raise UsageError(f"{name(argument)} is empty")
     if request.step is not None and request.workflow is None:
-        raise UsageError(f"step {request.step!r} needs a workflow file to be found in")
-    for argument, kind in _ARGUMENT_SOURCES:
-        if getattr(request, argument) is not None and not preset.has_source(kind):
-            if argument == "workflow" and preset.has_source("step"):
-                continue
-            have = ", ".join(preset.source_kinds)
-            raise UsageError(
-                f"preset {preset.name!r} has no {kind} source for {argument}= (its sources: {have})"
-            )
+        raise UsageError(f"{name('step')} needs {name('workflow')}: steps are found in a workflow")
+    for argument, kind in _ARGUMENT_SOURCES.items():
+        if getattr(request, argument) is None or preset.has_source(kind):
+            continue
+        if argument == "workflow" and preset.has_source("step"):
+            continue
+        have = ", ".join(preset.source_kinds)
+        raise UsageError(
+            f"preset {preset.name!r} has no {kind} source for {name(argument)}"
+            f" (its sources: {have})"
+        )
 
 
 def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Callable[[], Value]:

@@ -128,6 +128,10 @@ class Field:
     section: str = field(init=False)
     name: str = field(init=False)
 
+    def __repr__(self) -> str:
+        default = "***" if self.secret else repr(self.default)
+        return f"Field({self.path!r}, {self.kind.value}, default={default})"
+
     def __post_init__(self) -> None:
         section, _, name = self.path.partition(".")
         object.__setattr__(self, "section", section)
@@ -190,7 +194,8 @@ class Field:
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
         if isinstance(value, Unusable):
-            raise Invalid(f"{value.what}: {self._show(value, False)} ({value.hint})")
+            hint = "" if self.secret else f" ({value.hint})"  # the hint may spell the value out
+            raise Invalid(f"{value.what}: {self._show(value, False)}{hint}")
         if value is None:
             if self.optional:
                 return None
@@ -228,6 +233,8 @@ class Field:
         return number
 
     def _suggest(self, text: str) -> str:
+        if self.secret:  # a suggestion would tell how close the value is to a choice
+            return ""
         hint = did_you_mean(text, self.choices)
         return f" (did you mean {hint!r}?)" if hint else ""
 
@@ -297,7 +304,19 @@ class Schema:
             section, _, key = path.partition(".")
             found = self.by_key.get((section, key))
         if found is None:
-            hint = did_you_mean(path, list(self.by_path))
+            hint = self.suggest(path)
             suggestion = f"; did you mean {hint!r}?" if hint else ""
             raise KeyError(f"unknown field {path!r}{suggestion}")
         return found
+
+    def suggest(self, key: str, *, sections: bool = False) -> str | None:
+        """The field (or, with ``sections``, the section) ``key`` was most likely meant to be.
+
+        A field's name or alias written without its section is the likeliest
+        slip (``max_steps`` for ``loop.max_steps``); otherwise the closest name.
+        """
+        for f in self.fields:
+            if key in (f.name, *f.aliases):
+                return f"{f.section}.{key}"
+        names = list(self.by_path)
+        return did_you_mean(key, [*names, *self.sections] if sections else names)

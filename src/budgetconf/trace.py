@@ -47,13 +47,21 @@ class Candidate:
     text: bool = False
     reason: str | None = None
     alias: str | None = None
+    secret: bool = False  # the field's: then value and raw are masked wherever shown
 
-    def to_dict(self, field: Field) -> dict[str, Any]:
+    def __repr__(self) -> str:
+        value, raw = (MASK, MASK) if self.secret else (repr(self.value), repr(self.raw))
+        return (
+            f"Candidate(source={self.source!r}, locator={self.locator!r}, "
+            f"status={self.status.value!r}, value={value}, raw={raw})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}
         if self.status is not Status.REJECTED:
-            out["value"] = MASK if field.secret else self.value
+            out["value"] = MASK if self.secret else self.value
         if self.text or self.status is Status.REJECTED:
-            out["raw"] = MASK if field.secret else jsonable(self.raw)
+            out["raw"] = MASK if self.secret else jsonable(self.raw)
         if self.alias is not None:
             out["alias"] = self.alias
         out["status"] = self.status.value
@@ -89,7 +97,7 @@ class FieldTrace:
             "source": self.winner.source,
             "locator": self.winner.locator,
             "merge": self.merge.value,
-            "candidates": [c.to_dict(self.field) for c in self.candidates],
+            "candidates": [c.to_dict() for c in self.candidates],
         }
 
 

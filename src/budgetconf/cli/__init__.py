@@ -9,6 +9,7 @@ traceback. rich is imported only to draw the table.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -111,11 +112,17 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):  # a path may hold bytes the locale cannot encode
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _main(args, sys.stdout, sys.stderr)
     except _Usage as exc:
         _say(sys.stderr, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
+    except OSError as exc:  # the working directory was removed, and the like
+        _say(sys.stderr, f"budgetconf: error: {exc}")
+        return EXIT_ERROR
     except BrokenPipeError:
         # the reader went away (`| head`); stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -124,8 +131,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters (escapes too) shown as ``\\x1b``."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _say(stream: TextIO, line: str) -> None:
-    stream.write(" ".join(line.split("\n")) + "\n")
+    """One line to a person: a message that spans lines is joined, control codes escaped."""
+    stream.write(printable(" ".join(line.split("\n"))) + "\n")
 
 
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:
@@ -165,7 +180,7 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
         explicit_is_text=True,
     )
     try:
-        check_request(preset, request)
+        check_request(preset, request, _OPTION_NAMES)
         fields = [preset.schema.lookup(f).path for f in ns.fields]
     except UsageError as exc:
         raise _Usage(str(exc)) from None
@@ -175,6 +190,17 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     if ns.command == "check":
         return _check(res, preset, fields, ns.format, out, err)
     return _explain(res, preset, fields, ns.format, out, err)
+
+
+_OPTION_NAMES: Final = {
+    "argv": "arguments after --",
+    "global_file": "--global",
+    "project_file": "--project",
+    "profile": "--profile",
+    "workflow": "--workflow",
+    "step": "--step",
+    "explicit": "--set",
+}
 
 
 def _sets(pairs: list[str]) -> dict[str, str]:
@@ -191,18 +217,15 @@ def _explain(
     res: Resolution, preset: Preset, fields: list[str], fmt: str, out: TextIO, err: TextIO
 ) -> int:
     if fmt == "json":
-        out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
+        _document(res, fields, out)
+    elif fmt == "toml":
+        _problems(res, err, warnings=True)
+        out.write(_toml(res, fields))
     else:
-        for error in res.errors:
-            _say(err, f"budgetconf: error: {error}")
-        if fmt == "toml":
-            for warning in res.warnings:
-                _say(err, f"budgetconf: warning: {warning}")
-            out.write(_toml(res, fields))
-        else:
-            from budgetconf.cli._table import render
+        _problems(res, err, warnings=False)  # the table shows the warnings itself
+        from budgetconf.cli._table import render
 
-            render(res, preset, fields, out)
+        render(res, preset, fields, out)
     return EXIT_ERROR if res.errors else EXIT_OK
 
 
@@ -211,21 +234,29 @@ def _check(
 ) -> int:
     failed = bool(res.errors or res.warnings)
     if fmt == "json":
-        out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
-        return EXIT_ERROR if failed else EXIT_OK
+        _document(res, fields, out)
+    else:
+        _problems(res, err, warnings=True)
+        if failed:
+            out.write(
+                f"check failed: {_plural(len(res.errors), 'error')}, "
+                f"{_plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
+            )
+        else:
+            count = _plural(len(fields or res.values), "field")
+            out.write(f"ok: {count} resolved, no warnings (preset {preset.name})\n")
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def _document(res: Resolution, fields: list[str], out: TextIO) -> None:
+    out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
+
+
+def _problems(res: Resolution, err: TextIO, *, warnings: bool) -> None:
     for error in res.errors:
         _say(err, f"budgetconf: error: {error}")
-    for warning in res.warnings:
+    for warning in res.warnings if warnings else ():
         _say(err, f"budgetconf: warning: {warning}")
-    count = len(fields or res.values)
-    if failed:
-        out.write(
-            f"check failed: {_plural(len(res.errors), 'error')}, "
-            f"{_plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
-        )
-        return EXIT_ERROR
-    out.write(f"ok: {_plural(count, 'field')} resolved, no warnings (preset {preset.name})\n")
-    return EXIT_OK
 
 
 def _plural(n: int, word: str) -> str:

@@ -1,32 +1,36 @@
 """The explain table: the answer first, the evidence under it, for a person at a terminal.
 
 Styling is for terminals only: none when the output is not a terminal, and
-none at all (not even bold) when ``NO_COLOR`` is set. Paths are shortened to
-``./`` and ``~/`` forms here only; the JSON document keeps them absolute.
+none at all (not even bold) when ``NO_COLOR`` is set. Every cell is a `Text`,
+so nothing from a file or the environment is read as rich markup, and control
+characters are escaped. Paths are shortened to ``./`` and ``~/`` forms here
+only; the JSON document keeps them absolute.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import TextIO
+from typing import Final, TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from budgetconf.cli import printable
 from budgetconf.presets import Preset
 from budgetconf.resolve import Resolution
 from budgetconf.schema import show_text, show_typed
 from budgetconf.sources import SourceStatus
 from budgetconf.trace import MASK, Candidate, FieldTrace, Status
 
-_STYLE = {
+_STYLE: Final = {
     Status.WON: "bold cyan",
     Status.SHADOWED: "dim",
     Status.REJECTED: "red",
     Status.REPLACED: "yellow",
 }
+_RAW_WIDTH: Final = 16  # a rejected value is evidence, not the answer: it may be cut
 
 
 def render(res: Resolution, preset: Preset, fields: list[str], out: TextIO) -> None:
@@ -39,6 +43,10 @@ def render(res: Resolution, preset: Preset, fields: list[str], out: TextIO) -> N
     out.write("".join(line.rstrip() + "\n" for line in capture.get().splitlines()))
 
 
+def _cell(text: str | None, style: str = "") -> Text:
+    return Text(printable(text or ""), style)
+
+
 def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) -> None:
     short = _Shortener()
     origin = "built-in" if preset.origin == "built-in" else short(preset.origin)
@@ -48,13 +56,12 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
     console.print()
 
     grid = Table.grid(padding=(0, 1))
-    grid.add_column("field", no_wrap=True)
-    grid.add_column("value", justify="right", no_wrap=True, max_width=16, overflow="ellipsis")
-    grid.add_column("where", overflow="fold")
+    grid.add_column("field", overflow="fold")
+    grid.add_column("value", justify="right", no_wrap=True)
+    grid.add_column("where", overflow="fold", min_width=24)
     for trace in res.traces():
-        if fields and trace.field.path not in fields:
-            continue
-        _add_field(grid, trace, short)
+        if not fields or trace.field.path in fields:
+            _add_field(grid, trace, short)
     console.print(grid)
     console.print()
 
@@ -63,24 +70,26 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
     sources.add_column(no_wrap=True)
     sources.add_column(overflow="fold")
     for report in res.sources:
-        style = (
-            "red"
-            if report.status is SourceStatus.ERROR
-            else ("" if report.status is SourceStatus.LOADED else "dim")
-        )
-        if report.source == "env":
-            where = f"{report.offered} variable" + ("" if report.offered == 1 else "s")
+        if report.status is SourceStatus.ERROR:
+            style = "red"
         else:
-            where = short(report.locator) if report.locator else ""
-        sources.add_row(f"  {report.source}", Text(report.status.value, style), where)
+            style = "" if report.status is SourceStatus.LOADED else "dim"
+        where = short(report.locator)
+        if report.status is SourceStatus.LOADED and report.source != "default":
+            count = f"{report.offered} value" + ("" if report.offered == 1 else "s")
+            where = f"{where}, {count}" if report.locator else count
+        sources.add_row(
+            _cell(f"  {report.source}"), _cell(report.status.value, style), _cell(where)
+        )
     console.print(Text("sources", "dim"))
     console.print(sources)
+
     if res.warnings:
         notes = Table.grid(padding=(0, 1))
         notes.add_column(no_wrap=True)
         notes.add_column(overflow="fold")
         for warning in res.warnings:
-            notes.add_row(Text("warning", "yellow"), short(warning))
+            notes.add_row(Text("warning", "yellow"), _cell(short(warning)))
         console.print()
         console.print(notes)
 
@@ -89,50 +98,61 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
     field = trace.field
     winner = trace.winner
     grid.add_row(
-        Text(field.path, "bold"),
-        Text(_value(winner, field.secret), _STYLE[Status.WON]),
-        short(winner.locator),
+        _cell(field.path, "bold"),
+        _cell(_value(winner, field.secret), _STYLE[Status.WON]),
+        _cell(short(winner.locator)),
     )
-    others = [c for c in reversed(trace.candidates) if c is not winner]
-    for candidate in others:
+    for candidate in reversed(trace.candidates):
+        if candidate is winner:
+            continue
+        style = _STYLE[candidate.status]
         grid.add_row(
-            Text(f"  {candidate.status.value}", _STYLE[candidate.status]),
-            Text(_value(candidate, field.secret), _STYLE[candidate.status]),
-            short(candidate.locator),
+            _cell(f"  {candidate.status.value}", style),
+            _cell(_value(candidate, field.secret), style),
+            _cell(short(candidate.locator)),
         )
         if candidate.reason:
-            grid.add_row("", "", Text(short(candidate.reason), _STYLE[candidate.status]))
+            grid.add_row(Text(""), Text(""), _cell(short(candidate.reason), style))
 
 
 def _value(candidate: Candidate, secret: bool) -> str:
+    """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected raw quoted."""
     if secret:
         return MASK
     if candidate.status is Status.REJECTED:
         raw = candidate.raw
-        return show_text(raw) if candidate.text and isinstance(raw, str) else show_typed(raw)
+        shown = show_text(raw) if candidate.text and isinstance(raw, str) else show_typed(raw)
+        return shown if len(shown) <= _RAW_WIDTH else shown[: _RAW_WIDTH - 1] + "…"
     value = candidate.value
     if value is None:
         return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return value if isinstance(value, str) else show_typed(value)
 
 
 class _Shortener:
     """Absolute paths as a person reads them: ``./settings.toml``, ``~/.budgetconf/…``."""
 
     def __init__(self) -> None:
-        prefixes = [(os.getcwd(), ".")]
-        home = os.path.expanduser("~")
-        if home.strip(os.sep):
-            prefixes.append((home, "~"))
+        prefixes = {}
+        home = os.path.expanduser("~").rstrip(os.sep)
+        if home:
+            prefixes[home + os.sep] = "~/"
+        try:
+            cwd = os.getcwd().rstrip(os.sep)
+        except OSError:  # the working directory is gone
+            cwd = ""
+        if cwd:
+            prefixes[cwd + os.sep] = "./"
+        # the longest prefix first: a project under home reads ./x, a home under it ~/x
+        self._short = dict(sorted(prefixes.items(), key=lambda item: -len(item[0])))
         # a path starts the text or follows a space or a parenthesis
-        self._pattern = re.compile(
-            "|".join(f"(?<![^ (]){re.escape(p.rstrip(os.sep) + os.sep)}" for p, _ in prefixes)
+        self._pattern = (
+            re.compile("|".join(f"(?<![^ (]){re.escape(prefix)}" for prefix in self._short))
+            if self._short
+            else None
         )
-        self._short = {p.rstrip(os.sep) + os.sep: s + "/" for p, s in prefixes}
 
     def __call__(self, text: str | None) -> str:
-        if not text:
-            return ""
+        if not text or self._pattern is None:
+            return text or ""
         return self._pattern.sub(lambda m: self._short[m.group()], text)

@@ -111,6 +111,8 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
         st = os.stat(path)
     except OSError as exc:
         raise PresetError(f"preset {path}: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise PresetError(f"preset {path}: {exc}") from None
     signature = (st.st_mtime_ns, st.st_size, st.st_ino)
     cached_entry = _by_path.get(path)
     if cached_entry is not None and cached_entry[0] == signature:
@@ -130,6 +132,8 @@ def _load_file(path: str, *, origin: str) -> Preset:
         raise PresetError(f"preset {path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PresetError(f"preset {path}: invalid TOML: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a huge integer, deep nesting
+        raise PresetError(f"preset {path}: invalid TOML: {exc or 'nested too deeply'}") from None
     try:
         stem = os.path.splitext(os.path.basename(path))[0]
         return _build(data, origin=origin, stem=stem)
@@ -235,6 +239,8 @@ def _source(index: int, entry: Mapping[str, Any], schema: Schema) -> SourceSpec:
     if invalid not in Policy.__members__.values():
         raise _Bad(f"{where}invalid: expected error or fallback, got {invalid!r}")
     merge: dict[str, MergeMode] = {}
+    if "merge" in entry and not KINDS[kind].DEFINES_SECTIONS:
+        raise _Bad(f"{where}merge: the {kind} source reads no sections, so it has nothing to merge")
     for section, mode in (_take(entry, "merge", dict, where) or {}).items():
         if section not in schema.sections:
             raise _Bad(f"{where}merge: no section {section!r} in the fields")

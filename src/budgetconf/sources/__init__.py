@@ -50,7 +50,10 @@ __all__ = [
 class SourceClass(Protocol):
     """A source class: its preset options, and how it is built for a preset."""
 
+    #: option name -> accepted type, for the strict check of preset files
     OPTIONS: Mapping[str, type]
+    #: whether it reads sections, so that a merge mode means something for it
+    DEFINES_SECTIONS: bool
 
     def __call__(self, spec: SourceSpec, schema: Schema) -> Source: ...
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from budgetconf.errors import ConfigError
 
@@ -70,29 +70,46 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """A request plus what the preset makes of it, shared by the sources of one resolution."""
+    """A request plus what the preset makes of it, shared by the sources of one resolution.
+
+    ``home`` is the preset's folder (``~/.budgetconf``), moved by its
+    ``home_env`` variable when that is set.
+    """
 
     request: Request
     schema: Schema
-    home: str
+    home_template: str = "~/.budgetconf"
+    home_env: str | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    home: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        moved = self.getenv(self.home_env) if self.home_env else None
+        object.__setattr__(self, "home", self.user_path(moved or self.home_template))
 
     def getenv(self, name: str) -> str | None:
         """A control variable: from the request's env mapping, else from the process."""
         value = self.request.env.get(name)
         return os.environ.get(name) if value is None else value
 
-    def expand(self, path: str) -> str:
-        """An absolute path: ``{home}`` and a leading ``~`` expanded, relative to the cwd."""
-        path = path.replace("{home}", self.home)
+    def user_path(self, path: str) -> str:
+        """An absolute path from one a person gave: ``~`` expanded, relative to the cwd.
+
+        A bare ``~`` is the ``HOME`` of the env mapping when it has one.
+        """
         if path == "~" or path.startswith("~/"):
-            path = user_home(self.getenv("HOME")) + path[1:]
+            home = self.getenv("HOME") or os.path.expanduser("~")
+            path = home + path[1:]
+        elif path.startswith("~"):
+            path = os.path.expanduser(path)  # ~user/...
         return os.path.abspath(path)
 
+    def preset_path(self, template: str) -> str:
+        """An absolute path from a preset's template, where ``{home}`` is the preset's folder.
 
-def user_home(home: str | None) -> str:
-    """The user's home folder, honouring a ``HOME`` given in the env mapping."""
-    return home if home else os.path.expanduser("~")
+        Only presets' paths are templates: a path a person gives is taken as written.
+        """
+        return self.user_path(template.replace("{home}", self.home))
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +162,6 @@ class Source(Protocol):
     A source class is built once per preset as ``cls(spec, schema)`` and
     loaded once per resolution.
     """
-
-    #: option name -> accepted type, for the strict check of preset files
-    OPTIONS: ClassVar[Mapping[str, type]]
 
     def load(self, ctx: Context) -> Layer:
         """The source's values for this resolution. Raises only `UsageError`."""

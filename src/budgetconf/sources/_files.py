@@ -54,6 +54,8 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | N
         return None
     except OSError as exc:
         raise _error(source, path, f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise _error(source, path, f"cannot read: {exc}") from None
     key = (path, fmt, max_bytes)
     entry = _cache.get(key)
     if entry is None or entry.signature != _signature(st):
@@ -120,4 +122,6 @@ def _decode(data: bytes) -> str:
 
 def _error(source: str, path: str, problem: str, line: int | None = None) -> SourceError:
     locator = f"{path}:{line}" if line else path
-    return SourceError(f"{source} {locator}: {problem}", source=source, locator=locator, line=line)
+    return SourceError(
+        f"{source} {locator}: {problem}", source=source, locator=locator, line=line, problem=problem
+    )

@@ -25,7 +25,7 @@ from typing import Any, Final
 from budgetconf.schema import Unusable, show_typed
 
 MAX_DEPTH: Final = 64
-MAX_YAML_NODES: Final = 20_000
+MAX_ALIAS_EXPANSION: Final = 10_000
 
 
 class Table(dict[Any, Any]):
@@ -73,6 +73,7 @@ def parse_json(text: str) -> Table:
 
     # documented in the modules' sources, not in typeshed
     json_object: Any = json.decoder.JSONObject  # type: ignore[attr-defined]
+    json_array: Any = json.decoder.JSONArray  # type: ignore[attr-defined]
     make_scanner: Any = json.scanner.py_make_scanner  # type: ignore[attr-defined]
     line_of = _Lines(text)
     depth = 0
@@ -110,6 +111,20 @@ def parse_json(text: str) -> Table:
             key_at = value_end
         return table, end
 
+    def parse_array(s_and_end: tuple[str, int], scan_once: Any) -> tuple[list[Any], int]:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise ParseError(f"nested deeper than {MAX_DEPTH} levels", line_of(s_and_end[1]))
+        items, end = json_array(s_and_end, scan_once)
+        depth -= 1
+        return items, end
+
+    def parse_int(number: str) -> int | Unusable:
+        if len(number.lstrip("-")) > _MAX_DIGITS:  # int() would refuse it
+            return Unusable(number[:24] + "…", "out of range", _TOO_LONG)
+        return int(number)
+
     def parse_float(number: str) -> float | Unusable:
         value = float(number)
         return value if math.isfinite(value) else Unusable(number, "out of range", _NO_FLOAT)
@@ -117,8 +132,11 @@ def parse_json(text: str) -> Table:
     def parse_constant(name: str) -> Unusable:
         return Unusable(name, "not a JSON number", "JSON has no NaN or Infinity")
 
-    decoder: Any = json.JSONDecoder(parse_float=parse_float, parse_constant=parse_constant)
+    decoder: Any = json.JSONDecoder(
+        parse_float=parse_float, parse_int=parse_int, parse_constant=parse_constant
+    )
     decoder.parse_object = parse_object
+    decoder.parse_array = parse_array
     decoder.scan_once = make_scanner(decoder)  # the C scanner would not call parse_object
     try:
         data = decoder.decode(text)
@@ -126,14 +144,14 @@ def parse_json(text: str) -> Table:
         raise ParseError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
         raise ParseError("invalid JSON: nested too deeply") from None
-    except ValueError as exc:  # an integer past Python's digit limit
-        raise ParseError(f"invalid JSON: {exc}") from None
     if not isinstance(data, Table):
         raise ParseError("the top level must be a JSON object", 1)
     return data
 
 
 _JSON_BETWEEN: Final = frozenset(" \t\n\r,")
+_MAX_DIGITS: Final = 1000  # far past any field's range, far below Python's conversion limit
+_TOO_LONG: Final = "too many digits to read"
 _NO_FLOAT: Final = "beyond the largest float"
 
 
@@ -158,6 +176,8 @@ def parse_toml(text: str) -> Table:
         raise ParseError(f"invalid TOML: {message}", line) from None
     except RecursionError:
         raise ParseError("invalid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise ParseError(f"invalid TOML: {exc}") from None
     lines = toml_lines(text)
     located = _locate(data, lines, ())
     assert isinstance(located, Table)
@@ -258,6 +278,8 @@ def parse_yaml(text: str) -> Table:
         raise ParseError(f"invalid YAML: {exc}") from None
     except RecursionError:  # the pure-Python composer, on deep nesting
         raise ParseError("invalid YAML: nested too deeply") from None
+    except ValueError as exc:  # a mapping key past Python's digit limit
+        raise ParseError(f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
     assert isinstance(data, Table)
@@ -265,24 +287,29 @@ def parse_yaml(text: str) -> Table:
 
 
 class _YamlBuilder:
-    """Values from composed nodes, with lines, a node budget and ambiguity checks.
+    """Values from composed nodes, with lines, an alias budget and ambiguity checks.
 
-    Aliases share nodes, so a small document can name a huge tree (the
-    "billion laughs"); counting nodes as they are visited bounds that work.
+    An alias shares its anchor's node, so a small document can name a huge
+    tree (the "billion laughs"). Every visit to a node already built is alias
+    expansion; counting those visits bounds the work, whatever the file's size.
     """
 
     def __init__(self, loader: Any) -> None:
         self._loader = loader
-        self._visited = 0
+        self._seen: set[int] = set()
+        self._expanded = 0
 
     def build(self, node: Any, depth: int) -> Any:
         import yaml
 
-        self._visited += 1
-        if self._visited > MAX_YAML_NODES:
-            raise ParseError(
-                f"more than {MAX_YAML_NODES} values after alias expansion", _line(node)
-            )
+        if id(node) in self._seen:
+            self._expanded += 1
+            if self._expanded > MAX_ALIAS_EXPANSION:
+                raise ParseError(
+                    f"aliases expand to more than {MAX_ALIAS_EXPANSION} values", _line(node)
+                )
+        else:
+            self._seen.add(id(node))
         if depth > MAX_DEPTH:
             raise ParseError(f"nested deeper than {MAX_DEPTH} levels", _line(node))
         if isinstance(node, yaml.ScalarNode):
@@ -333,7 +360,7 @@ class _YamlBuilder:
         try:
             value = self._loader.construct_object(node)
         except ValueError:  # an integer past Python's digit limit
-            return Unusable(text[:40] + "...", "out of range", "too many digits")
+            return Unusable(text[:24] + "…", "out of range", _TOO_LONG)
         if node.style or node.tag not in _TYPED_TAGS:
             return value  # quoted, or null, a date, ...: YAML 1.1 and 1.2 agree
         if node.tag != self._loader.resolve(yaml.ScalarNode, text, (True, False)):

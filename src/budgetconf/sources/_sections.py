@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from budgetconf.errors import ConfigError, SourceError
-from budgetconf.schema import Schema, did_you_mean, show_typed
-from budgetconf.sources._base import (
-    Context,
-    Layer,
-    Offer,
-    Problem,
-    Request,
-    SourceSpec,
-    SourceStatus,
-)
-from budgetconf.sources._files import read_table
+from budgetconf.schema import Schema, show_typed
+from budgetconf.sources._base import Layer, Offer, Problem, SourceStatus
 from budgetconf.sources._formats import Table
 
 
@@ -86,56 +75,9 @@ def read_sections(
 
 
 def _unknown(key: str, where: str, schema: Schema, *, top_level: bool = False) -> str:
-    names = list(schema.by_path)
-    if top_level:
-        # a field written without its section is the likeliest slip: max_steps = 5
-        for f in schema:
-            if key in (f.name, *f.aliases):
-                return f"{key} in {where} is not a known key; did you mean {f.section}.{key}?"
-        names += list(schema.sections)
-    hint = did_you_mean(key, names)
+    hint = schema.suggest(key, sections=top_level)
     tail = f"; did you mean {hint}?" if hint else ""
     return f"{key} in {where} is not a known key{tail}"
-
-
-class FileSource:
-    """A source that reads one settings file of sections: global, project, profile.
-
-    The file is the one the caller named, else the preset's ``path`` option.
-    """
-
-    KIND: ClassVar[str]
-    FORMAT: ClassVar[str]
-    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str}
-
-    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
-        self._default: str | None = spec.options.get("path")
-
-    def named(self, request: Request) -> str | None:
-        """The path the caller gave for this source, if any."""
-        raise NotImplementedError
-
-    def path(self, ctx: Context) -> tuple[str | None, bool]:
-        """The file to read, and whether the caller named it (then it must exist)."""
-        named = self.named(ctx.request)
-        chosen = named or self._default
-        return (ctx.expand(chosen) if chosen else None), named is not None
-
-    def load(self, ctx: Context) -> Layer:
-        path, named = self.path(ctx)
-        if path is None:
-            return Layer.not_configured()
-        kind = self.KIND
-        try:
-            table = read_table(path, self.FORMAT, source=kind, max_bytes=ctx.max_file_bytes)
-        except ConfigError as exc:
-            return Layer.failed(exc, path)
-        if table is None:
-            if not named:
-                return Layer(SourceStatus.MISSING, path)
-            missing = SourceError(f"{kind} {path}: no such file", source=kind, locator=path)
-            return Layer.failed(missing, path)
-        return read_sections(table, ctx.schema, file_locator(path)).layer(path)
 
 
 def file_locator(path: str) -> Callable[[int | None], str]:

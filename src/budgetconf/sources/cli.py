@@ -20,6 +20,7 @@ class CliSource:
     """
 
     OPTIONS: ClassVar[Mapping[str, type]] = {}
+    DEFINES_SECTIONS: ClassVar[bool] = False
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._flags = schema.by_flag

@@ -18,6 +18,7 @@ class DefaultSource:
     """
 
     OPTIONS: ClassVar[Mapping[str, type]] = {}
+    DEFINES_SECTIONS: ClassVar[bool] = False
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         offers = tuple(Offer(f.path, f.default, LOCATOR) for f in schema)

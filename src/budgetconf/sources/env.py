@@ -18,6 +18,7 @@ class EnvSource:
     """
 
     OPTIONS: ClassVar[Mapping[str, type]] = {"prefix": str, "ignore": list}
+    DEFINES_SECTIONS: ClassVar[bool] = False
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._prefix: str | None = spec.options.get("prefix")

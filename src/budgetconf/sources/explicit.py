@@ -20,6 +20,7 @@ class ExplicitSource:
     """
 
     OPTIONS: ClassVar[Mapping[str, type]] = {}
+    DEFINES_SECTIONS: ClassVar[bool] = False
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         pass
@@ -33,9 +34,18 @@ class ExplicitSource:
         for path, value in given.items():
             try:
                 target = ctx.schema.lookup(path)
-            except KeyError as exc:
+            except KeyError:
+                hint = ctx.schema.suggest(path)
+                why = "unknown field" + (f"; did you mean {hint!r}?" if hint else "")
                 errors.append(
-                    ConfigError(exc.args[0], field=path, source="explicit", locator=LOCATOR)
+                    ConfigError(
+                        f"{path} from {LOCATOR}: {why}",
+                        field=path,
+                        source="explicit",
+                        locator=LOCATOR,
+                        raw=value,
+                        reason=why,
+                    )
                 )
                 continue
             alias = None if path == target.path else path.partition(".")[2]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from budgetconf.sources._base import Request
-from budgetconf.sources._sections import FileSource
+from budgetconf.sources._file import FileSource
 
 
 class GlobalSource(FileSource):

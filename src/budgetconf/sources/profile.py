@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, SourceSpec
-from budgetconf.sources._sections import FileSource
+from budgetconf.sources._file import FileSource
 
 
 def is_path(profile: str) -> bool:
@@ -40,5 +40,5 @@ class ProfileSource(FileSource):
         if profile is None:
             return None, False
         if is_path(profile):
-            return ctx.expand(profile), True
-        return ctx.expand(os.path.join(self._folder, profile + ".json")), True
+            return ctx.user_path(profile), True
+        return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from budgetconf.errors import ConfigError, SourceError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
-from budgetconf.sources._files import read_table
+from budgetconf.sources._file import read_file
 from budgetconf.sources._formats import Table
 from budgetconf.sources._sections import file_locator, read_sections
 
@@ -16,15 +15,8 @@ from budgetconf.sources._sections import file_locator, read_sections
 def read_workflow(ctx: Context, kind: str) -> tuple[str, Table | Layer]:
     """The workflow file the caller named, or the failed layer that says why not."""
     assert ctx.request.workflow is not None
-    path = ctx.expand(ctx.request.workflow)
-    try:
-        table = read_table(path, "yaml", source=kind, max_bytes=ctx.max_file_bytes)
-    except ConfigError as exc:
-        return path, Layer.failed(exc, path)
-    if table is None:
-        missing = SourceError(f"{kind} {path}: no such file", source=kind, locator=path)
-        return path, Layer.failed(missing, path)
-    return path, table
+    path = ctx.user_path(ctx.request.workflow)
+    return path, read_file(ctx, path, "yaml", kind, named=True)
 
 
 class WorkflowSource:
@@ -36,6 +28,7 @@ class WorkflowSource:
     """
 
     OPTIONS: ClassVar[Mapping[str, type]] = {"sections": list}
+    DEFINES_SECTIONS: ClassVar[bool] = True
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._only = frozenset(spec.options.get("sections", schema.sections))

@@ -1,0 +1,69 @@
+"""Reading one settings file for a source: where it is, and what its absence means."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from budgetconf.errors import ConfigError, SourceError
+from budgetconf.schema import Schema
+from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
+from budgetconf.sources._files import read_table
+from budgetconf.sources._formats import Table
+from budgetconf.sources._sections import file_locator, read_sections
+
+
+def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Table | Layer:
+    """The file's table, or the layer that says why there is none.
+
+    A file at a default location that does not exist is ``missing``; one the
+    caller named must exist. Either way a file that cannot be read or parsed
+    fails the source.
+    """
+    try:
+        table = read_table(path, fmt, source=kind, max_bytes=ctx.max_file_bytes)
+    except ConfigError as exc:
+        return Layer.failed(exc, path)
+    if table is not None:
+        return table
+    if not named:
+        return Layer(SourceStatus.MISSING, path)
+    missing = SourceError(
+        f"{kind} {path}: no such file", source=kind, locator=path, problem="no such file"
+    )
+    return Layer.failed(missing, path)
+
+
+class FileSource:
+    """A source that reads one settings file of sections: global, project, profile.
+
+    The file is the one the caller named, else the preset's ``path`` option.
+    """
+
+    KIND: ClassVar[str]
+    FORMAT: ClassVar[str]
+    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str}
+    DEFINES_SECTIONS: ClassVar[bool] = True
+
+    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        self._default: str | None = spec.options.get("path")
+
+    def named(self, request: Request) -> str | None:
+        """The path the caller gave for this source, if any."""
+        raise NotImplementedError
+
+    def path(self, ctx: Context) -> tuple[str | None, bool]:
+        """The file to read, and whether the caller named it (then it must exist)."""
+        named = self.named(ctx.request)
+        if named is not None:
+            return ctx.user_path(named), True
+        return (ctx.preset_path(self._default) if self._default else None), False
+
+    def load(self, ctx: Context) -> Layer:
+        path, named = self.path(ctx)
+        if path is None:
+            return Layer.not_configured()
+        table = read_file(ctx, path, self.FORMAT, self.KIND, named=named)
+        if isinstance(table, Layer):
+            return table
+        return read_sections(table, ctx.schema, file_locator(path)).layer(path)

@@ -1,0 +1,129 @@
+"""Fields marked secret are masked in every rendering, error and warning."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+import budgetconf
+from budgetconf.cli import main
+
+from conftest import Place
+
+PRESET = textwrap.dedent(
+    """\
+    format = 1
+    name = "vault"
+
+    [[sources]]
+    kind = "default"
+
+    [[sources]]
+    kind = "env"
+    invalid = "fallback"
+
+    [[sources]]
+    kind = "yaml"
+
+    [[sources]]
+    kind = "explicit"
+
+    [fields."limits.budget"]
+    type = "number"
+    gt = 0
+    default = 31.5
+    secret = true
+    env = ["VAULT_BUDGET"]
+
+    [fields."limits.mode"]
+    type = "enum"
+    choices = ["sk-secret-aaaa", "sk-secret-bbbb"]
+    default = "sk-secret-aaaa"
+    secret = true
+    env = ["VAULT_MODE"]
+    """
+)
+# the values set below; the choices of a secret enum are schema, and public
+SECRETS = ("31.5", "12.75", "1_000", "1000", "sk-secret-bbbc", "98.25")
+
+
+def _preset(place: Place) -> Path:
+    return place.write("vault.toml", PRESET)
+
+
+def _assert_masked(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+
+
+def test_values_are_usable_in_code_but_masked_in_the_document(place: Place) -> None:
+    """res[...] is the real value; to_dict(), repr() and the traces show ***."""
+    res = budgetconf.resolve(_preset(place), env={"VAULT_BUDGET": "12.75"})
+    assert res["limits.budget"] == 12.75
+    _assert_masked(json.dumps(res.to_dict()))
+    _assert_masked(repr(res))
+    _assert_masked(repr(res.trace("limits.budget")))
+    _assert_masked(repr(res.traces()))
+
+
+def test_rejected_values_are_masked_in_warnings_and_traces(place: Place) -> None:
+    """A rejected secret is not quoted, and no suggestion hints at how close it was."""
+    env = {"VAULT_BUDGET": "98.25x", "VAULT_MODE": "sk-secret-bbbc"}
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(_preset(place), env=env)
+    assert [str(w.message) for w in caught] == [
+        "limits.budget from env:VAULT_BUDGET: not a number: ***; ignored, using *** from "
+        "built-in default",
+        "limits.mode from env:VAULT_MODE: not one of sk-secret-aaaa, sk-secret-bbbb: ***; "
+        "ignored, using *** from built-in default",
+    ]
+    _assert_masked(repr(res.trace("limits.budget")))
+    _assert_masked(json.dumps(res.to_dict()["fields"]["limits.budget"]))
+
+
+def test_errors_do_not_spell_out_the_value(place: Place) -> None:
+    """An ambiguous YAML secret is refused without its two readings, which would reveal it."""
+    workflow = place.write("wf.yaml", "limits:\n  budget: 1_000\n")
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(_preset(place), env={}, workflow=workflow)
+    assert str(caught.value) == f"limits.budget from {workflow}:2 (yaml): ambiguous in YAML: ***"
+    assert caught.value.raw == "***"
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(_preset(place), env={}, explicit={"limits.budget": -12.75})
+    _assert_masked(str(caught.value))
+    assert caught.value.raw == "***"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "toml"])
+def test_every_explain_format_masks_secrets(
+    place: Place,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fmt: str,
+) -> None:
+    """The table, the JSON document and the TOML output, and stderr, never show a secret."""
+    monkeypatch.setenv("VAULT_BUDGET", "12.75")
+    monkeypatch.setenv("VAULT_MODE", "sk-secret-bbbc")
+    workflow = place.write("wf.yaml", "limits:\n  budget: -98.25\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the command reports; it does not warn through Python
+        code = main(
+            [
+                "explain",
+                "--preset",
+                str(_preset(place)),
+                "--workflow",
+                str(workflow),
+                "--format",
+                fmt,
+            ]
+        )
+    out, err = capsys.readouterr()
+    assert code == 1
+    _assert_masked(out)
+    _assert_masked(err)
+    assert "***" in out + err
