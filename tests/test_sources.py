@@ -294,6 +294,13 @@ def test_an_unknown_explicit_field_is_an_error_with_a_suggestion() -> None:
     )
 
 
+def test_every_unknown_explicit_field_is_reported() -> None:
+    """Two typos are two errors, even when neither has a suggestion."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={}, explicit={"zzz.aaa": 1, "qqq.bbb": 2})
+    assert [e.field for e in caught.value.errors] == ["zzz.aaa", "qqq.bbb"]
+
+
 def test_explicit_accepts_aliases() -> None:
     """loop.max_turns is loop.max_steps by its alias."""
     res = budgetconf.resolve(env={}, explicit={"loop.max_turns": 50})

@@ -199,7 +199,13 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
 
 
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:
-    return (a.locator, a.reason, type(a)) == (b.locator, b.reason, type(b)) and a.reason is not None
+    """The same fault, reported by two sources (only their names differ in the message)."""
+    return a.reason is not None and (type(a), a.locator, a.field, a.reason) == (
+        type(b),
+        b.locator,
+        b.field,
+        b.reason,
+    )
 
 
 def _replace(items: list[_Work], why: str) -> None:
