@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="an explicit value, as code would pass it (repeatable)",
+        help="a value for the explicit source, parsed like a flag's (repeatable)",
     )
     group.add_argument(
         "--format",
