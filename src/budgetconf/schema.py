@@ -151,8 +151,8 @@ class Field:
         """``shown``, or ``***`` when the field is secret."""
         return "***" if self.secret else shown
 
-    def _show(self, raw: object, text: bool) -> str:
-        """The raw value quoted for a message (only built when there is one to give)."""
+    def show_raw(self, raw: object, text: bool) -> str:
+        """A raw value quoted for a person: ``'abc'`` as text, ``"7"`` as typed, secrets masked."""
         if self.secret:
             return "***"
         return show_text(raw) if text and isinstance(raw, str) else show_typed(raw)
@@ -162,10 +162,10 @@ class Field:
             what = "not one of " + ", ".join(self.choices)
         else:
             what = "not " + self.noun
-        return Invalid(f"{what}: {self._show(raw, text)}{note}")
+        return Invalid(f"{what}: {self.show_raw(raw, text)}{note}")
 
     def _out_of_range(self, raw: object, text: bool) -> Invalid:
-        return Invalid(f"out of range: {self._show(raw, text)}")
+        return Invalid(f"out of range: {self.show_raw(raw, text)}")
 
     def parse_text(self, raw: str) -> Value:
         """The value of text from an environment variable, a flag or ``--set``."""
@@ -195,7 +195,7 @@ class Field:
         """The value of a typed value from a file or from code."""
         if isinstance(value, Unusable):
             hint = "" if self.secret else f" ({value.hint})"  # the hint may spell the value out
-            raise Invalid(f"{value.what}: {self._show(value, False)}{hint}")
+            raise Invalid(f"{value.what}: {self.show_raw(value, False)}{hint}")
         if value is None:
             if self.optional:
                 return None
@@ -229,7 +229,7 @@ class Field:
         for bound, holds, op in _BOUNDS:
             limit = getattr(self, bound)
             if limit is not None and not holds(number, limit):
-                raise Invalid(f"must be {op} {_plain(limit)}, got {self._show(raw, text)}")
+                raise Invalid(f"must be {op} {_plain(limit)}, got {self.show_raw(raw, text)}")
         return number
 
     def _suggest(self, text: str) -> str:

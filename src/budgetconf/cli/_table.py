@@ -20,7 +20,7 @@ from rich.text import Text
 from budgetconf.cli import printable
 from budgetconf.presets import Preset
 from budgetconf.resolve import Resolution
-from budgetconf.schema import show_text, show_typed
+from budgetconf.schema import Field, show_typed
 from budgetconf.sources import SourceStatus
 from budgetconf.trace import MASK, Candidate, FieldTrace, Status
 
@@ -99,7 +99,7 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
     winner = trace.winner
     grid.add_row(
         _cell(field.path, "bold"),
-        _cell(_value(winner, field.secret), _STYLE[Status.WON]),
+        _cell(_value(winner, field), _STYLE[Status.WON]),
         _cell(short(winner.locator)),
     )
     for candidate in reversed(trace.candidates):
@@ -108,21 +108,20 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
         style = _STYLE[candidate.status]
         grid.add_row(
             _cell(f"  {candidate.status.value}", style),
-            _cell(_value(candidate, field.secret), style),
+            _cell(_value(candidate, field), style),
             _cell(short(candidate.locator)),
         )
         if candidate.reason:
             grid.add_row(Text(""), Text(""), _cell(short(candidate.reason), style))
 
 
-def _value(candidate: Candidate, secret: bool) -> str:
+def _value(candidate: Candidate, field: Field) -> str:
     """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected raw quoted."""
-    if secret:
-        return MASK
     if candidate.status is Status.REJECTED:
-        raw = candidate.raw
-        shown = show_text(raw) if candidate.text and isinstance(raw, str) else show_typed(raw)
+        shown = field.show_raw(candidate.raw, candidate.text)
         return shown if len(shown) <= _RAW_WIDTH else shown[: _RAW_WIDTH - 1] + "…"
+    if field.secret:
+        return MASK
     value = candidate.value
     if value is None:
         return "unset"

@@ -78,9 +78,9 @@ class Context:
 
     request: Request
     schema: Schema
-    home_template: str = "~/.budgetconf"
-    home_env: str | None = None
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    home_template: str
+    home_env: str | None
+    max_file_bytes: int
     home: str = field(init=False)
 
     def __post_init__(self) -> None:

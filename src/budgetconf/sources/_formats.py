@@ -121,7 +121,7 @@ def parse_json(text: str) -> Table:
         return items, end
 
     def parse_int(number: str) -> int | Unusable:
-        if len(number.lstrip("-")) > _MAX_DIGITS:  # int() would refuse it
+        if len(number.lstrip("-")) > _MAX_LITERAL_DIGITS:  # int() would refuse it
             return Unusable(number[:24] + "…", "out of range", _TOO_LONG)
         return int(number)
 
@@ -150,7 +150,7 @@ def parse_json(text: str) -> Table:
 
 
 _JSON_BETWEEN: Final = frozenset(" \t\n\r,")
-_MAX_DIGITS: Final = 1000  # far past any field's range, far below Python's conversion limit
+_MAX_LITERAL_DIGITS: Final = 1000  # far past any field's range, far below Python's conversion limit
 _TOO_LONG: Final = "too many digits to read"
 _NO_FLOAT: Final = "beyond the largest float"
 
