@@ -255,3 +255,86 @@ def test_a_preset_path_with_a_nul_byte_is_a_preset_error() -> None:
     """A path the system cannot take is a PresetError, not a bare ValueError."""
     with pytest.raises(budgetconf.PresetError, match="embedded null byte"):
         load_preset("app\x00.toml")
+
+
+LOOPED = (
+    MINIMAL
+    + """
+[fields."agent.mode"]
+type = "enum"
+choices = ["warn", "wrap_up"]
+default = "warn"
+
+[fields."agent.label"]
+type = "bool"
+default = false
+
+[loop]
+max_steps = "agent.max_steps"
+last_turn = "agent.mode"
+"""
+)
+
+
+def test_a_loop_table_names_the_fields_that_hold_each_budget(place: Place) -> None:
+    """[loop] maps budgets to fields and behaviours to fields or fixed words."""
+    text = LOOPED + 'over_cap = "truncate"\nstop_reasons = {max_steps = "out_of_turns"}\n'
+    loop = load_preset(_preset(place, text)).loop
+    assert loop is not None
+    assert loop.budgets == {"max_steps": "agent.max_steps"}
+    assert loop.behaviours == {"last_turn": "agent.mode", "over_cap": "truncate"}
+    assert loop.stop_reasons == {"max_steps": "out_of_turns"}
+
+
+def test_a_preset_without_a_loop_table_bounds_no_loop(place: Place) -> None:
+    """The loop table is optional: such a preset resolves but cannot drive the executor."""
+    assert load_preset(_preset(place, MINIMAL)).loop is None
+
+
+def test_behaviours_default_to_no_notice_and_rejection(place: Place) -> None:
+    """Without last_turn and over_cap, the loop says nothing before the end and rejects."""
+    text = MINIMAL + '\n[loop]\nmax_steps = "agent.max_steps"\n'
+    loop = load_preset(_preset(place, text)).loop
+    assert loop is not None
+    assert loop.behaviours == {"last_turn": "none", "over_cap": "reject"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('max_steps = "agent.max_steps"\n', ""), "loop.max_steps: a loop needs a step budget"),
+        (
+            ('max_steps = "agent.max_steps"', 'max_steps = "agent.max_step"'),
+            "loop.max_steps: unknown field 'agent.max_step'; did you mean 'agent.max_steps'?",
+        ),
+        (
+            ('max_steps = "agent.max_steps"', 'max_steps = "agent.label"'),
+            "loop.max_steps: agent.label is a boolean, not a number",
+        ),
+        (
+            ('last_turn = "agent.mode"', 'last_turn = "shout"'),
+            "loop.last_turn: expected a field or one of none, warn, wrap_up",
+        ),
+        (
+            ('last_turn = "agent.mode"', 'last_turn = "agent.max_steps"'),
+            "loop.last_turn: agent.max_steps must be an enum of none, warn, wrap_up",
+        ),
+        (
+            ('last_turn = "agent.mode"', 'stop_reasons = {completed = "done"}'),
+            "loop.stop_reasons: 'completed' is not a budget stop",
+        ),
+        (
+            ('last_turn = "agent.mode"', "stop_reasons = {max_steps = 3}"),
+            "loop.stop_reasons.max_steps: expected a name, got 3",
+        ),
+        (('last_turn = "agent.mode"', "max_turns = 3"), "loop.unknown key 'max_turns'"),
+    ],
+)
+def test_a_bad_loop_table_is_refused(place: Place, change: tuple[str, str], message: str) -> None:
+    """A loop table must name existing fields of the right kind, and known stops."""
+    old, new = change
+    assert old in LOOPED
+    path = _preset(place, LOOPED.replace(old, new, 1))
+    with pytest.raises(budgetconf.PresetError) as caught:
+        load_preset(path)
+    assert message in str(caught.value)

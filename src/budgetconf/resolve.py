@@ -43,7 +43,7 @@ class Resolution:
     version-1 explain document (secrets masked).
     """
 
-    __slots__ = ("_traces", "errors", "preset", "schema", "sources", "values", "warnings")
+    __slots__ = ("_traces", "errors", "loop", "preset", "schema", "sources", "values", "warnings")
 
     def __init__(
         self,
@@ -55,6 +55,7 @@ class Resolution:
     ) -> None:
         self.preset = preset.name
         self.schema = preset.schema
+        self.loop = preset.loop  # how the preset bounds an agent loop, for the executor
         self._traces = traces
         self.values: Mapping[str, Value] = {p: t.winner.value for p, t in traces.items()}
         self.sources = sources

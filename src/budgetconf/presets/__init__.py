@@ -21,14 +21,14 @@ from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_t
 from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
 
-__all__ = ["Preset", "load_preset", "preset_names"]
+__all__ = ["LoopSpec", "Preset", "load_preset", "preset_names"]
 
 FORMAT_VERSION: Final = 1
 _HERE: Final = os.path.dirname(__file__)
 _PATH: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 _FLAG: Final = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
 _TOP_KEYS: Final = frozenset(
-    {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields"}
+    {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields", "loop"}
 )
 _SOURCE_KEYS: Final = frozenset({"kind", "invalid", "merge"})
 _FIELD_KEYS: Final = frozenset(
@@ -50,6 +50,51 @@ _FIELD_KEYS: Final = frozenset(
 )
 
 
+#: the loop's budgets, each held by a field of the preset
+BUDGETS: Final = (
+    "max_steps",
+    "max_tool_calls_per_turn",
+    "max_tool_calls",
+    "max_tokens",
+    "max_cost_usd",
+    "timeout_seconds",
+)
+#: the loop's behaviours, each a field of the preset or one of its words (the first is the default)
+BEHAVIOURS: Final = {"last_turn": ("none", "warn", "wrap_up"), "over_cap": ("reject", "truncate")}
+_STOP_NAMES: Final = frozenset({"max_steps", "max_tool_calls", "max_tokens", "max_cost", "timeout"})
+_LOOP_TEXTS: Final = ("warn_message", "wrap_up_message", "truncated_warning")
+_LOOP_KEYS: Final = frozenset({*BUDGETS, *BEHAVIOURS, *_LOOP_TEXTS, "stop_reasons"})
+
+WARN_MESSAGE: Final = (
+    "This is your last turn: tools you call now will not run. "
+    "Give your final answer without calling tools."
+)
+WRAP_UP_MESSAGE: Final = (
+    "You have reached the step budget for this task. Stop calling tools now and give "
+    "your best final answer: summarise the work done so far and say clearly what is "
+    "left incomplete."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSpec:
+    """How a preset's loop is bounded: which field holds each budget, and what happens at it.
+
+    ``budgets`` maps a budget (``max_steps``, ``max_tokens``, …) to the path
+    of the field that holds it; a budget with no field is not enforced.
+    ``behaviours`` maps ``last_turn`` and ``over_cap`` to a field path or a
+    fixed word. ``stop_reasons`` renames budget stops (``max_steps`` ->
+    ``max_turns_exhausted``).
+    """
+
+    budgets: Mapping[str, str]
+    behaviours: Mapping[str, str]
+    stop_reasons: Mapping[str, str]
+    warn_message: str = WARN_MESSAGE
+    wrap_up_message: str = WRAP_UP_MESSAGE
+    truncated_warning: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Preset:
     """A loaded preset, ready to resolve with."""
@@ -63,6 +108,7 @@ class Preset:
     home_env: str | None
     max_file_bytes: int
     origin: str  # "built-in" or the file's path
+    loop: LoopSpec | None = None  # None: the preset bounds no loop
 
     def has_source(self, kind: str) -> bool:
         return any(spec.kind == kind for spec in self.stack)
@@ -214,6 +260,7 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         home_env=_take(data, "home_env", str, ""),
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
         origin=origin,
+        loop=_loop(_take(data, "loop", dict, ""), schema),
     )
 
 
@@ -253,6 +300,50 @@ def _source(index: int, entry: Mapping[str, Any], schema: Schema) -> SourceSpec:
         if key in entry
     }
     return SourceSpec(kind, Policy(invalid), merge, values)
+
+
+def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
+    if table is None:
+        return None
+    where = "loop."
+    _check_keys(table, _LOOP_KEYS, where)
+    budgets: dict[str, str] = {}
+    for budget in BUDGETS:
+        path = _take(table, budget, str, where)
+        if path is None:
+            continue
+        field = _loop_field(path, budget, schema)
+        if field.kind not in (Kind.INT, Kind.NUMBER):
+            raise _Bad(f"{where}{budget}: {path} is {field.noun}, not a number")
+        budgets[budget] = field.path
+    if "max_steps" not in budgets:
+        raise _Bad(f"{where}max_steps: a loop needs a step budget; name the field that holds it")
+    behaviours: dict[str, str] = {}
+    for behaviour, words in BEHAVIOURS.items():
+        setting = _take(table, behaviour, str, where) or words[0]
+        if "." in setting:
+            field = _loop_field(setting, behaviour, schema)
+            if field.kind is not Kind.ENUM or not set(field.choices) <= set(words):
+                raise _Bad(f"{where}{behaviour}: {setting} must be an enum of {', '.join(words)}")
+            setting = field.path
+        elif setting not in words:
+            raise _Bad(f"{where}{behaviour}: expected a field or one of {', '.join(words)}")
+        behaviours[behaviour] = setting
+    renames = _take(table, "stop_reasons", dict, where) or {}
+    for stop, name in renames.items():
+        if stop not in _STOP_NAMES:
+            raise _Bad(f"{where}stop_reasons: {stop!r} is not a budget stop")
+        if not isinstance(name, str) or not name:
+            raise _Bad(f"{where}stop_reasons.{stop}: expected a name, got {show_typed(name)}")
+    texts = {key: _take(table, key, str, where) for key in _LOOP_TEXTS if key in table}
+    return LoopSpec(budgets, behaviours, dict(renames), **texts)
+
+
+def _loop_field(path: str, key: str, schema: Schema) -> Field:
+    try:
+        return schema.lookup(path)
+    except KeyError as exc:
+        raise _Bad(f"loop.{key}: {exc.args[0]}") from None
 
 
 def _field(path: str, spec: Any) -> Field:
