@@ -1,9 +1,10 @@
-"""The ``budgetconf`` command: explain, check and list presets.
+"""The ``budgetconf`` command: explain, check, run and list presets.
 
-Exit codes: 0 when every field resolved, 1 when a value was rejected under the
-``error`` policy or a source could not be read (``check`` also on any
-warning), 64 on a usage error. Errors print as one line each, never as a
-traceback. rich is imported only to draw the table.
+Exit codes of explain and check: 0 when every field resolved, 1 when a value
+was rejected under the ``error`` policy or a source could not be read
+(``check`` also on any warning), 64 on a usage error; run's are in
+``_run``. Errors print as one line each, never as a traceback. rich is
+imported only to draw the table.
 """
 
 from __future__ import annotations
@@ -77,18 +78,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="a value for the explicit source, parsed like a flag's (repeatable)",
     )
-    group.add_argument(
+    shown = _Parser(add_help=False)
+    shown.add_argument(
         "--format",
         choices=("table", "json", "toml"),
         default="table",
         help="output format (default: table)",
     )
-    group.add_argument("fields", nargs="*", metavar="FIELD", help="fields to show (default: all)")
+    shown.add_argument("fields", nargs="*", metavar="FIELD", help="fields to show (default: all)")
 
     epilog = "Arguments after -- are parsed as the application's own flags (the cli source)."
     commands.add_parser(
         "explain",
-        parents=[resolution],
+        parents=[resolution, shown],
         epilog=epilog,
         help="show each value, where it came from and what it overrode",
         description="Show every field's value, the source and locator that set it, "
@@ -96,11 +98,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "check",
-        parents=[resolution],
+        parents=[resolution, shown],
         epilog=epilog,
         help="exit 1 on any error or warning (for CI)",
         description="Resolve and report problems; exit 1 on any error or warning.",
     )
+    run = commands.add_parser(
+        "run",
+        parents=[resolution],
+        epilog=epilog + " Exit codes: 0 ok, 1 failed, 2 truncated, 3 blocked, 64 usage.",
+        help="run a scripted agent loop within the resolved budgets",
+        description="Run the loop executor with a scripted model and the demo tools echo and "
+        "add, within the budgets the options resolve; say what stopped it.",
+    )
+    run.add_argument(
+        "--model",
+        required=True,
+        metavar="SCRIPT.json",
+        help='a scripted model: {"responses": [...]}; the last response repeats',
+    )
+    run.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: the answer on stdout, problems on stderr; json: the run as one document",
+    )
+    run.add_argument(
+        "--events", metavar="FILE", help="append each event to FILE as a JSON line, as it happens"
+    )
+    run.add_argument("prompt", metavar="PROMPT", help="the user's message")
     commands.add_parser(
         "presets",
         help="list the built-in presets",
@@ -118,10 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(args, sys.stdout, sys.stderr)
     except _Usage as exc:
-        _say(sys.stderr, f"budgetconf: usage error: {exc}")
+        say(sys.stderr, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
     except OSError as exc:  # the working directory was removed, and the like
-        _say(sys.stderr, f"budgetconf: error: {exc}")
+        say(sys.stderr, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except BrokenPipeError:
         # the reader went away (`| head`); stop quietly, without a second error at exit
@@ -138,7 +164,7 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def _say(stream: TextIO, line: str) -> None:
+def say(stream: TextIO, line: str) -> None:
     """One line to a person: a message that spans lines is joined, control codes escaped."""
     stream.write(printable(" ".join(line.split("\n"))) + "\n")
 
@@ -166,6 +192,10 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     except PresetError as exc:
         if not is_preset_path(preset_arg):
             raise _Usage(str(exc)) from None
+        if ns.command == "run":
+            from budgetconf.cli._run import not_run
+
+            return not_run([str(exc)], ns.output, out, err)
         return _preset_failed(preset_arg, exc, ns.format, out, err)
 
     request = Request(
@@ -181,12 +211,19 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     )
     try:
         check_request(preset, request, _OPTION_NAMES)
-        fields = [preset.schema.lookup(f).path for f in ns.fields]
+        fields = [preset.schema.lookup(f).path for f in getattr(ns, "fields", ())]
     except UsageError as exc:
         raise _Usage(str(exc)) from None
     except KeyError as exc:
         raise _Usage(exc.args[0]) from None
     res = resolve_request(preset, request)
+    if ns.command == "run":
+        from budgetconf.cli._run import run
+
+        try:
+            return run(res, ns.model, ns.prompt, ns.output, ns.events, out, err)
+        except UsageError as exc:
+            raise _Usage(str(exc)) from None
     if ns.command == "check":
         return _check(res, preset, fields, ns.format, out, err)
     return _explain(res, preset, fields, ns.format, out, err)
@@ -254,9 +291,9 @@ def _document(res: Resolution, fields: list[str], out: TextIO) -> None:
 
 def _problems(res: Resolution, err: TextIO, *, warnings: bool) -> None:
     for error in res.errors:
-        _say(err, f"budgetconf: error: {error}")
+        say(err, f"budgetconf: error: {error}")
     for warning in res.warnings if warnings else ():
-        _say(err, f"budgetconf: warning: {warning}")
+        say(err, f"budgetconf: warning: {warning}")
 
 
 def _plural(n: int, word: str) -> str:
@@ -297,5 +334,5 @@ def _preset_failed(preset: str, exc: PresetError, fmt: str, out: TextIO, err: Te
         }
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     else:
-        _say(err, f"budgetconf: error: {exc}")
+        say(err, f"budgetconf: error: {exc}")
     return EXIT_ERROR

@@ -1,0 +1,107 @@
+"""``budgetconf run``: the loop executor with a scripted model and two demo tools.
+
+Exit codes follow the run's status: 0 ok, 1 failed (a configuration that did
+not resolve is a failed run too), 2 truncated, 3 blocked; 64 is a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TextIO
+
+from budgetconf.cli import say
+from budgetconf.errors import PresetError, UsageError
+from budgetconf.loop import Budget, LoopExecutor, RunResult, ScriptedModel
+from budgetconf.resolve import Resolution
+
+__all__ = ["not_run", "run"]
+
+EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
+
+
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+def add(a: float, b: float) -> float:
+    """Return a + b."""
+    return a + b
+
+
+DEMO_TOOLS: Final[Mapping[str, Callable[..., Any]]] = {"echo": echo, "add": add}
+
+
+def run(
+    res: Resolution,
+    script: str,
+    prompt: str,
+    output: str,
+    events_path: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    for warning in res.warnings:
+        say(err, f"budgetconf: warning: {warning}")
+    if res.errors:
+        return not_run([str(e) for e in res.errors], output, out, err)
+    try:
+        budget = Budget.from_resolution(res)
+    except PresetError as exc:
+        raise UsageError(str(exc)) from None
+    model = ScriptedModel.from_file(script)
+    if events_path is None:
+        result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
+    else:
+        # appended, never truncated: an earlier run's log is not lost
+        with open(events_path, "a", encoding="utf-8") as log:
+            result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=_writer(log)).run(prompt)
+    if output == "json":
+        out.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        _text(result, budget, out, err)
+    return EXIT_BY_STATUS[result.status]
+
+
+def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
+    def write(event: dict[str, Any]) -> None:
+        log.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        log.flush()
+
+    return write
+
+
+def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
+    if result.output:
+        out.write(result.output + "\n")
+    if result.status == "ok":
+        return
+    if result.status == "truncated" and result.limit is not None:
+        note = budget.spec.truncated_warning
+        if note is None:
+            say(err, f"budgetconf: warning: {result.message}")
+        else:
+            limit = result.limit
+            say(err, f"{note} [{limit['field']} = {limit['value']} from {limit['locator']}]")
+    else:
+        say(err, f"budgetconf: {result.status}: {result.message}")
+
+
+def not_run(errors: list[str], output: str, out: TextIO, err: TextIO) -> int:
+    """The configuration did not resolve, so the run never started: a failed run."""
+    for error in errors:
+        say(err, f"budgetconf: error: {error}")
+    if output == "json":
+        document = {
+            "status": "failed",
+            "stop_reason": "error",
+            "result": "",
+            "message": "the budgets did not resolve: " + "; ".join(errors),
+            "turns": 0,
+            "tool_calls_executed": 0,
+            "limit": None,
+            "events": [],
+        }
+        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_BY_STATUS["failed"]

@@ -1,0 +1,25 @@
+"""The loop executor: runs an agent loop within resolved budgets, and says what stopped it.
+
+>>> from budgetconf.loop import LoopExecutor
+>>> def model(messages, tools):
+...     return {"content": "done"}
+>>> LoopExecutor(model, budget={"loop.max_steps": 3}).run("hi").status
+<RunStatus.OK: 'ok'>
+"""
+
+from budgetconf.loop._budget import Budget, Limit
+from budgetconf.loop._executor import LoopExecutor
+from budgetconf.loop._reasons import RunStatus, StopReason
+from budgetconf.loop._run import RunResult, Totals
+from budgetconf.loop._scripted import ScriptedModel
+
+__all__ = [
+    "Budget",
+    "Limit",
+    "LoopExecutor",
+    "RunResult",
+    "RunStatus",
+    "ScriptedModel",
+    "StopReason",
+    "Totals",
+]

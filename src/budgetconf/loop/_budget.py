@@ -1,0 +1,131 @@
+"""The budgets of one run, each with the evidence of where its value came from.
+
+A `Budget` is read from a `Resolution` through the preset's loop table, so
+the executor can say, when a budget stops a run, which field did it, the
+source and locator that set it, and which variable or flag raises it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from budgetconf.errors import PresetError, UsageError
+from budgetconf.presets import LoopSpec
+from budgetconf.resolve import Resolution, resolve
+from budgetconf.schema import show_value
+from budgetconf.trace import MASK
+
+__all__ = ["Budget", "Limit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One enforced budget: its value, the field that holds it, and where that was set."""
+
+    budget: str  # the loop table's key: "max_steps", "max_tokens", ...
+    field: str
+    value: int | float
+    source: str
+    locator: str
+    raise_with: tuple[str, ...]  # the preset's env vars and flags for the field
+    secret: bool = False
+
+    @property
+    def public_value(self) -> int | float | str:
+        """The value, or ``***`` when the field is secret."""
+        return MASK if self.secret else self.value
+
+    def shown(self) -> str:
+        return MASK if self.secret else show_value(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"field", "value", "source", "locator", "raise_with"}``, as `RunResult.limit`."""
+        return {
+            "field": self.field,
+            "value": self.public_value,
+            "source": self.source,
+            "locator": self.locator,
+            "raise_with": list(self.raise_with),
+        }
+
+    def explain(self) -> str:
+        """Where the value came from and how to raise it, for a person.
+
+        ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``
+        """
+        how = " or ".join(self.raise_with) if self.raise_with else "the source that sets it"
+        return f"{self.field} = {self.shown()} from {self.locator}; raise it with {how}"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What bounds a run: the enforced limits and the loop's behaviours, from one resolution."""
+
+    preset: str
+    limits: Mapping[str, Limit]  # budget -> limit; a budget left unset is absent
+    last_turn: str  # "none" | "warn" | "wrap_up"
+    over_cap: str  # "reject" | "truncate"
+    spec: LoopSpec
+
+    @classmethod
+    def from_resolution(cls, res: Resolution) -> Budget:
+        spec = res.loop
+        if spec is None:
+            raise PresetError(
+                f"preset {res.preset!r} bounds no loop: its file has no [loop] table"
+                " naming the field that holds the step budget"
+            )
+        kinds = {report.source for report in res.sources}
+        limits = {}
+        for budget, path in spec.budgets.items():
+            trace = res.trace(path)
+            value = trace.value
+            if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+                continue  # unset: not enforced
+            field = trace.field
+            raise_with = (
+                *(field.env if "env" in kinds else ()),
+                *(field.flags if "cli" in kinds else ()),
+            )
+            limits[budget] = Limit(
+                budget, path, value, trace.source, trace.locator, raise_with, field.secret
+            )
+        behaviours = {
+            name: str(res[setting]) if "." in setting else setting
+            for name, setting in spec.behaviours.items()
+        }
+        return cls(res.preset, limits, behaviours["last_turn"], behaviours["over_cap"], spec)
+
+    def value(self, budget: str) -> int | float | None:
+        limit = self.limits.get(budget)
+        return None if limit is None else limit.value
+
+    def with_steps(self, steps: int) -> Budget:
+        """This budget with the step budget set by `LoopExecutor.resume`."""
+        base = self.limits["max_steps"]
+        locator = f"resume(extra_steps={steps})"
+        limit = replace(
+            base, value=steps, source="resume", locator=locator, raise_with=("extra_steps",)
+        )
+        return replace(self, limits={**self.limits, "max_steps": limit})
+
+
+def budget_of(budget: object) -> Budget:
+    """A `Budget` from what `LoopExecutor` accepts as its ``budget``."""
+    if isinstance(budget, Budget):
+        return budget
+    if isinstance(budget, Resolution):
+        return Budget.from_resolution(budget)
+    if budget is None:
+        return Budget.from_resolution(resolve())
+    if isinstance(budget, str | os.PathLike):
+        return Budget.from_resolution(resolve(budget))
+    if isinstance(budget, Mapping):
+        return Budget.from_resolution(resolve(explicit=budget))
+    raise UsageError(
+        "budget: expected a Resolution, a preset name or path, or a mapping of field"
+        f" values, got {type(budget).__name__}"
+    )

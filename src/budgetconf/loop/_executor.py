@@ -1,0 +1,260 @@
+"""`LoopExecutor`: drives a `Run` with plain calls (`run`) or with awaits (`arun`).
+
+Without a deadline every call is made directly, on the caller's thread. With
+``limits.timeout_seconds`` set, a call that cannot be cancelled (any call in
+`run`, a sync callable in `arun`) runs on a daemon worker thread, so that it
+can be abandoned at the deadline; an async call in `arun` is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from budgetconf.errors import UsageError
+from budgetconf.loop._budget import Budget, budget_of
+from budgetconf.loop._reasons import StopReason
+from budgetconf.loop._response import tool_specs
+from budgetconf.loop._run import (
+    Deadline,
+    Event,
+    Interrupted,
+    Invoke,
+    Message,
+    Run,
+    RunResult,
+    Totals,
+)
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    import os
+
+    from budgetconf.resolve import Resolution
+
+__all__ = ["LoopExecutor"]
+
+Model = Callable[[list[Message], list[dict[str, Any]]], Any]
+Messages = str | Sequence[Mapping[str, Any]]
+
+
+class LoopExecutor:
+    """Runs an agent loop within the budgets of a resolution.
+
+    ``model(messages, tools)`` returns one response (see ``docs/loop.md``);
+    ``tools`` maps names to callables called with the call's arguments as
+    keywords. ``budget`` is a `Resolution`, a preset name or path (resolved
+    now, from the process environment), a mapping of field values for the
+    default preset's ``explicit`` source, or a `Budget`. ``on_event`` is called with each
+    event as it happens.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        budget: Budget | Resolution | str | os.PathLike[str] | Mapping[str, object] | None = None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        if not callable(model):
+            raise UsageError(f"model: expected a callable, got {type(model).__name__}")
+        self.model = model
+        self.tools = dict(tools or {})
+        for name, tool in self.tools.items():
+            if not isinstance(name, str) or not name or not callable(tool):
+                raise UsageError(f"tools: expected names mapped to callables, got {name!r}")
+        self.budget: Budget = budget_of(budget)
+        self.on_event = on_event
+        self._specs = tool_specs(self.tools) if self.tools else []
+        self._async = {fn: _is_async(fn) for fn in (model, *self.tools.values())}
+
+    def _start(self, messages: Messages, totals: Totals, budget: Budget) -> Run:
+        steps = budget.limits["max_steps"].value
+        return Run(
+            budget,
+            self.model,
+            self.tools,
+            self._specs,
+            _conversation(messages),
+            totals,
+            int(steps),
+            self.on_event,
+        )
+
+    def run(self, messages: Messages) -> RunResult:
+        """Run the loop to its end: a final answer, a budget, a fault or an interrupt.
+
+        ``messages`` is a prompt or a list of chat messages; the list is never
+        changed, and ``result.messages`` is a new one.
+        """
+        return self._drive(self._start(messages, Totals(), self.budget))
+
+    async def arun(self, messages: Messages) -> RunResult:
+        """`run`, awaiting async models and tools; a cancelled task ends the run ``cancelled``."""
+        return await self._adrive(self._start(messages, Totals(), self.budget))
+
+    def resume(
+        self, result: RunResult, extra_steps: int | None = None, prompt: str | None = None
+    ) -> RunResult:
+        """Continue a truncated run's conversation for ``extra_steps`` more turns.
+
+        The conversation is ``result.messages`` (plus ``prompt`` as a user
+        message, if given). The counters carry over: turns, tool calls,
+        tokens and cost keep counting from ``result``, so the run-wide
+        ``limits.*`` budgets cap the whole conversation. The step budget of the
+        continuation is ``extra_steps`` (default: the resolved step budget)
+        and the deadline starts afresh.
+        """
+        messages, budget = self._resumed(result, extra_steps, prompt)
+        return self._drive(self._start(messages, result.totals, budget))
+
+    async def aresume(
+        self, result: RunResult, extra_steps: int | None = None, prompt: str | None = None
+    ) -> RunResult:
+        """`resume`, awaiting async models and tools."""
+        messages, budget = self._resumed(result, extra_steps, prompt)
+        return await self._adrive(self._start(messages, result.totals, budget))
+
+    def _resumed(
+        self, result: RunResult, extra_steps: int | None, prompt: str | None
+    ) -> tuple[list[Message], Budget]:
+        if result.status != "truncated":
+            raise UsageError(f"only a truncated run can be resumed; this one is {result.status}")
+        budget = self.budget
+        if extra_steps is not None:
+            if type(extra_steps) is not int or extra_steps < 1:
+                raise UsageError(f"extra_steps: expected a positive integer, got {extra_steps!r}")
+            budget = budget.with_steps(extra_steps)
+        messages = list(result.messages)
+        if prompt is not None:
+            messages.append({"role": "user", "content": prompt})
+        return messages, budget
+
+    def _drive(self, run: Run) -> RunResult:
+        steps = run.steps()
+        try:
+            action = next(steps)
+            while True:
+                try:
+                    value = self._call(action, run.deadline)
+                except KeyboardInterrupt:
+                    action = steps.throw(Interrupted())
+                except Exception as exc:
+                    action = steps.throw(exc)
+                else:
+                    action = steps.send(value)
+        except StopIteration as done:
+            result: RunResult = done.value
+            return result
+        except KeyboardInterrupt:  # between calls: the run's state is whole, so end it there
+            return run.finish(StopReason.CANCELLED, f"cancelled on turn {run.turns}")
+
+    def _call(self, action: Invoke, deadline: float | None) -> Any:
+        if deadline is None:
+            value = action.fn(*action.args, **action.kwargs)
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Deadline
+            import concurrent.futures
+
+            try:
+                value = _on_worker(action).result(remaining)
+            except concurrent.futures.TimeoutError:
+                raise Deadline from None
+        if inspect.isawaitable(value):
+            _close(value)
+            raise UsageError(f"{_name(action.fn)} is async: run it with arun()")
+        return value
+
+    async def _adrive(self, run: Run) -> RunResult:
+        steps = run.steps()
+        try:
+            action = next(steps)
+            while True:
+                try:
+                    value = await self._acall(action, run.deadline)
+                except (KeyboardInterrupt, asyncio.CancelledError):
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        task.uncancel()  # the run ends here, with a result, as cancelled
+                    action = steps.throw(Interrupted())
+                except Exception as exc:
+                    action = steps.throw(exc)
+                else:
+                    action = steps.send(value)
+        except StopIteration as done:
+            result: RunResult = done.value
+            return result
+
+    async def _acall(self, action: Invoke, deadline: float | None) -> Any:
+        fn = action.fn
+        if deadline is None:
+            value = fn(*action.args, **action.kwargs)
+            return await value if inspect.isawaitable(value) else value
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise Deadline
+        try:
+            async with asyncio.timeout(remaining) as scope:
+                if self._async.get(fn, False):
+                    return await fn(*action.args, **action.kwargs)
+                value = await asyncio.wrap_future(_on_worker(action))
+                return await value if inspect.isawaitable(value) else value
+        except TimeoutError:
+            if scope.expired():
+                raise Deadline from None
+            raise
+
+
+def _on_worker(action: Invoke) -> concurrent.futures.Future[Any]:
+    """Make the call on a daemon thread, which a hung call cannot keep the process alive by."""
+    import concurrent.futures
+    import threading
+
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(action.fn(*action.args, **action.kwargs))
+        except BaseException as exc:  # handed to the waiting thread, which decides
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name=f"budgetconf-{_name(action.fn)}", daemon=True).start()
+    return future
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  # a callable object's async __call__
+    )
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _close(value: Any) -> None:
+    close = getattr(value, "close", None)
+    if close is not None:
+        close()  # a coroutine that will never run: close it so Python does not warn
+
+
+def _conversation(messages: Messages) -> list[Message]:
+    """A new list of new message dicts: the caller's list and dicts are never changed."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if not isinstance(messages, Sequence):
+        raise UsageError(f"messages: expected a prompt or a list of messages, got {messages!r}")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise UsageError(f"messages[{i}]: expected a dict, got {type(message).__name__}")
+        out.append(dict(message))
+    return out

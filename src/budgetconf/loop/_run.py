@@ -1,0 +1,345 @@
+"""One run of the loop as a state machine that does no I/O of its own.
+
+`Run.steps` is a generator: it yields an `Invoke` for every model or tool call
+and is sent the call's return value, or has the call's exception thrown in.
+The sync and async drivers in ``_executor`` differ only in how they make the
+calls, so both paths share every rule below.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from budgetconf.loop._budget import Budget, Limit
+from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
+from budgetconf.loop._response import Call, Malformed, read_response, tool_text
+
+__all__ = ["Deadline", "Interrupted", "Invoke", "Run", "RunResult", "Totals"]
+
+Message = dict[str, Any]
+Event = dict[str, Any]
+
+
+class Deadline(Exception):
+    """The run's deadline passed while a call was running; the call was abandoned."""
+
+
+class Interrupted(Exception):
+    """The run was interrupted (KeyboardInterrupt, or its task was cancelled) during a call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Invoke:
+    """A call the run asks its driver to make: ``fn(*args, **kwargs)``."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What a conversation has consumed; a resumed run carries these over."""
+
+    turns: int = 0
+    tool_calls_executed: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended, and everything it did.
+
+    ``turns``, ``tool_calls_executed``, ``tokens`` and ``cost_usd`` count the
+    whole conversation, so they include the runs it resumes. ``events`` are
+    this run's own. ``limit`` is set when a budget stopped the run.
+    """
+
+    status: RunStatus
+    stop_reason: str  # a StopReason value, or the preset's name for it
+    stop_kind: StopReason
+    message: str
+    output: str
+    turns: int
+    tool_calls_executed: int
+    tokens: int
+    cost_usd: float
+    messages: list[Message]
+    events: list[Event]
+    limit: dict[str, Any] | None = None
+
+    @property
+    def totals(self) -> Totals:
+        return Totals(self.turns, self.tool_calls_executed, self.tokens, self.cost_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as ``budgetconf run --output json`` prints it."""
+        return {
+            "status": self.status.value,
+            "stop_reason": self.stop_reason,
+            "result": self.output,
+            "message": self.message,
+            "turns": self.turns,
+            "tool_calls_executed": self.tool_calls_executed,
+            "limit": self.limit,
+            "events": self.events,
+        }
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Run:
+    """The state of one run: the conversation so far, the counters and the events."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        model: Callable[..., Any],
+        tools: Mapping[str, Callable[..., Any]],
+        specs: list[dict[str, Any]],
+        messages: list[Message],
+        totals: Totals,
+        steps: int,
+        on_event: Callable[[Event], None] | None,
+    ) -> None:
+        self.budget = budget
+        self.model = model
+        self.tools = tools
+        self.specs = specs
+        self.messages = messages
+        self.turns = totals.turns
+        self.executed = totals.tool_calls_executed
+        self.tokens = totals.tokens
+        self.cost = totals.cost_usd
+        self.last_turn = totals.turns + steps  # the last permitted turn
+        timeout = budget.value("timeout_seconds")
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.events: list[Event] = []
+        self.on_event = on_event
+        self.output = ""  # the last non-empty assistant text
+        self.limits = {budget: limit.value for budget, limit in budget.limits.items()}
+        shown = {name: limit.public_value for name, limit in budget.limits.items()}
+        self.emit("run_started", preset=budget.preset, limits=shown)
+
+    def emit(self, event_type: str, /, **data: Any) -> None:
+        event = {"type": event_type, **data}
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def steps(self) -> Generator[Invoke, Any, RunResult]:
+        """The run, one call at a time; returns the result."""
+        budget = self.budget
+        per_turn = self.limits.get("max_tool_calls_per_turn")
+        cap = None if per_turn is None else int(per_turn)
+        while True:
+            spent = self._spent()
+            if spent is not None:
+                return self._budget_stop(spent)
+            self.turns += 1
+            turn = self.turns
+            self.emit("turn_started", turn=turn)
+            last = turn >= self.last_turn
+            send = self.messages
+            wrapping = False
+            if last and self.specs and budget.last_turn != "none":
+                wrapping = budget.last_turn == "wrap_up"
+                spec = budget.spec
+                text = spec.wrap_up_message if wrapping else spec.warn_message
+                # only the copy the model receives carries the notice
+                send = [*self.messages, {"role": "user", "content": text}]
+                self.emit("last_turn_notice", turn=turn, kind=budget.last_turn, content=text)
+            try:
+                raw = yield Invoke(self.model, (send, self.specs), {})
+            except Deadline:
+                return self._budget_stop(StopReason.TIMEOUT)
+            except Interrupted:
+                return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+            except Exception as exc:
+                return self.finish(StopReason.ERROR, f"the model raised {describe(exc)}")
+            try:
+                response = read_response(raw, turn)
+            except Malformed as exc:
+                return self.finish(StopReason.ERROR, f"malformed model response: {exc}")
+            self.tokens += response.tokens
+            self.cost += response.cost
+            self.messages.append(response.message())
+            if response.content:
+                self.output = response.content
+            calls = response.calls
+            self.emit(
+                "model_response",
+                turn=turn,
+                finish_reason=response.finish_reason,
+                content=response.content,
+                tool_calls=[{"id": c.id, "name": c.name} for c in calls],
+                tokens=response.tokens,
+                cost_usd=response.cost,
+            )
+            blocked = BLOCKS.get(response.finish_reason)
+            if not calls and blocked is None:  # a final answer
+                answer = response.content or ""
+                if wrapping:
+                    return self._budget_stop(StopReason.MAX_STEPS, output=answer)
+                return self.finish(StopReason.COMPLETED, output=answer)
+            # a budget stop is sticky: it is judged before a provider block
+            over = self._over()
+            if over is not None:
+                self._refuse(calls, turn, f"the run's {over.budget} budget is spent")
+                return self._budget_stop(over)
+            if last:
+                self._refuse(calls, turn, "this was the last turn the step budget allows")
+                return self._budget_stop(StopReason.MAX_STEPS)
+            if blocked is not None:
+                self._refuse(calls, turn, f"the response ended with {response.finish_reason}")
+                return self.finish(
+                    blocked, f"blocked: turn {turn} ended with {response.finish_reason}"
+                )
+            batch: tuple[Call, ...] = calls
+            skipped: tuple[Call, ...] = ()
+            if cap is not None and len(calls) > cap:
+                field = budget.limits["max_tool_calls_per_turn"].field
+                if budget.over_cap == "reject":
+                    why = (
+                        f"not executed: this response has {len(calls)} tool calls and at most"
+                        f" {cap} are accepted in one response ({field} = {cap}), so none ran."
+                        f" Send at most {cap} calls in a response."
+                    )
+                    for call in calls:
+                        self._answer(call, why)
+                    ids = [c.id for c in calls]
+                    self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap, ids=ids)
+                    continue
+                batch, skipped = calls[:cap], calls[cap:]
+                ids = [c.id for c in skipped]
+                self.emit("batch_truncated", turn=turn, calls=len(calls), cap=cap, skipped=ids)
+            total_cap = self.limits.get("max_tool_calls")
+            if total_cap is not None and self.executed + len(batch) > total_cap:
+                self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
+                return self._budget_stop(StopReason.MAX_TOOL_CALLS)
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self._refuse(calls, turn, "the run's deadline has passed")
+                return self._budget_stop(StopReason.TIMEOUT)
+            for index, call in enumerate(batch):
+                tool = self.tools.get(call.name)
+                if tool is None or call.arguments is None:
+                    why = call.problem or f"no tool named {call.name!r}" + self._tool_names()
+                    self._answer(call, f"error: {why}")
+                    self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
+                    continue
+                try:
+                    value = yield Invoke(tool, (), call.arguments)
+                except Deadline:
+                    self._refuse(batch[index:], turn, "the run's deadline passed while it ran")
+                    self._refuse(skipped, turn, "the run's deadline has passed")
+                    return self._budget_stop(StopReason.TIMEOUT)
+                except Interrupted:
+                    self._refuse(batch[index:], turn, "the run was cancelled")
+                    self._refuse(skipped, turn, "the run was cancelled")
+                    return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+                except Exception as exc:
+                    self.executed += 1
+                    self._answer(call, f"error: {describe(exc)}")
+                    self.emit(
+                        "tool_executed", turn=turn, id=call.id, name=call.name, ok=False,
+                        error=describe(exc),
+                    )  # fmt: skip
+                    continue
+                self.executed += 1
+                self._answer(call, tool_text(value))
+                self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
+            if skipped:
+                field = budget.limits["max_tool_calls_per_turn"].field
+                why = f"skipped: only the first {cap} calls of a response run ({field} = {cap})"
+                for call in skipped:
+                    self._answer(call, why)
+
+    def _tool_names(self) -> str:
+        names = ", ".join(self.tools)
+        return f"; the tools are {names}" if names else "; no tools are offered"
+
+    def _answer(self, call: Call, text: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+
+    def _refuse(self, calls: tuple[Call, ...], turn: int, why: str) -> None:
+        """Answer calls that will not run, so every call id in the conversation has its answer."""
+        if not calls:
+            return
+        for call in calls:
+            self._answer(call, f"not executed: {why}")
+        self.emit("calls_not_executed", turn=turn, ids=[c.id for c in calls], reason=why)
+
+    def _spent(self) -> StopReason | None:
+        """A budget that leaves no room for another turn."""
+        limits = self.limits
+        if "max_tokens" in limits and self.tokens >= limits["max_tokens"]:
+            return StopReason.MAX_TOKENS
+        if "max_cost_usd" in limits and self.cost >= limits["max_cost_usd"]:
+            return StopReason.MAX_COST
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return StopReason.TIMEOUT
+        if self.turns >= self.last_turn:
+            return StopReason.MAX_STEPS
+        return None
+
+    def _over(self) -> StopReason | None:
+        """A token or cost budget that the last response took past its limit."""
+        limits = self.limits
+        if "max_tokens" in limits and self.tokens > limits["max_tokens"]:
+            return StopReason.MAX_TOKENS
+        if "max_cost_usd" in limits and self.cost > limits["max_cost_usd"]:
+            return StopReason.MAX_COST
+        return None
+
+    def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
+        assert reason.budget is not None
+        limit: Limit = self.budget.limits[reason.budget]
+        name = limit.field.rpartition(".")[2]
+        message = f"stopped: hit {name} ({limit.shown()}): {limit.explain()}"
+        stop = self.budget.spec.stop_reasons.get(reason.value, reason.value)
+        self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit.to_dict())
+        return self.finish(reason, message, output, limit.to_dict())
+
+    def finish(
+        self,
+        reason: StopReason,
+        message: str | None = None,
+        output: str | None = None,
+        limit: dict[str, Any] | None = None,
+    ) -> RunResult:
+        """The result of the run, stopped for ``reason``; records the ``stopped`` event."""
+        stop = self.budget.spec.stop_reasons.get(reason.value, reason.value)
+        if message is None:
+            message = f"completed in {self.turns} turn{'' if self.turns == 1 else 's'}"
+        elif reason.status is RunStatus.FAILED and not message.startswith("cancelled"):
+            message = f"failed: {message} (turn {self.turns})"
+        status = reason.status
+        self.emit(
+            "stopped",
+            stop_reason=stop,
+            status=status.value,
+            turns=self.turns,
+            tool_calls_executed=self.executed,
+            message=message,
+        )
+        return RunResult(
+            status=status,
+            stop_reason=stop,
+            stop_kind=reason,
+            message=message,
+            output=self.output if output is None else output,
+            turns=self.turns,
+            tool_calls_executed=self.executed,
+            tokens=self.tokens,
+            cost_usd=self.cost,
+            messages=self.messages,
+            events=self.events,
+            limit=limit,
+        )

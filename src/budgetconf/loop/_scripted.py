@@ -1,0 +1,51 @@
+"""`ScriptedModel`: a model that answers from a prepared list, for demos and tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from budgetconf.errors import UsageError
+
+__all__ = ["ScriptedModel"]
+
+
+class ScriptedModel:
+    """Returns its responses in order; once they are used up, the last one repeats.
+
+    ``received`` holds the messages of every call as the model saw them,
+    control messages included.
+    """
+
+    def __init__(self, responses: Sequence[Mapping[str, Any]]) -> None:
+        if not isinstance(responses, list | tuple) or not responses:
+            raise UsageError("a scripted model needs a non-empty list of responses")
+        for i, response in enumerate(responses):
+            if not isinstance(response, Mapping):
+                raise UsageError(f"responses[{i}]: expected an object, got {response!r}")
+        self.responses = list(responses)
+        self.received: list[list[dict[str, Any]]] = []
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> ScriptedModel:
+        """The model of a script file: ``{"responses": [{"content": ..., "tool_calls": ...}]}``."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except OSError as exc:
+            raise UsageError(f"model script {os.fspath(path)}: {exc.strerror}") from None
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"model script {os.fspath(path)}: not JSON: {exc}") from None
+        responses = data.get("responses") if isinstance(data, dict) else None
+        if not isinstance(responses, list):
+            raise UsageError(f'model script {os.fspath(path)}: expected {{"responses": [...]}}')
+        try:
+            return cls(responses)
+        except UsageError as exc:
+            raise UsageError(f"model script {os.fspath(path)}: {exc}") from None
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        self.received.append(list(messages))
+        return self.responses[min(len(self.received), len(self.responses)) - 1]
