@@ -11,6 +11,8 @@ import pytest
 
 from budgetconf.sources import _files
 
+from loops import Driver
+
 
 @dataclass
 class Place:
@@ -52,3 +54,9 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
     monkeypatch.chdir(work)
     yield Place(work, home)
     _files._cache.clear()
+
+
+@pytest.fixture(params=["sync", "async"])
+def drive(request: pytest.FixtureRequest) -> Driver:
+    """Runs a test's loop both ways: ``run`` with its callables, ``arun`` with async ones."""
+    return Driver(request.param)

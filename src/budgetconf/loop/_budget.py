@@ -30,7 +30,8 @@ class Limit:
     value: int | float
     source: str
     locator: str
-    raise_with: tuple[str, ...]  # the preset's env vars and flags for the field
+    # the field's env vars and flags whose sources rank at or above the one that set it
+    raise_with: tuple[str, ...]
     secret: bool = False
 
     @property
@@ -56,8 +57,8 @@ class Limit:
 
         ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``
         """
-        how = " or ".join(self.raise_with) if self.raise_with else "the source that sets it"
-        return f"{self.field} = {self.shown()} from {self.locator}; raise it with {how}"
+        how = f"with {' or '.join(self.raise_with)}" if self.raise_with else "where it is set"
+        return f"{self.field} = {self.shown()} from {self.locator}; raise it {how}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class Budget:
                 f"preset {res.preset!r} bounds no loop: its file has no [loop] table"
                 " naming the field that holds the step budget"
             )
-        kinds = {report.source for report in res.sources}
+        ranks = {report.source: rank for rank, report in enumerate(res.sources)}
         limits = {}
         for budget, path in spec.budgets.items():
             trace = res.trace(path)
@@ -86,9 +87,11 @@ class Budget:
             if value is None or isinstance(value, bool) or not isinstance(value, int | float):
                 continue  # unset: not enforced
             field = trace.field
+            # only a source at or above the winner's rank can raise the value
+            floor = ranks.get(trace.source, 0)
             raise_with = (
-                *(field.env if "env" in kinds else ()),
-                *(field.flags if "cli" in kinds else ()),
+                *(field.env if ranks.get("env", -1) >= floor else ()),
+                *(field.flags if ranks.get("cli", -1) >= floor else ()),
             )
             limits[budget] = Limit(
                 budget, path, value, trace.source, trace.locator, raise_with, field.secret

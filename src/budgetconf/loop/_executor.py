@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf.errors import UsageError
 from budgetconf.loop._budget import Budget, budget_of
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from budgetconf.resolve import Resolution
 
 __all__ = ["LoopExecutor"]
+
+#: return types that are never awaitable, so the common case skips the check
+_PLAIN: Final = frozenset({dict, str, int, float, bool, list, tuple, type(None)})
 
 Model = Callable[[list[Message], list[dict[str, Any]]], Any]
 Messages = str | Sequence[Mapping[str, Any]]
@@ -166,7 +169,7 @@ class LoopExecutor:
                 value = _on_worker(action).result(remaining)
             except concurrent.futures.TimeoutError:
                 raise Deadline from None
-        if inspect.isawaitable(value):
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
             _close(value)
             raise UsageError(f"{_name(action.fn)} is async: run it with arun()")
         return value
@@ -195,7 +198,9 @@ class LoopExecutor:
         fn = action.fn
         if deadline is None:
             value = fn(*action.args, **action.kwargs)
-            return await value if inspect.isawaitable(value) else value
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
+                return await value
+            return value
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise Deadline

@@ -23,7 +23,9 @@ class Malformed(Exception):
     """A response the loop cannot act on; the message says what is wrong with it."""
 
 
-@dataclass(frozen=True, slots=True)
+# Call and Response are made for every turn: plain slotted classes, which are
+# cheaper to build than frozen ones.
+@dataclass(slots=True)
 class Call:
     """One tool call: ``arguments`` is None when they could not be read (``problem`` says why)."""
 
@@ -41,7 +43,7 @@ class Call:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Response:
     content: str | None
     calls: tuple[Call, ...]
@@ -57,58 +59,84 @@ class Response:
         return out
 
 
-def _getter(raw: object) -> Callable[[str], Any]:
-    if isinstance(raw, Mapping):
+_SCALARS: Final = (str, bytes, int, float, list, tuple, set, frozenset)
+_RESPONSE_KEYS: Final = ("content", "tool_calls", "finish_reason")
+
+
+def _getter(raw: object) -> Callable[[str], Any] | None:
+    """How to read ``raw``'s keys: a dict's get, an object's attributes; None for a scalar."""
+    if type(raw) is dict or isinstance(raw, Mapping):
         return raw.get
+    if raw is None or isinstance(raw, _SCALARS):
+        return None
     return lambda key: getattr(raw, key, None)
 
 
 def read_response(raw: object, turn: int) -> Response:
     """``raw`` as a `Response`; calls without an id get ``call_<turn>_<index>``."""
-    if raw is None or isinstance(raw, str | bytes | int | float | list | tuple):
+    get = _getter(raw)
+    if get is None or (
+        not isinstance(raw, Mapping) and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
+    ):
         raise Malformed(
             f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
         )
-    get = _getter(raw)
     content = get("content")
     if content is not None and not isinstance(content, str):
         raise Malformed(f"content: expected text or null, got {_kind(content)}")
-    raw_calls = get("tool_calls") or []
-    if not isinstance(raw_calls, list | tuple):
+    raw_calls = get("tool_calls")
+    if raw_calls is None:
+        raw_calls = ()
+    elif not isinstance(raw_calls, list | tuple):
         raise Malformed(f"tool_calls: expected a list, got {_kind(raw_calls)}")
-    calls = tuple(_call(item, turn, i) for i, item in enumerate(raw_calls))
-    ids = [c.id for c in calls]
-    if len(set(ids)) != len(ids):
-        twice = next(i for i in ids if ids.count(i) > 1)
-        raise Malformed(f"tool_calls: the id {twice!r} is used by more than one call")
+    calls = _calls(raw_calls, turn)
     finish = get("finish_reason")
     if finish is None:
         finish = "tool_calls" if calls else "stop"
-    elif finish not in FINISH_REASONS:
+    elif not isinstance(finish, str) or finish not in FINISH_REASONS:
         known = ", ".join(sorted(FINISH_REASONS))
-        raise Malformed(f"finish_reason: expected one of {known}, got {finish!r}")
+        raise Malformed(f"finish_reason: expected one of {known}, got {_kind(finish)}")
     return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
 
 
-def _call(raw: object, turn: int, index: int) -> Call:
+def _calls(raw_calls: list[Any] | tuple[Any, ...], turn: int) -> tuple[Call, ...]:
+    calls = [_call(item, i) for i, item in enumerate(raw_calls)]
+    given = [c.id for c in calls if c.id]
+    if len(set(given)) != len(given):
+        twice = next(i for i in given if given.count(i) > 1)
+        raise Malformed(f"tool_calls: the id {twice!r} is used by more than one call")
+    taken = set(given)
+    for index, call in enumerate(calls):
+        if not call.id:  # a call the model gave no id: one no other call has
+            call.id = f"call_{turn}_{index}"
+            while call.id in taken:
+                call.id += "_"
+            taken.add(call.id)
+    return tuple(calls)
+
+
+def _call(raw: object, index: int) -> Call:
+    """One call; an id the model did not give is left empty for `_calls` to fill."""
     where = f"tool_calls[{index}]"
-    if raw is None or isinstance(raw, str | bytes | int | float | list | tuple):
-        raise Malformed(f"{where}: expected a dict or an object, got {_kind(raw)}")
     get = _getter(raw)
+    if get is None:
+        raise Malformed(f"{where}: expected a dict or an object, got {_kind(raw)}")
     function = get("function")  # the OpenAI shape nests name and arguments
-    inner = _getter(function) if function is not None else get
+    inner = get if function is None else _getter(function)
+    if inner is None:
+        raise Malformed(f"{where}.function: expected a dict or an object, got {_kind(function)}")
     name = inner("name")
     if not isinstance(name, str) or not name:
         raise Malformed(f"{where}: expected a tool name, got {_kind(name)}")
     call_id = get("id")
     if call_id is None:
-        call_id = f"call_{turn}_{index}"
+        call_id = ""
     elif not isinstance(call_id, str) or not call_id:
         raise Malformed(f"{where}.id: expected text, got {_kind(call_id)}")
     arguments = inner("arguments")
     if arguments is None:
         return Call(call_id, name, {}, "{}")
-    if isinstance(arguments, Mapping):
+    if type(arguments) is dict or isinstance(arguments, Mapping):
         return Call(call_id, name, dict(arguments), _dumps(arguments))
     if not isinstance(arguments, str):
         raise Malformed(
@@ -127,12 +155,22 @@ def _tokens(usage: object) -> int:
     if usage is None:
         return 0
     get = _getter(usage)
+    if get is None:
+        raise Malformed(f"usage: expected a dict or an object, got {_kind(usage)}")
     total = get("total_tokens")
-    if total is None:
-        total = sum(n for n in (get("prompt_tokens"), get("completion_tokens")) if n is not None)
-    if type(total) is not int or total < 0:
-        raise Malformed(f"usage.total_tokens: expected a count, got {_kind(total)}")
-    return total
+    if total is not None:
+        return _count("usage.total_tokens", total)
+    parts = (
+        ("prompt_tokens", get("prompt_tokens")),
+        ("completion_tokens", get("completion_tokens")),
+    )
+    return sum(_count(f"usage.{key}", n) for key, n in parts if n is not None)
+
+
+def _count(where: str, value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise Malformed(f"{where}: expected a count, got {_kind(value)}")
+    return value
 
 
 def _cost(cost: object) -> float:
@@ -153,8 +191,11 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def tool_text(value: object) -> str:
@@ -181,8 +222,8 @@ def tool_specs(tools: Mapping[str, Callable[..., Any]]) -> list[dict[str, Any]]:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
                 continue
             annotation = p.annotation  # a class, or its name under postponed annotations
-            name = getattr(annotation, "__name__", annotation)
-            kind = _JSON_TYPES.get(name) if isinstance(name, str) else None
+            type_name = getattr(annotation, "__name__", annotation)
+            kind = _JSON_TYPES.get(type_name) if isinstance(type_name, str) else None
             properties[p.name] = {"type": kind} if kind else {}
             if p.default is p.empty:
                 required.append(p.name)

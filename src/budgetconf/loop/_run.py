@@ -31,7 +31,7 @@ class Interrupted(Exception):
     """The run was interrupted (KeyboardInterrupt, or its task was cancelled) during a call."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Invoke:
     """A call the run asks its driver to make: ``fn(*args, **kwargs)``."""
 

@@ -1,0 +1,520 @@
+"""The loop executor's rules, each run through both drivers: `run` and `arun`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import budgetconf
+from budgetconf.loop import LoopExecutor, ScriptedModel, StopReason
+
+from conftest import Place
+from loops import Driver, Echo, answer, budget, call, calls, types, usage
+
+# --- turns and answers -----------------------------------------------------------------
+
+
+def test_a_final_answer_completes_the_run(drive: Driver) -> None:
+    """A response without tool calls is the final answer: status ok, stop completed."""
+    model = ScriptedModel([answer("42")])
+    result = drive.run(drive.executor(model, budget=budget(max_steps=5)), "question")
+    assert (result.status, result.stop_reason, result.stop_kind) == ("ok", "completed", "completed")
+    assert result.output == "42"
+    assert result.turns == 1
+    assert result.limit is None
+    assert result.messages == [
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": "42"},
+    ]
+    assert result.message == "completed in 1 turn"
+
+
+def test_a_turn_is_one_response_however_many_calls_it_makes(drive: Driver) -> None:
+    """Three calls in one response are one turn, and their results reach the next turn."""
+    echo = Echo()
+    model = ScriptedModel([calls(3), answer()])
+    result = drive.run(drive.executor(model, {"echo": echo}, budget(max_steps=5)), "go")
+    assert result.turns == 2
+    assert echo.seen == ["0", "1", "2"]
+    assert result.tool_calls_executed == 3
+    second_request = model.received[1]
+    assert [m["role"] for m in second_request] == ["user", "assistant", "tool", "tool", "tool"]
+    assert [m["content"] for m in second_request[2:]] == ["0", "1", "2"]
+
+
+def test_tool_calls_answer_in_the_order_they_were_made(drive: Driver) -> None:
+    """Each call id has its tool message, in the order of the calls."""
+    model = ScriptedModel([calls(2), answer()])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, budget(max_steps=5)), "go")
+    ids = [c["id"] for c in result.messages[1]["tool_calls"]]
+    assert [m["tool_call_id"] for m in result.messages[2:4]] == ids == ["call_1_0", "call_1_1"]
+
+
+# --- the per-response cap ---------------------------------------------------------------
+
+
+def test_an_over_cap_response_is_rejected_whole_and_consumes_a_turn(drive: Driver) -> None:
+    """11 calls under a cap of 10: none run, all 11 ids are answered, a turn is used, it goes on."""
+    echo = Echo()
+    model = ScriptedModel([calls(11), answer("fewer now")])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=5, max_tool_calls_per_turn=10))
+    result = drive.run(ex, "go")
+    assert echo.seen == []
+    assert result.turns == 2
+    assert result.status == "ok"
+    asked = [c["id"] for c in result.messages[1]["tool_calls"]]
+    answers = [m for m in result.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == asked
+    assert len(asked) == 11
+    assert all("none ran" in m["content"] for m in answers)
+    assert "at most 10" in answers[0]["content"]
+    assert "loop.max_tool_calls_per_turn = 10" in answers[0]["content"]
+    rejected = next(e for e in result.events if e["type"] == "batch_rejected")
+    assert (rejected["calls"], rejected["cap"], rejected["ids"]) == (11, 10, asked)
+
+
+def test_a_batch_at_the_cap_runs_and_the_cap_is_per_response(drive: Driver) -> None:
+    """Ten calls in one response and ten in the next are all allowed: the cap is not a total."""
+    echo = Echo()
+    model = ScriptedModel([calls(10), calls(10), answer()])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=5, max_tool_calls_per_turn=10))
+    result = drive.run(ex, "go")
+    assert len(echo.seen) == 20
+    assert result.tool_calls_executed == 20
+    assert "batch_rejected" not in types(result)
+
+
+def test_truncate_runs_the_first_calls_and_skips_the_rest(drive: Driver) -> None:
+    """over_cap = truncate: the first N calls run, the others are answered as skipped."""
+    echo = Echo()
+    model = ScriptedModel([calls(4), answer()])
+    ex = drive.executor(
+        model, {"echo": echo}, budget(max_steps=5, max_tool_calls_per_turn=2, over_cap="truncate")
+    )
+    result = drive.run(ex, "go")
+    assert echo.seen == ["0", "1"]
+    contents = [m["content"] for m in result.messages if m["role"] == "tool"]
+    assert contents[:2] == ["0", "1"]
+    assert all(c.startswith("skipped: only the first 2 calls") for c in contents[2:])
+    assert len(contents) == 4
+    truncated = next(e for e in result.events if e["type"] == "batch_truncated")
+    assert truncated["skipped"] == ["call_1_2", "call_1_3"]
+
+
+# --- the last turn ------------------------------------------------------------------------
+
+
+def test_warn_tells_the_model_before_its_last_turn_and_a_final_answer_completes(
+    drive: Driver,
+) -> None:
+    """last_turn = warn: the notice goes with the last request only; an answer then is ok."""
+    model = ScriptedModel([calls(1), calls(1), answer("final")])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=3, last_turn="warn"))
+    result = drive.run(ex, "go")
+    assert (result.status, result.output) == ("ok", "final")
+    notices = [m for m in model.received[2] if m["role"] == "user"][1:]
+    assert [m["content"] for m in notices] == [ex.budget.spec.warn_message]
+    assert all(len([m for m in r if m["role"] == "user"]) == 1 for r in model.received[:2])
+    assert ex.budget.spec.warn_message not in str(result.messages)
+    notice = next(e for e in result.events if e["type"] == "last_turn_notice")
+    assert (notice["turn"], notice["kind"]) == (3, "warn")
+
+
+def test_wrap_up_makes_the_last_answer_the_output_of_a_truncated_run(drive: Driver) -> None:
+    """last_turn = wrap_up: the model is asked to summarise; its answer is a truncated output."""
+    model = ScriptedModel([calls(1), answer("summary of progress")])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=2, last_turn="wrap_up"))
+    result = drive.run(ex, "go")
+    assert (result.status, result.stop_reason) == ("truncated", "max_steps")
+    assert result.output == "summary of progress"
+    assert model.received[1][-1] == {"role": "user", "content": ex.budget.spec.wrap_up_message}
+    assert ex.budget.spec.wrap_up_message not in str(result.messages)
+    assert result.limit is not None
+    assert result.limit["field"] == "loop.max_steps"
+
+
+def test_none_sends_no_notice(drive: Driver) -> None:
+    """last_turn = none: the last request is like the others."""
+    model = ScriptedModel([calls(1), answer()])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=2, last_turn="none"))
+    result = drive.run(ex, "go")
+    assert result.status == "ok"
+    assert "last_turn_notice" not in types(result)
+    assert [m["role"] for m in model.received[1]] == ["user", "assistant", "tool"]
+
+
+def test_no_notice_when_the_model_is_offered_no_tools(drive: Driver) -> None:
+    """The notice is about tools, so a model without tools never gets it."""
+    model = ScriptedModel([answer()])
+    result = drive.run(drive.executor(model, None, budget(max_steps=1, last_turn="warn")), "go")
+    assert result.status == "ok"
+    assert "last_turn_notice" not in types(result)
+    assert model.received[0] == [{"role": "user", "content": "go"}]
+
+
+def test_calls_on_the_last_turn_never_run(drive: Driver) -> None:
+    """A response on the last turn that is not a final answer ends the run; its calls do not run."""
+    echo = Echo()
+    model = ScriptedModel([calls(1), calls(2)])
+    result = drive.run(drive.executor(model, {"echo": echo}, budget(max_steps=2)), "go")
+    assert echo.seen == ["0"]
+    assert (result.status, result.stop_reason, result.turns) == ("truncated", "max_steps", 2)
+    last = result.messages[-2:]
+    assert [m["tool_call_id"] for m in last] == ["call_2_0", "call_2_1"]
+    assert all(m["content"].startswith("not executed:") for m in last)
+
+
+def test_the_callers_list_is_never_changed(drive: Driver) -> None:
+    """After runs that sent a warning, a wrap-up and corrective feedback, the list is as it was."""
+    caller = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
+    before = copy.deepcopy(caller)
+    originals = list(caller)
+    for last_turn in ("warn", "wrap_up"):
+        model = ScriptedModel([calls(3), calls(1), answer()])
+        b = budget(max_steps=2, max_tool_calls_per_turn=2, last_turn=last_turn)
+        result = drive.run(drive.executor(model, {"echo": Echo()}, b), caller)
+        assert "batch_rejected" in types(result)
+        assert "last_turn_notice" in types(result)
+        assert result.messages is not caller
+        assert caller == before
+        assert all(a is b for a, b in zip(caller, originals, strict=True))
+        assert result.messages[:2] == before
+
+
+def test_a_prompt_string_is_one_user_message(drive: Driver) -> None:
+    """run("text") is run([{"role": "user", "content": "text"}])."""
+    model = ScriptedModel([answer()])
+    drive.run(drive.executor(model, budget=budget(max_steps=1)), "text")
+    assert model.received[0] == [{"role": "user", "content": "text"}]
+
+
+# --- the step budget ----------------------------------------------------------------------
+
+
+def test_exhaustion_is_a_recorded_stop_that_says_what_to_raise(drive: Driver) -> None:
+    """Out of turns: truncated, max_steps, no exception; the message names field, source, fix."""
+    model = ScriptedModel([{"content": "working on it", "tool_calls": [call()]}])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=3, last_turn="none"))
+    result = drive.run(ex, "go")
+    assert (result.status, result.stop_reason, result.turns) == ("truncated", "max_steps", 3)
+    assert result.output == "working on it"  # the last non-empty assistant text
+    assert result.message == (
+        "stopped: hit max_steps (3): loop.max_steps = 3 from explicit; raise it where it is set"
+    )
+    assert result.limit == {
+        "field": "loop.max_steps",
+        "value": 3,
+        "source": "explicit",
+        "locator": "explicit",
+        "raise_with": [],  # no variable or flag outranks code
+    }
+    assert types(result)[-2:] == ["budget_exhausted", "stopped"]
+
+
+def test_a_truncated_run_without_text_has_empty_output(drive: Driver) -> None:
+    """No wrap-up answer and no assistant text: the output is the empty string."""
+    model = ScriptedModel([calls(1)])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, budget(max_steps=1)), "go")
+    assert (result.status, result.output) == ("truncated", "")
+
+
+def test_the_limit_names_the_locator_that_set_it(
+    drive: Driver, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step budget from a project file is reported with that file's path and line."""
+    path = place.write("settings.toml", "[loop]\n\nmax_steps = 1\n")
+    res = budgetconf.resolve(env={})
+    model = ScriptedModel([calls(1)])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, res), "go")
+    assert result.limit is not None
+    assert (result.limit["source"], result.limit["locator"]) == ("project", f"{path}:3")
+    assert result.message.endswith(
+        f"loop.max_steps = 1 from {path}:3; raise it with BUDGETCONF_MAX_STEPS or --max-steps"
+    )
+    assert result.limit["raise_with"] == ["BUDGETCONF_MAX_STEPS", "--max-steps"]
+
+
+def test_opendot_stops_with_its_seed_message_and_names_its_variable(drive: Driver) -> None:
+    """opendot: "stopped: hit max_steps (40)", then where 40 came from and what raises it."""
+    model = ScriptedModel([calls(1)])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, "opendot"), "go")
+    assert result.turns == 40
+    assert result.message.startswith("stopped: hit max_steps (40)")
+    assert "agent.max_steps = 40 from built-in default" in result.message
+    assert result.message.endswith("raise it with OPENDOT_MAX_STEPS")
+    assert result.limit is not None
+    assert result.limit["raise_with"] == ["OPENDOT_MAX_STEPS"]  # opendot has no flags
+    assert "last_turn_notice" not in types(result)
+
+
+def test_a_preset_may_rename_the_budget_stop(drive: Driver, place: Place) -> None:
+    """stop_reasons renames the stop; stop_kind keeps the standard name."""
+    path = place.write(
+        "app.toml",
+        'format = 1\n[[sources]]\nkind = "default"\n'
+        '[fields."agent.turns"]\ntype = "int"\nge = 1\ndefault = 2\n'
+        '[loop]\nmax_steps = "agent.turns"\nstop_reasons = { max_steps = "out_of_turns" }\n',
+    )
+    model = ScriptedModel([calls(1)])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, str(path)), "go")
+    assert (result.stop_reason, result.stop_kind) == ("out_of_turns", StopReason.MAX_STEPS)
+    assert result.message.startswith(
+        "stopped: hit turns (2): agent.turns = 2 from built-in default"
+    )
+    assert result.message.endswith("raise it where it is set")
+    assert result.events[-1]["stop_reason"] == "out_of_turns"
+
+
+# --- run-wide limits ----------------------------------------------------------------------
+
+
+def test_a_response_that_goes_over_the_token_budget_stops_the_run(drive: Driver) -> None:
+    """Tokens past the limit after a response: its calls are answered, not run; max_tokens."""
+    echo = Echo()
+    model = ScriptedModel([{**calls(1), **usage(60)}, {**calls(1), **usage(60)}])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=9, max_tokens=100))
+    result = drive.run(ex, "go")
+    assert (result.status, result.stop_reason, result.turns) == ("truncated", "max_tokens", 2)
+    assert echo.seen == ["0"]
+    assert result.tokens == 120
+    assert result.limit is not None
+    assert result.limit["field"] == "limits.max_tokens"
+    assert result.messages[-1]["content"].startswith("not executed: the run's max_tokens budget")
+
+
+def test_a_reached_token_budget_stops_before_the_next_turn(drive: Driver) -> None:
+    """Exactly at the limit, the calls run, and no further turn starts."""
+    echo = Echo()
+    model = ScriptedModel([{**calls(1), **usage(100)}])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=9, max_tokens=100))
+    result = drive.run(ex, "go")
+    assert (result.stop_reason, result.turns, echo.seen) == ("max_tokens", 1, ["0"])
+
+
+def test_a_final_answer_that_crosses_the_token_budget_still_completes(drive: Driver) -> None:
+    """The answer is already given: crossing the budget with it does not truncate it."""
+    model = ScriptedModel([answer("big", **usage(500))])
+    result = drive.run(drive.executor(model, None, budget(max_steps=9, max_tokens=100)), "go")
+    assert (result.status, result.output, result.tokens) == ("ok", "big", 500)
+
+
+def test_the_cost_budget_counts_reported_cost(drive: Driver) -> None:
+    """cost_usd adds up; past max_cost_usd the run stops with max_cost."""
+    model = ScriptedModel([{**calls(1), "cost_usd": 0.3}])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=9, max_cost_usd=0.5))
+    result = drive.run(ex, "go")
+    assert (result.stop_reason, result.turns) == ("max_cost", 2)
+    assert result.cost_usd == pytest.approx(0.6)
+    assert result.limit is not None
+    assert result.limit["field"] == "limits.max_cost_usd"
+
+
+def test_the_run_wide_tool_call_budget_refuses_a_batch_that_would_pass_it(drive: Driver) -> None:
+    """limits.max_tool_calls: a response whose calls would go past it runs none and stops."""
+    echo = Echo()
+    model = ScriptedModel([calls(2), calls(2)])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=9, max_tool_calls=3))
+    result = drive.run(ex, "go")
+    assert (result.stop_reason, result.status) == ("max_tool_calls", "truncated")
+    assert echo.seen == ["0", "1"]
+    assert result.tool_calls_executed == 2
+    assert [m["content"][:13] for m in result.messages[-2:]] == ["not executed:"] * 2
+
+
+# --- stop-reason precedence ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("finish", "reason"),
+    [
+        ("content_filter", "content_filtered"),
+        ("refusal", "refused"),
+        ("length", "length_truncated"),
+    ],
+)
+def test_a_provider_block_surfaces_as_its_own_stop(drive: Driver, finish: str, reason: str) -> None:
+    """A block in a run that did not exhaust a budget: status blocked, its own stop reason."""
+    model = ScriptedModel([{"content": "partial", "finish_reason": finish}])
+    result = drive.run(drive.executor(model, None, budget(max_steps=5)), "go")
+    assert (result.status, result.stop_reason) == ("blocked", reason)
+    assert result.output == "partial"
+    assert result.message == f"blocked: turn 1 ended with {finish}"
+
+
+def test_a_budget_stop_is_sticky_over_a_block_on_the_last_turn(drive: Driver) -> None:
+    """A block on the last permitted turn does not downgrade the step-budget stop."""
+    model = ScriptedModel([calls(1), {"content": "", "finish_reason": "content_filter"}])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=2, last_turn="wrap_up"))
+    result = drive.run(ex, "go")
+    assert (result.status, result.stop_reason) == ("truncated", "max_steps")
+
+
+def test_a_token_stop_is_sticky_over_a_block(drive: Driver) -> None:
+    """A blocked response that also spends the token budget reports max_tokens."""
+    model = ScriptedModel([{"finish_reason": "length", **usage(200)}])
+    result = drive.run(drive.executor(model, None, budget(max_steps=5, max_tokens=100)), "go")
+    assert result.stop_reason == "max_tokens"
+
+
+def test_blocked_tool_calls_are_answered_and_not_run(drive: Driver) -> None:
+    """Calls in a blocked response may be cut off: they are answered as not executed."""
+    echo = Echo()
+    model = ScriptedModel([{**calls(1), "finish_reason": "length"}])
+    result = drive.run(drive.executor(model, {"echo": echo}, budget(max_steps=5)), "go")
+    assert (result.stop_reason, echo.seen) == ("length_truncated", [])
+    assert result.messages[-1]["content"] == "not executed: the response ended with length"
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def test_events_tell_the_run_in_order_and_stream_as_they_happen(drive: Driver) -> None:
+    """Every event has a type; on_event sees each one as the result's list records it."""
+    streamed: list[dict[str, Any]] = []
+    model = ScriptedModel([calls(1), answer()])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=5), on_event=streamed.append)
+    result = drive.run(ex, "go")
+    assert types(result) == [
+        "run_started",
+        "turn_started",
+        "model_response",
+        "tool_executed",
+        "turn_started",
+        "model_response",
+        "stopped",
+    ]
+    assert streamed == result.events
+    assert result.events[0]["limits"] == {"max_steps": 5, "max_tool_calls_per_turn": 10}
+    assert result.events[-1] == {
+        "type": "stopped",
+        "stop_reason": "completed",
+        "status": "ok",
+        "turns": 2,
+        "tool_calls_executed": 1,
+        "message": "completed in 2 turns",
+    }
+
+
+# --- continuation ---------------------------------------------------------------------------
+
+
+def test_resume_continues_the_conversation_with_more_steps(drive: Driver) -> None:
+    """resume(result, extra_steps=N) goes on from result.messages; the counters carry over."""
+    echo = Echo()
+    model = ScriptedModel([calls(1), calls(1), calls(1), answer("finished")])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=2, last_turn="none"))
+    first = drive.run(ex, "go")
+    assert (first.status, first.turns, first.tool_calls_executed) == ("truncated", 2, 1)
+    second = drive.resume(ex, first, extra_steps=3, prompt="continue")
+    assert (second.status, second.output) == ("ok", "finished")
+    assert second.turns == 4  # the whole conversation's turns
+    assert second.tool_calls_executed == 2
+    assert second.messages[: len(first.messages)] == first.messages
+    assert second.messages[len(first.messages)] == {"role": "user", "content": "continue"}
+    assert first.messages is not second.messages
+    assert second.events[0]["limits"]["max_steps"] == 3
+    assert [e["turn"] for e in second.events if e["type"] == "turn_started"] == [3, 4]
+
+
+def test_a_resumed_run_that_runs_out_names_the_resume(drive: Driver) -> None:
+    """The continuation's step budget is extra_steps, and its limit says so."""
+    model = ScriptedModel([calls(1)])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=1))
+    second = drive.resume(ex, drive.run(ex, "go"), extra_steps=2)
+    assert (second.stop_reason, second.turns) == ("max_steps", 3)
+    assert second.limit is not None
+    assert second.limit["locator"] == "resume(extra_steps=2)"
+    assert second.limit["raise_with"] == ["extra_steps"]
+
+
+def test_run_wide_budgets_count_across_a_resume(drive: Driver) -> None:
+    """A token budget spent in the first run is still spent in the continuation."""
+    model = ScriptedModel([{**calls(1), **usage(100)}])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=5, max_tokens=100))
+    first = drive.run(ex, "go")
+    second = drive.resume(ex, first, extra_steps=5)
+    assert (second.stop_reason, second.turns, second.tokens) == ("max_tokens", 1, 100)
+
+
+def test_only_a_truncated_run_can_be_resumed(drive: Driver) -> None:
+    """Resuming a completed run, or with a bad step count, is a UsageError."""
+    ex = drive.executor(ScriptedModel([answer()]), None, budget(max_steps=2))
+    done = drive.run(ex, "go")
+    with pytest.raises(budgetconf.UsageError, match="only a truncated run can be resumed"):
+        drive.resume(ex, done, extra_steps=1)
+    cut = drive.run(drive.executor(ScriptedModel([calls(1)]), None, budget(max_steps=1)), "go")
+    with pytest.raises(budgetconf.UsageError, match="extra_steps: expected a positive integer"):
+        drive.resume(ex, cut, extra_steps=0)
+
+
+# --- budgets ----------------------------------------------------------------------------------
+
+
+def test_the_budget_may_be_a_resolution_a_preset_or_field_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """budget= takes a Resolution, a preset name (resolved from the environment) or a mapping."""
+    monkeypatch.setenv("OPENDOT_MAX_STEPS", "7")
+    model = ScriptedModel([answer()])
+    assert LoopExecutor(model, budget="opendot").budget.value("max_steps") == 7
+    res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "9"})
+    assert LoopExecutor(model, budget=res).budget.value("max_steps") == 9
+    assert LoopExecutor(model, budget={"loop.max_steps": 4}).budget.value("max_steps") == 4
+    assert LoopExecutor(model).budget.value("max_steps") == 40
+    with pytest.raises(budgetconf.UsageError, match="budget: expected a Resolution"):
+        LoopExecutor(model, budget=3)  # type: ignore[arg-type]
+
+
+def test_a_bad_budget_value_is_a_config_error() -> None:
+    """Field values passed as the budget are validated like any explicit value."""
+    with pytest.raises(
+        budgetconf.ConfigError, match=r"loop\.max_steps from explicit: must be >= 1"
+    ):
+        LoopExecutor(ScriptedModel([answer()]), budget={"loop.max_steps": 0})
+
+
+def test_a_preset_without_a_loop_table_cannot_drive_a_loop(place: Place) -> None:
+    """The executor needs to know which field is the step budget."""
+    path = place.write(
+        "app.toml",
+        'format = 1\n[[sources]]\nkind = "default"\n[fields."a.b"]\ntype = "int"\ndefault = 1\n',
+    )
+    with pytest.raises(budgetconf.PresetError, match="bounds no loop"):
+        LoopExecutor(ScriptedModel([answer()]), budget=str(path))
+
+
+def test_a_secret_budget_is_masked_in_the_limit_and_events(place: Place) -> None:
+    """A budget field marked secret shows as *** wherever the run reports it."""
+    path = place.write(
+        "app.toml",
+        'format = 1\n[[sources]]\nkind = "default"\n'
+        '[fields."agent.turns"]\ntype = "int"\ndefault = 1\nsecret = true\n'
+        '[loop]\nmax_steps = "agent.turns"\n',
+    )
+    result = LoopExecutor(ScriptedModel([calls(1)]), {"echo": Echo()}, str(path)).run("go")
+    assert result.limit is not None
+    assert result.limit["value"] == "***"
+    assert "(***)" in result.message
+    assert "1" not in str(result.events[0]["limits"])
+
+
+def test_bad_models_and_tools_are_refused_up_front() -> None:
+    """A model that is not callable, or a tool that is not, is a UsageError at construction."""
+    with pytest.raises(budgetconf.UsageError, match="model: expected a callable"):
+        LoopExecutor("gpt", budget={"loop.max_steps": 1})  # type: ignore[arg-type]
+    with pytest.raises(budgetconf.UsageError, match="tools: expected names mapped to callables"):
+        LoopExecutor(ScriptedModel([answer()]), {"echo": 3}, {"loop.max_steps": 1})  # type: ignore[dict-item]
+    with pytest.raises(budgetconf.UsageError, match=r"messages\[0\]: expected a dict"):
+        LoopExecutor(ScriptedModel([answer()]), budget={"loop.max_steps": 1}).run(["hi"])  # type: ignore[list-item]
+
+
+def test_resume_defaults_to_the_resolved_step_budget(drive: Driver) -> None:
+    """Without extra_steps, the continuation may take as many turns as the budget allows."""
+    model = ScriptedModel([calls(1)])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=2))
+    second = drive.resume(ex, drive.run(ex, "go"))
+    assert (second.stop_reason, second.turns) == ("max_steps", 4)
+    assert second.limit is not None
+    assert second.limit["source"] == "explicit"
