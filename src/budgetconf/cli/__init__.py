@@ -157,11 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def printable(text: str) -> str:
-    """``text`` safe for a terminal: control characters (escapes too) shown as ``\\x1b``."""
+def printable(text: str, keep: str = "") -> str:
+    """``text`` safe for a terminal: control characters (escapes too) shown as ``\\x1b``.
+
+    Characters in ``keep`` (say, newline and tab) are left as they are.
+    """
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return "".join(
+        c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text
+    )
 
 
 def say(stream: TextIO, line: str) -> None:

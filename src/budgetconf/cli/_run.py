@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
-from budgetconf.cli import say
+from budgetconf.cli import printable, say
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.loop import Budget, LoopExecutor, RunResult, ScriptedModel
 from budgetconf.resolve import Resolution
@@ -42,6 +42,7 @@ def run(
     out: TextIO,
     err: TextIO,
 ) -> int:
+    model = ScriptedModel.from_file(script)  # a usage error goes first: nothing else matters
     for warning in res.warnings:
         say(err, f"budgetconf: warning: {warning}")
     if res.errors:
@@ -50,18 +51,24 @@ def run(
         budget = Budget.from_resolution(res)
     except PresetError as exc:
         raise UsageError(str(exc)) from None
-    model = ScriptedModel.from_file(script)
     if events_path is None:
         result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
     else:
-        # appended, never truncated: an earlier run's log is not lost
-        with open(events_path, "a", encoding="utf-8") as log:
+        with _events_file(events_path) as log:
             result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=_writer(log)).run(prompt)
     if output == "json":
         out.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
         _text(result, budget, out, err)
     return EXIT_BY_STATUS[result.status]
+
+
+def _events_file(path: str) -> TextIO:
+    """The events file, opened to append: an earlier run's log is never lost."""
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--events {path}: {exc.strerror}") from None
 
 
 def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
@@ -73,8 +80,8 @@ def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
 
 
 def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
-    if result.output:
-        out.write(result.output + "\n")
+    if result.output and result.status in ("ok", "truncated"):  # an answer, or its summary
+        out.write(printable(result.output, keep="\n\t") + "\n")
     if result.status == "ok":
         return
     if result.status == "truncated" and result.limit is not None:
@@ -85,7 +92,7 @@ def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
             limit = result.limit
             say(err, f"{note} [{limit['field']} = {limit['value']} from {limit['locator']}]")
     else:
-        say(err, f"budgetconf: {result.status}: {result.message}")
+        say(err, f"budgetconf: {result.message}")
 
 
 def not_run(errors: list[str], output: str, out: TextIO, err: TextIO) -> int:
