@@ -227,3 +227,15 @@ def test_an_async_callable_object_is_awaited_and_cancelled_at_the_deadline() -> 
     ex = LoopExecutor(Slow(), budget=budget(max_steps=3, timeout_seconds=0.1))
     result = asyncio.run(ex.arun("go"))
     assert (result.stop_reason, result.turns) == ("timeout", 1)
+
+
+def test_a_result_that_cannot_be_turned_into_text_is_the_tools_error(drive: Driver) -> None:
+    """A return value JSON cannot hold (a cycle) is answered as an error; the run goes on."""
+    loop: list[object] = []
+    loop.append(loop)
+    model = ScriptedModel([calls(1), answer()])
+    result = drive.run(
+        drive.executor(model, {"echo": lambda text: loop}, budget(max_steps=3)), "go"
+    )
+    assert result.status == "ok"
+    assert result.messages[2]["content"] == "error: ValueError: Circular reference detected"

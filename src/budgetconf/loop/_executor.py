@@ -8,7 +8,6 @@ can be abandoned at the deadline; an async call in `arun` is cancelled.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -73,7 +72,6 @@ class LoopExecutor:
         self.budget: Budget = budget_of(budget)
         self.on_event = on_event
         self._specs = tool_specs(self.tools) if self.tools else []
-        self._async = {fn: _is_async(fn) for fn in (model, *self.tools.values())}
 
     def _start(self, messages: Messages, totals: Totals, budget: Budget) -> Run:
         steps = budget.limits["max_steps"].value
@@ -175,6 +173,8 @@ class LoopExecutor:
         return value
 
     async def _adrive(self, run: Run) -> RunResult:
+        import asyncio  # only for async callers: a sync program never loads it
+
         steps = run.steps()
         try:
             action = next(steps)
@@ -204,9 +204,11 @@ class LoopExecutor:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise Deadline
+        import asyncio
+
         try:
             async with asyncio.timeout(remaining) as scope:
-                if self._async.get(fn, False):
+                if _is_async(fn):
                     return await fn(*action.args, **action.kwargs)
                 value = await asyncio.wrap_future(_on_worker(action))
                 return await value if inspect.isawaitable(value) else value

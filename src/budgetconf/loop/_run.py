@@ -15,7 +15,7 @@ from typing import Any
 
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
-from budgetconf.loop._response import Call, Malformed, read_response, tool_text
+from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
 
 __all__ = ["Deadline", "Interrupted", "Invoke", "Run", "RunResult", "Totals"]
 
@@ -136,9 +136,6 @@ class Run:
 
     def steps(self) -> Generator[Invoke, Any, RunResult]:
         """The run, one call at a time; returns the result."""
-        budget = self.budget
-        per_turn = self.limits.get("max_tool_calls_per_turn")
-        cap = None if per_turn is None else int(per_turn)
         while True:
             spent = self._spent()
             if spent is not None:
@@ -147,15 +144,7 @@ class Run:
             turn = self.turns
             self.emit("turn_started", turn=turn)
             last = turn >= self.last_turn
-            send = self.messages
-            wrapping = False
-            if last and self.specs and budget.last_turn != "none":
-                wrapping = budget.last_turn == "wrap_up"
-                spec = budget.spec
-                text = spec.wrap_up_message if wrapping else spec.warn_message
-                # only the copy the model receives carries the notice
-                send = [*self.messages, {"role": "user", "content": text}]
-                self.emit("last_turn_notice", turn=turn, kind=budget.last_turn, content=text)
+            send, notice = self._request(last)
             try:
                 raw = yield Invoke(self.model, (send, self.specs), {})
             except Deadline:
@@ -168,25 +157,12 @@ class Run:
                 response = read_response(raw, turn)
             except Malformed as exc:
                 return self.finish(StopReason.ERROR, f"malformed model response: {exc}")
-            self.tokens += response.tokens
-            self.cost += response.cost
-            self.messages.append(response.message())
-            if response.content:
-                self.output = response.content
+            self._record(response, turn)
             calls = response.calls
-            self.emit(
-                "model_response",
-                turn=turn,
-                finish_reason=response.finish_reason,
-                content=response.content,
-                tool_calls=[{"id": c.id, "name": c.name} for c in calls],
-                tokens=response.tokens,
-                cost_usd=response.cost,
-            )
             blocked = BLOCKS.get(response.finish_reason)
             if not calls and blocked is None:  # a final answer
                 answer = response.content or ""
-                if wrapping:
+                if notice == "wrap_up":
                     return self._budget_stop(StopReason.MAX_STEPS, output=answer)
                 return self.finish(StopReason.COMPLETED, output=answer)
             # a budget stop is sticky: it is judged before a provider block
@@ -202,64 +178,101 @@ class Run:
                 return self.finish(
                     blocked, f"blocked: turn {turn} ended with {response.finish_reason}"
                 )
-            batch: tuple[Call, ...] = calls
-            skipped: tuple[Call, ...] = ()
-            if cap is not None and len(calls) > cap:
-                field = budget.limits["max_tool_calls_per_turn"].field
-                if budget.over_cap == "reject":
-                    why = (
-                        f"not executed: this response has {len(calls)} tool calls and at most"
-                        f" {cap} are accepted in one response ({field} = {cap}), so none ran."
-                        f" Send at most {cap} calls in a response."
-                    )
-                    for call in calls:
-                        self._answer(call, why)
-                    ids = [c.id for c in calls]
-                    self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap, ids=ids)
-                    continue
-                batch, skipped = calls[:cap], calls[cap:]
-                ids = [c.id for c in skipped]
-                self.emit("batch_truncated", turn=turn, calls=len(calls), cap=cap, skipped=ids)
-            total_cap = self.limits.get("max_tool_calls")
-            if total_cap is not None and self.executed + len(batch) > total_cap:
-                self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
-                return self._budget_stop(StopReason.MAX_TOOL_CALLS)
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                self._refuse(calls, turn, "the run's deadline has passed")
-                return self._budget_stop(StopReason.TIMEOUT)
-            for index, call in enumerate(batch):
-                tool = self.tools.get(call.name)
-                if tool is None or call.arguments is None:
-                    why = call.problem or f"no tool named {call.name!r}" + self._tool_names()
-                    self._answer(call, f"error: {why}")
-                    self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
-                    continue
-                try:
-                    value = yield Invoke(tool, (), call.arguments)
-                except Deadline:
-                    self._refuse(batch[index:], turn, "the run's deadline passed while it ran")
-                    self._refuse(skipped, turn, "the run's deadline has passed")
-                    return self._budget_stop(StopReason.TIMEOUT)
-                except Interrupted:
-                    self._refuse(batch[index:], turn, "the run was cancelled")
-                    self._refuse(skipped, turn, "the run was cancelled")
-                    return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
-                except Exception as exc:
-                    self.executed += 1
-                    self._answer(call, f"error: {describe(exc)}")
-                    self.emit(
-                        "tool_executed", turn=turn, id=call.id, name=call.name, ok=False,
-                        error=describe(exc),
-                    )  # fmt: skip
-                    continue
-                self.executed += 1
-                self._answer(call, tool_text(value))
-                self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
-            if skipped:
-                field = budget.limits["max_tool_calls_per_turn"].field
-                why = f"skipped: only the first {cap} calls of a response run ({field} = {cap})"
-                for call in skipped:
+            stop = yield from self._batch(calls, turn)
+            if stop is not None:
+                return stop
+
+    def _request(self, last: bool) -> tuple[list[Message], str | None]:
+        """The messages the model receives this turn, and the notice they carry, if any."""
+        budget = self.budget
+        if not (last and self.specs) or budget.last_turn == "none":
+            return self.messages, None
+        spec = budget.spec
+        text = spec.wrap_up_message if budget.last_turn == "wrap_up" else spec.warn_message
+        self.emit("last_turn_notice", turn=self.turns, kind=budget.last_turn, content=text)
+        # only the copy the model receives carries the notice
+        return [*self.messages, {"role": "user", "content": text}], budget.last_turn
+
+    def _record(self, response: Response, turn: int) -> None:
+        self.tokens += response.tokens
+        self.cost += response.cost
+        self.messages.append(response.message())
+        if response.content:
+            self.output = response.content
+        self.emit(
+            "model_response",
+            turn=turn,
+            finish_reason=response.finish_reason,
+            content=response.content,
+            tool_calls=[{"id": c.id, "name": c.name} for c in response.calls],
+            tokens=response.tokens,
+            cost_usd=response.cost,
+        )
+
+    def _batch(
+        self, calls: tuple[Call, ...], turn: int
+    ) -> Generator[Invoke, Any, RunResult | None]:
+        """Run one response's calls within the caps; a result when that ends the run."""
+        batch: tuple[Call, ...] = calls
+        skipped: tuple[Call, ...] = ()
+        limit = self.limits.get("max_tool_calls_per_turn")
+        cap = None if limit is None else int(limit)
+        if cap is not None and len(calls) > cap:
+            field = self.budget.limits["max_tool_calls_per_turn"].field
+            if self.budget.over_cap == "reject":
+                why = (
+                    f"not executed: this response has {len(calls)} tool calls and at most"
+                    f" {cap} are accepted in one response ({field} = {cap}), so none ran."
+                    f" Send at most {cap} calls in a response."
+                )
+                for call in calls:
                     self._answer(call, why)
+                ids = [c.id for c in calls]
+                self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap, ids=ids)
+                return None
+            batch, skipped = calls[:cap], calls[cap:]
+            ids = [c.id for c in skipped]
+            self.emit("batch_truncated", turn=turn, calls=len(calls), cap=cap, skipped=ids)
+        total_cap = self.limits.get("max_tool_calls")
+        if total_cap is not None and self.executed + len(batch) > total_cap:
+            self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
+            return self._budget_stop(StopReason.MAX_TOOL_CALLS)
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self._refuse(calls, turn, "the run's deadline has passed")
+            return self._budget_stop(StopReason.TIMEOUT)
+        for index, call in enumerate(batch):
+            tool = self.tools.get(call.name)
+            if tool is None or call.arguments is None:
+                why = call.problem or f"no tool named {call.name!r}{self._tool_names()}"
+                self._answer(call, f"error: {why}")
+                self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
+                continue
+            try:
+                value = yield Invoke(tool, (), call.arguments)
+                text = tool_text(value)
+            except Deadline:
+                self._refuse(batch[index:] + skipped, turn, "the run's deadline passed")
+                return self._budget_stop(StopReason.TIMEOUT)
+            except Interrupted:
+                self._refuse(batch[index:] + skipped, turn, "the run was cancelled")
+                return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+            except Exception as exc:
+                self.executed += 1
+                self._answer(call, f"error: {describe(exc)}")
+                error = describe(exc)
+                self.emit(
+                    "tool_executed", turn=turn, id=call.id, name=call.name, ok=False, error=error
+                )
+                continue
+            self.executed += 1
+            self._answer(call, text)
+            self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
+        if skipped:
+            field = self.budget.limits["max_tool_calls_per_turn"].field
+            why = f"skipped: only the first {cap} calls of a response run ({field} = {cap})"
+            for call in skipped:
+                self._answer(call, why)
+        return None
 
     def _tool_names(self) -> str:
         names = ", ".join(self.tools)
