@@ -76,7 +76,9 @@ def read_response(raw: object, turn: int) -> Response:
     """``raw`` as a `Response`; calls without an id get ``call_<turn>_<index>``."""
     get = _getter(raw)
     if get is None or (
-        not isinstance(raw, Mapping) and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
+        type(raw) is not dict
+        and not isinstance(raw, Mapping)
+        and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
     ):
         raise Malformed(
             f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
@@ -101,6 +103,9 @@ def read_response(raw: object, turn: int) -> Response:
 
 def _calls(raw_calls: list[Any] | tuple[Any, ...], turn: int) -> tuple[Call, ...]:
     calls = [_call(item, i) for i, item in enumerate(raw_calls)]
+    ids = {c.id for c in calls}
+    if len(ids) == len(calls) and "" not in ids:  # the usual case: every id given, once
+        return tuple(calls)
     given = [c.id for c in calls if c.id]
     if len(set(given)) != len(given):
         twice = next(i for i in given if given.count(i) > 1)
