@@ -255,7 +255,7 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         summary=_take(data, "summary", str, "") or "",
         schema=schema,
         stack=stack,
-        sources=tuple(KINDS[spec.kind](spec, schema) for spec in stack),
+        sources=tuple(_make(i, spec, schema) for i, spec in enumerate(stack)),
         home=_take(data, "home", str, "") or "~/.budgetconf",
         home_env=_take(data, "home_env", str, ""),
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
@@ -300,6 +300,14 @@ def _source(index: int, entry: Mapping[str, Any], schema: Schema) -> SourceSpec:
         if key in entry
     }
     return SourceSpec(kind, Policy(invalid), merge, values)
+
+
+def _make(index: int, spec: SourceSpec, schema: Schema) -> Source:
+    """The source a stack entry describes; its class may refuse options that do not fit."""
+    try:
+        return KINDS[spec.kind](spec, schema)
+    except ValueError as exc:
+        raise _Bad(f"sources[{index}] ({spec.kind}).{exc}") from None
 
 
 def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:

@@ -8,13 +8,13 @@ from typing import ClassVar
 from budgetconf.errors import ConfigError, SourceError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
-from budgetconf.sources._files import read_table
-from budgetconf.sources._formats import Table
+from budgetconf.sources._files import read_table, source_error
+from budgetconf.sources._formats import Document, Items, Table
 from budgetconf.sources._sections import file_locator, read_sections
 
 
-def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Table | Layer:
-    """The file's table, or the layer that says why there is none.
+def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Document | Layer:
+    """The file's document, or the layer that says why there is none.
 
     A file at a default location that does not exist is ``missing``; one the
     caller named must exist. Either way a file that cannot be read or parsed
@@ -32,6 +32,15 @@ def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> T
         f"{kind} {path}: no such file", source=kind, locator=path, problem="no such file"
     )
     return Layer.failed(missing, path)
+
+
+def read_mapping(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Table | Layer:
+    """As `read_file`, for a source that reads sections: a list at the top level fails it."""
+    found = read_file(ctx, path, fmt, kind, named=named)
+    if isinstance(found, Items):
+        problem = "the top level must be a mapping of sections, not a list"
+        return Layer.failed(source_error(kind, path, problem, found.line), path)
+    return found
 
 
 class FileSource:
@@ -63,7 +72,7 @@ class FileSource:
         path, named = self.path(ctx)
         if path is None:
             return Layer.not_configured()
-        table = read_file(ctx, path, self.FORMAT, self.KIND, named=named)
+        table = read_mapping(ctx, path, self.FORMAT, self.KIND, named=named)
         if isinstance(table, Layer):
             return table
         return read_sections(table, ctx.schema, file_locator(path)).layer(path)
