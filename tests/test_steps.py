@@ -20,6 +20,10 @@ name = "listed"
 kind = "default"
 
 [[sources]]
+kind = "profile"
+from_step = "config.file"
+
+[[sources]]
 kind = "step"
 list = "."
 name_keys = ["agent", "name"]
@@ -53,6 +57,7 @@ WORKFLOW = """\
 
 @pytest.fixture
 def listed(place: Place) -> Path:
+    place.write("profile.json", '{\n  "loop": {\n    "max_tool_calls": 7\n  }\n}\n')
     return place.write("listed.toml", LISTED)
 
 
@@ -146,7 +151,7 @@ def test_the_step_section_must_exist(place: Place) -> None:
     with pytest.raises(budgetconf.PresetError) as caught:
         budgetconf.resolve(path)
     assert str(caught.value) == (
-        f"preset {path}: sources[1] (step).section: no section 'lop' in the fields"
+        f"preset {path}: sources[2] (step).section: no section 'lop' in the fields"
     )
 
 
@@ -156,3 +161,80 @@ def test_the_step_options_are_typed(place: Place) -> None:
     path = place.write("bad.toml", text)
     with pytest.raises(budgetconf.PresetError, match='name_keys: expected a list, got "agent"'):
         budgetconf.resolve(path)
+
+
+# --- the profile a step names ---------------------------------------------------------
+
+
+def test_the_step_names_the_profile_relative_to_the_workflow(place: Place, listed: Path) -> None:
+    """from_step = "config.file": a relative path is read from the workflow file's folder."""
+    path = place.write("flows/wf.yaml", WORKFLOW.replace("  max_tool_calls: 3\n", ""))
+    profile = place.write("flows/profile.json", '{\n  "loop": {\n    "max_tool_calls": 4\n  }\n}\n')
+    res = budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert res["loop.max_tool_calls"] == 4
+    assert res.trace("loop.max_tool_calls").locator == f"{profile}:3"
+    assert {s.source: s.locator for s in res.sources}["profile"] == str(profile)
+
+
+def test_a_tilde_in_the_step_s_profile_is_the_home_folder(place: Place, listed: Path) -> None:
+    """config.file: "~/.app/reviewer.json" is under $HOME, as the seed writes it."""
+    path = place.write("wf.yaml", "- agent: reviewer\n  config: {file: ~/.app/reviewer.json}\n")
+    profile = place.write(".app/reviewer.json", '{"loop": {"max_turns": 9}}', base=place.home)
+    res = budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert res["loop.max_turns"] == 9
+    assert res.trace("loop.max_turns").locator == f"{profile}:1"
+
+
+def test_a_profile_argument_beats_the_step_s_profile(place: Place, listed: Path) -> None:
+    """profile= (--profile) is the caller's choice and wins over config.file."""
+    path = place.write("wf.yaml", WORKFLOW)
+    other = place.write("other.json", '{"loop": {"max_tool_calls": 2}}')
+    res = budgetconf.resolve(listed, workflow=path, step="tidy", profile=other)
+    assert res.trace("loop.max_tool_calls").locator == f"{other}:1"
+    res = budgetconf.resolve(listed, workflow=path, step="planner", profile=other)
+    assert res["loop.max_tool_calls"] == 2
+
+
+def test_without_a_step_or_its_key_there_is_no_profile(place: Place, listed: Path) -> None:
+    """A step that names no profile, or no step at all, leaves the profile source unused."""
+    path = place.write("wf.yaml", WORKFLOW)
+    for step in ("planner", None):
+        res = budgetconf.resolve(listed, workflow=path, step=step)
+        assert {s.source: s.status.value for s in res.sources}["profile"] == "not configured"
+
+
+def test_a_profile_key_that_is_no_path_is_an_error(place: Place, listed: Path) -> None:
+    """config.file must be text; anything else is an error at its line."""
+    path = place.write("wf.yaml", "- agent: reviewer\n  config:\n    file: 3\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert str(caught.value) == (
+        f"profile step:reviewer ({path}:3): config.file must be the path of a profile, got 3"
+    )
+
+
+def test_the_profile_a_step_names_must_exist(place: Place, listed: Path) -> None:
+    """The workflow named the profile, so a missing file is an error, not a quiet default."""
+    path = place.write("wf.yaml", "- agent: reviewer\n  config: {file: gone.json}\n")
+    with pytest.raises(budgetconf.SourceError, match=r"gone\.json: no such file"):
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+
+
+def test_an_unknown_step_is_reported_once(place: Place, listed: Path) -> None:
+    """The profile source does not repeat the step source's complaint about a missing step."""
+    path = place.write("wf.yaml", WORKFLOW)
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(listed, workflow=path, step="nobody")
+    assert caught.value.source == "step"
+    assert caught.value.errors == (caught.value,)
+
+
+def test_from_step_needs_a_step_source(place: Place) -> None:
+    """A profile cannot read its path from a step when the preset selects no steps."""
+    text = LISTED[: LISTED.index('[[sources]]\nkind = "step"')] + LISTED[LISTED.index("[fields") :]
+    path = place.write("bad.toml", text)
+    with pytest.raises(budgetconf.PresetError) as caught:
+        budgetconf.resolve(path)
+    assert (
+        str(caught.value) == f"preset {path}: sources[1] (profile).from_step: needs a step source"
+    )

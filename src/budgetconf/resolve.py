@@ -147,7 +147,9 @@ def _located(field: str, locator: str, source: str) -> str:
 def resolve_request(preset: Preset, request: Request) -> Resolution:
     """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised."""
     schema = preset.schema
-    ctx = Context(request, schema, preset.home, preset.home_env, preset.max_file_bytes)
+    ctx = Context(
+        request, schema, preset.home, preset.home_env, preset.max_file_bytes, preset.steps
+    )
     work: dict[str, list[_Work]] = {path: [] for path in schema.by_path}
     merge_of: dict[tuple[str, str], MergeMode] = {}
     reports: list[SourceReport] = []

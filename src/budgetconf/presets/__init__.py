@@ -20,6 +20,7 @@ from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
+from budgetconf.sources._steps import StepFinder
 
 __all__ = ["LoopSpec", "Preset", "load_preset", "preset_names"]
 
@@ -31,6 +32,8 @@ _TOP_KEYS: Final = frozenset(
     {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields", "loop"}
 )
 _SOURCE_KEYS: Final = frozenset({"kind", "invalid", "merge"})
+# source kind -> option -> the source kind that option relies on
+_NEEDS: Final = {"profile": {"from_step": "step"}}
 _FIELD_KEYS: Final = frozenset(
     {
         "type",
@@ -109,6 +112,7 @@ class Preset:
     max_file_bytes: int
     origin: str  # "built-in" or the file's path
     loop: LoopSpec | None = None  # None: the preset bounds no loop
+    steps: StepFinder | None = None  # how its step source finds a step; None: it has none
 
     def has_source(self, kind: str) -> bool:
         return any(spec.kind == kind for spec in self.stack)
@@ -247,6 +251,11 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         raise _Bad("sources: the stack starts with the default source, the floor of every field")
     if len(set(kinds)) != len(kinds):
         raise _Bad("sources: each source kind may appear only once")
+    for i, spec in enumerate(stack):
+        for option, needed in _NEEDS.get(spec.kind, {}).items():
+            if option in spec.options and needed not in kinds:
+                raise _Bad(f"sources[{i}] ({spec.kind}).{option}: needs a {needed} source")
+    steps = next((s for s in stack if s.kind == "step"), None)
     max_bytes = _take(data, "max_file_bytes", int, "")
     if max_bytes is not None and max_bytes < 1:
         raise _Bad(f"max_file_bytes: expected a positive integer, got {max_bytes}")
@@ -261,6 +270,7 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
         origin=origin,
         loop=_loop(_take(data, "loop", dict, ""), schema),
+        steps=StepFinder.from_options(steps.options) if steps else None,
     )
 
 

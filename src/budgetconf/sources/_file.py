@@ -72,6 +72,10 @@ class FileSource:
         path, named = self.path(ctx)
         if path is None:
             return Layer.not_configured()
+        return self.read(ctx, path, named=named)
+
+    def read(self, ctx: Context, path: str, *, named: bool) -> Layer:
+        """The sections of the file at ``path``, or the layer that says why there are none."""
         table = read_mapping(ctx, path, self.FORMAT, self.KIND, named=named)
         if isinstance(table, Layer):
             return table
