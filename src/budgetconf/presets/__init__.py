@@ -49,6 +49,7 @@ _FIELD_KEYS: Final = frozenset(
         "aliases",
         "secret",
         "help",
+        "default_from",
     }
 )
 
@@ -245,6 +246,7 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         raise _Bad("fields: a preset needs at least one field")
     schema = Schema(tuple(_field(path, spec) for path, spec in fields_table.items()))
     _check_names(schema)
+    schema = Schema(tuple(_linked(f, schema) for f in schema))
     stack = tuple(_source(i, spec, schema) for i, spec in enumerate(_sources(data)))
     kinds = [spec.kind for spec in stack]
     if kinds[0] != "default":
@@ -386,6 +388,11 @@ def _field(path: str, spec: Any) -> Field:
         if not _FLAG.fullmatch(flag):
             raise _Bad(f"{where}flags: {flag!r} is not a long flag such as --max-steps")
     optional = bool(_take(spec, "optional", bool, where))
+    default_from = _take(spec, "default_from", str, where)
+    if default_from is not None and "default" in spec:
+        raise _Bad(f"{where}default_from: a field has its own default or another's, not both")
+    if default_from is not None and not optional:
+        raise _Bad(f"{where}default_from: needs optional = true, as unset is what takes it")
     field = Field(
         path=path,
         kind=kind,
@@ -397,6 +404,7 @@ def _field(path: str, spec: Any) -> Field:
         aliases=_strings(spec, "aliases", where),
         secret=bool(_take(spec, "secret", bool, where)),
         help=_take(spec, "help", str, where) or "",
+        default_from=default_from,
         **bounds,
     )
     if "default" not in spec:
@@ -417,3 +425,60 @@ def _check_names(schema: Schema) -> None:
             other = seen.setdefault((f.section, key), f.path)
             if other != f.path:
                 raise _Bad(f'fields."{f.path}": {key!r} is already a name of {other}')
+
+
+def _linked(field: Field, schema: Schema) -> Field:
+    """``field`` with its ``default_from`` checked and spelt as a path.
+
+    The other field must be able to stand in for this one: the same type, no
+    value this field refuses, not secret unless this one is. It must have a
+    default of its own, which also rules out cycles.
+    """
+    if field.default_from is None:
+        return field
+    where = f'fields."{field.path}".default_from: '
+    try:
+        other = schema.lookup(field.default_from)
+    except KeyError as exc:
+        raise _Bad(where + exc.args[0]) from None
+    if other is field:
+        raise _Bad(where + "a field cannot take its default from itself")
+    if other.default_from is not None:
+        raise _Bad(where + f"{other.path} takes its own default from {other.default_from}")
+    if other.kind is not field.kind:
+        raise _Bad(where + f"{other.path} is {other.noun}, and this field is {field.noun}")
+    if not set(other.choices) <= set(field.choices) or not _within(other, field):
+        raise _Bad(where + f"{other.path} may take values this field refuses")
+    if other.secret and not field.secret:
+        raise _Bad(where + f"{other.path} is secret, so this field must be secret too")
+    return dataclasses.replace(field, default_from=other.path)
+
+
+def _within(inner: Field, outer: Field) -> bool:
+    """Whether the bounds of ``inner`` are at least as tight as those of ``outer``."""
+    (inner_low, inner_high), (outer_low, outer_high) = _limits(inner), _limits(outer)
+    low = outer_low is None or (inner_low is not None and inner_low >= outer_low)
+    high = outer_high is None or (inner_high is not None and inner_high <= outer_high)
+    return low and high
+
+
+_Limit = tuple[float, bool]
+
+
+def _limits(field: Field) -> tuple[_Limit | None, _Limit | None]:
+    """The tightest lower and upper bound, as keys where a higher low and a lower high are tighter.
+
+    A low is (limit, strict), so gt 1 is above ge 1; a high is (limit, not
+    strict), so lt 5 is below le 5.
+    """
+    lows = [
+        (limit, strict)
+        for limit, strict in ((field.ge, False), (field.gt, True))
+        if limit is not None
+    ]
+    highs = [
+        (limit, not strict)
+        for limit, strict in ((field.le, False), (field.lt, True))
+        if limit is not None
+    ]
+    return (max(lows) if lows else None), (min(highs) if highs else None)
