@@ -225,6 +225,65 @@ def test_sys_argv_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _statuses(res)["cli"] == "not configured"
 
 
+# --- one variable or flag for several fields ------------------------------------------
+
+SHARED = """\
+format = 1
+name = "shared"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "env"
+invalid = "fallback"
+
+[[sources]]
+kind = "cli"
+invalid = "fallback"
+
+[fields."run.steps"]
+type = "int"
+ge = 1
+default = 200
+env = ["APP_BUDGET"]
+flags = ["--budget"]
+
+[fields."run.calls"]
+type = "int"
+ge = 1
+default = 100
+env = ["APP_BUDGET", "APP_CALLS"]
+flags = ["--budget", "--calls"]
+"""
+
+
+def test_one_variable_sets_every_field_that_lists_it(place: Place) -> None:
+    """A variable listed by two fields offers its value to both, each located at it."""
+    res = budgetconf.resolve(place.write("shared.toml", SHARED), env={"APP_BUDGET": "300"})
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    assert {t.locator for t in res.traces()} == {"env:APP_BUDGET"}
+
+
+def test_one_flag_sets_every_field_that_lists_it(place: Place) -> None:
+    """A flag listed by two fields offers its value to both; a field's own flag is its own."""
+    path = place.write("shared.toml", SHARED)
+    res = budgetconf.resolve(path, env={}, argv=["--budget", "300"])
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    res = budgetconf.resolve(path, env={}, argv=["--budget=300", "--calls", "7"])
+    assert res.values == {"run.steps": 300, "run.calls": 7}
+
+
+def test_a_bad_shared_value_falls_back_in_every_field(place: Place) -> None:
+    """Rejected under fallback, the shared value leaves each field to its next candidate."""
+    path = place.write("shared.toml", SHARED)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_BUDGET": "300"}, argv=["--budget", "0"])
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    tail = "from --budget (cli): must be >= 1, got '0'; ignored, using 300 from env:APP_BUDGET"
+    assert [str(w.message) for w in caught] == [f"run.steps {tail}", f"run.calls {tail}"]
+
+
 # --- yaml and step --------------------------------------------------------------------
 
 WORKFLOW = """\
