@@ -10,7 +10,7 @@ from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
 from budgetconf.sources._files import read_table, source_error
 from budgetconf.sources._formats import Document, Items, Table
-from budgetconf.sources._sections import file_locator, read_sections
+from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 
 def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Document | Layer:
@@ -47,15 +47,19 @@ class FileSource:
     """A source that reads one settings file of sections: global, project, profile.
 
     The file is the one the caller named, else the preset's ``path`` option.
+    Every top-level key is read, and one that is not a section is reported;
+    with the ``sections`` option only those are read, and the rest of the file
+    belongs to the application.
     """
 
     KIND: ClassVar[str]
     FORMAT: ClassVar[str]
-    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str}
+    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str, "sections": list}
     DEFINES_SECTIONS: ClassVar[bool] = True
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._default: str | None = spec.options.get("path")
+        self._only = chosen_sections(spec, schema)
 
     def named(self, request: Request) -> str | None:
         """The path the caller gave for this source, if any."""
@@ -79,4 +83,4 @@ class FileSource:
         table = read_mapping(ctx, path, self.FORMAT, self.KIND, named=named)
         if isinstance(table, Layer):
             return table
-        return read_sections(table, ctx.schema, file_locator(path)).layer(path)
+        return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)

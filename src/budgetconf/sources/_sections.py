@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from budgetconf.schema import Schema, did_you_mean, show_typed
-from budgetconf.sources._base import Layer, Offer, Problem, SourceStatus
+from budgetconf.sources._base import Layer, Offer, Problem, SourceSpec, SourceStatus
 from budgetconf.sources._formats import Table
 
 
@@ -28,6 +28,20 @@ class Sections:
             tuple(self.problems),
             tuple(self.warnings),
         )
+
+
+def chosen_sections(spec: SourceSpec, schema: Schema) -> frozenset[str] | None:
+    """The ``sections`` option: the top-level keys a source reads, None when not given.
+
+    Raises `ValueError` for a name that is not one of the preset's sections.
+    """
+    if "sections" not in spec.options:
+        return None
+    chosen = frozenset(spec.options["sections"])
+    unknown = sorted(chosen - set(schema.sections))
+    if unknown:
+        raise ValueError(f"sections: no section {unknown[0]!r} in the fields")
+    return chosen
 
 
 def read_sections(

@@ -36,7 +36,7 @@ class ProfileSource(FileSource):
 
     KIND = "profile"
     FORMAT = "json"
-    OPTIONS: ClassVar[Mapping[str, type]] = {"folder": str, "from_step": str}
+    OPTIONS: ClassVar[Mapping[str, type]] = {"folder": str, "from_step": str, "sections": list}
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         super().__init__(spec, schema)

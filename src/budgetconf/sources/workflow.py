@@ -8,7 +8,7 @@ from typing import ClassVar
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._file import read_mapping
-from budgetconf.sources._sections import file_locator, read_sections
+from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 
 class WorkflowSource:
@@ -23,7 +23,8 @@ class WorkflowSource:
     DEFINES_SECTIONS: ClassVar[bool] = True
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
-        self._only = frozenset(spec.options.get("sections", schema.sections))
+        only = chosen_sections(spec, schema)
+        self._only = frozenset(schema.sections) if only is None else only
 
     def load(self, ctx: Context) -> Layer:
         workflow = ctx.request.workflow
