@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -37,8 +38,16 @@ def _preset(place: Place, text: str, name: str = "app.toml") -> Path:
 
 
 def test_built_in_presets_are_listed_by_name() -> None:
-    """The package ships the budgetconf and opendot presets as TOML files."""
-    assert {"budgetconf", "opendot"} <= set(preset_names())
+    """The package ships the default preset and one per seed contract, as TOML files."""
+    assert preset_names() == ["budgetconf", "opendot", "praisonai", "praisonai-code", "skiller"]
+
+
+def test_no_preset_is_named_in_the_code() -> None:
+    """Presets are data: no module of the package spells a seed preset's name as a string."""
+    names = "|".join(re.escape(n) for n in preset_names() if n != "budgetconf")
+    quoted = re.compile(f"""["']({names})["']""", re.IGNORECASE)
+    for module in Path(budgetconf.__file__).parent.rglob("*.py"):
+        assert not quoted.findall(module.read_text(encoding="utf-8")), module
 
 
 def test_the_default_preset_matches_its_documented_table() -> None:
