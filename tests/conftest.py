@@ -46,7 +46,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
     work.mkdir()
     home.mkdir()
     for name in list(os.environ):
-        if name.startswith(("BUDGETCONF_", "OPENDOT_", "NO_COLOR", "COLUMNS")):
+        if name.startswith(("BUDGETCONF_", "OPENDOT_", "PRAISONAI_", "NO_COLOR", "COLUMNS")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)

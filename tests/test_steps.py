@@ -145,6 +145,13 @@ def test_an_unknown_step_in_a_list_file_is_named(place: Place, listed: Path) -> 
         budgetconf.resolve(listed, workflow=path, step="reveiwer")
 
 
+def test_a_step_without_a_name_cannot_be_selected(place: Place, listed: Path) -> None:
+    """A step that has none of the name keys is skipped when steps are listed."""
+    path = place.write("wf.yaml", "- prompt: unnamed\n  max_turns: 2\n")
+    with pytest.raises(budgetconf.SourceError, match=r"no step named 'x'; no step has a name$"):
+        budgetconf.resolve(listed, workflow=path, step="x")
+
+
 def test_the_step_section_must_exist(place: Place) -> None:
     """section = names one of the preset's sections, checked when the preset is loaded."""
     path = place.write("bad.toml", LISTED.replace('section = "loop"', 'section = "lop"'))
