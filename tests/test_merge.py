@@ -266,3 +266,18 @@ def test_the_explain_table_shows_where_the_value_was_taken_from(
         ["shadowed", "unset", "built-in", "default"],
         ["unset,", "so", "it", "takes", "the", "value", "of", "run.max_iter"],
     ]
+
+
+def test_a_field_may_take_its_default_from_one_listed_after_it(place: Place) -> None:
+    """Order in the file does not matter; warnings still come in the fields' order."""
+    first, second = DERIVED.split('[fields."run.max_steps"]')
+    steps, rest = second.split('[fields."run.budget"]')
+    reordered = first.replace(
+        '[fields."run.max_iter"]', '[fields."run.max_steps"]' + steps + '[fields."run.max_iter"]'
+    )
+    path = place.write("reordered.toml", reordered + '[fields."run.budget"]' + rest)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_MAX_STEPS": "x", "APP_MAX_ITER": "y"})
+    assert list(res.values)[:2] == ["run.max_steps", "run.max_iter"]
+    assert res["run.max_steps"] == 20
+    assert [str(w.message).split(" from ")[0] for w in caught] == ["run.max_steps", "run.max_iter"]

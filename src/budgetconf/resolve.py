@@ -189,8 +189,9 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
     settled: dict[str, FieldTrace] = {}
     # a field that defaults to another is settled after it (the loader refuses chains)
     for field in sorted(schema, key=lambda f: f.default_from is not None):
-        trace = _settle(field, work[field.path], merge_of, settled)
-        settled[field.path] = trace
+        settled[field.path] = _settle(field, work[field.path], merge_of, settled)
+    for field in schema:
+        trace = settled[field.path]
         for item in work[field.path]:
             if item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
                 where = _located(field.path, item.offer.locator, item.source)
@@ -208,7 +209,11 @@ def _settle(
     merge_of: Mapping[tuple[str, str], MergeMode],
     settled: Mapping[str, FieldTrace],
 ) -> FieldTrace:
-    """The field's trace: the last valid candidate wins, earlier valid ones are shadowed."""
+    """The field's trace: the last valid candidate wins, earlier valid ones are shadowed.
+
+    When the winner leaves a ``default_from`` field unset, the other field's
+    trace, in ``settled``, gives the value.
+    """
     winner = next(i for i in reversed(items) if i.status is Status.WON)
     for item in items:
         if item.status is Status.WON and item is not winner:
