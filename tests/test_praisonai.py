@@ -1,5 +1,8 @@
 """The praisonai preset, sentence by sentence from its seed, through resolve() and explain.
 
+Tests that take ``explained`` run twice, once through ``budgetconf.resolve`` and
+once through ``budgetconf explain --format json`` (``explicit`` as ``--set``).
+
 `ExecutionConfig(max_steps=50)` is ``explicit={"execution.max_steps": 50}``; an
 agents YAML is the ``workflow``, of which only ``execution:`` is read.
 """
@@ -17,7 +20,7 @@ import budgetconf
 from budgetconf.cli import main
 from budgetconf.presets import load_preset
 
-from conftest import Place
+from conftest import Explain, Place
 
 AGENTS = """\
 framework: praisonai
@@ -65,31 +68,39 @@ def test_the_options_and_their_defaults() -> None:
     }
 
 
-def test_unset_max_steps_falls_back_to_max_iter() -> None:
+def test_unset_max_steps_falls_back_to_max_iter(explained: Explain) -> None:
     """Seed: "`None` → fall back to `max_iter`": the default budget is 20, via max_iter."""
-    res = resolve()
+    steps = explained("praisonai")["fields"]["execution.max_steps"]
 
-    assert res["execution.max_steps"] == 20
-    trace = res.trace("execution.max_steps")
-    assert (trace.source, trace.locator) == ("default", "execution.max_iter (built-in default)")
-    assert trace.winner.derived_from == "execution.max_iter"
-    unset = trace.candidates[0]
-    assert (unset.status, unset.value, unset.reason) == (
-        "shadowed",
-        None,
-        "unset, so it takes the value of execution.max_iter",
+    assert steps["value"] == 20
+    assert (steps["source"], steps["locator"]) == (
+        "default",
+        "execution.max_iter (built-in default)",
     )
+    unset, taken = steps["candidates"]
+    assert unset == {
+        "source": "default",
+        "locator": "built-in default",
+        "value": None,
+        "status": "shadowed",
+        "reason": "unset, so it takes the value of execution.max_iter",
+    }
+    assert (taken["status"], taken["from"]) == ("won", "execution.max_iter")
 
 
-def test_max_iter_is_still_used_when_max_steps_is_unset(place: Place) -> None:
+def test_max_iter_is_still_used_when_max_steps_is_unset(explained: Explain, place: Place) -> None:
     """Seed: max_iter, the "Legacy per-loop iteration cap. Still used when max_steps is unset.\""""
     path = agents(place, "max_iter: 30")
 
-    res = resolve(workflow=path)
+    document = explained("praisonai", workflow=path)
 
-    assert (res["execution.max_iter"], res["execution.max_steps"]) == (30, 30)
-    trace = res.trace("execution.max_steps")
-    assert (trace.source, trace.locator) == ("yaml", f"execution.max_iter ({path}:4)")
+    assert document["values"]["execution.max_iter"] == 30
+    steps = document["fields"]["execution.max_steps"]
+    assert (steps["value"], steps["source"], steps["locator"]) == (
+        30,
+        "yaml",
+        f"execution.max_iter ({path}:4)",
+    )
 
 
 def test_an_explicit_none_falls_back_to_max_iter_too(place: Place) -> None:
@@ -107,59 +118,62 @@ def test_an_explicit_none_falls_back_to_max_iter_too(place: Place) -> None:
     [({}, 20), ({"execution.max_iter": 7}, 7), ({"execution.max_steps": 9}, 9)],
 )
 def test_resolved_max_steps_is_max_steps_when_set_else_max_iter(
-    given: dict[str, int], expected: int
+    explained: Explain, given: dict[str, int], expected: int
 ) -> None:
     """Seed: "ExecutionConfig.resolved_max_steps() — max_steps when set, else max_iter\""""
-    assert resolve(explicit=given)["execution.max_steps"] == expected
+    assert explained("praisonai", explicit=given)["values"]["execution.max_steps"] == expected
 
 
-def test_max_steps_when_set_wins_over_max_iter(place: Place) -> None:
+def test_max_steps_when_set_wins_over_max_iter(explained: Explain, place: Place) -> None:
     """Seed: "Set a low ceiling in the YAML to demonstrate: execution: max_steps: 5\""""
     path = place.write("agents.yaml", AGENTS)
 
-    res = resolve(workflow=path)
+    document = explained("praisonai", workflow=path)
 
-    assert res["execution.max_steps"] == 5
-    assert res.trace("execution.max_steps").locator == f"{path}:4"
-    assert res["execution.max_iter"] == 20  # max_iter keeps its own value
+    steps = document["fields"]["execution.max_steps"]
+    assert (steps["value"], steps["locator"]) == (5, f"{path}:4")
+    assert "from" not in steps["candidates"][-1]
+    assert document["values"]["execution.max_iter"] == 20  # max_iter keeps its own value
 
 
-def test_the_explicit_config_wins_over_the_yaml(place: Place) -> None:
+def test_the_explicit_config_wins_over_the_yaml(explained: Explain, place: Place) -> None:
     """Seed: "execution=ExecutionConfig(max_steps=50)" raises the budget in code."""
     path = place.write("agents.yaml", AGENTS)
 
-    res = resolve(workflow=path, explicit={"execution.max_steps": 50})
+    document = explained("praisonai", workflow=path, explicit={"execution.max_steps": 50})
 
-    assert res["execution.max_steps"] == 50
-    assert [(c.source, c.status) for c in res.trace("execution.max_steps").candidates] == [
+    steps = document["fields"]["execution.max_steps"]
+    assert steps["value"] == 50
+    assert [(c["source"], c["status"]) for c in steps["candidates"]] == [
         ("default", "shadowed"),
         ("yaml", "shadowed"),
         ("explicit", "won"),
     ]
 
 
-def test_the_per_turn_cap_is_independent_of_max_steps(place: Place) -> None:
+def test_the_per_turn_cap_is_independent_of_max_steps(explained: Explain, place: Place) -> None:
     """Seed: max_tool_calls_per_turn "Independent of max_steps" — "a per-turn cap of 5 does not
     halve your step budget"."""
     path = agents(place, "max_steps: 50\nmax_tool_calls_per_turn: 5")
 
-    res = resolve(workflow=path)
+    values = explained("praisonai", workflow=path)["values"]
 
-    assert (res["execution.max_steps"], res["execution.max_tool_calls_per_turn"]) == (50, 5)
-    low = resolve(explicit={"execution.max_steps": 5})
+    assert (values["execution.max_steps"], values["execution.max_tool_calls_per_turn"]) == (50, 5)
+    low = explained("praisonai", explicit={"execution.max_steps": 5})["values"]
     assert low["execution.max_tool_calls_per_turn"] == 10
 
 
-def test_resolved_max_tool_calls_is_the_per_turn_cap() -> None:
+def test_resolved_max_tool_calls_is_the_per_turn_cap(explained: Explain) -> None:
     """Seed: "ExecutionConfig.resolved_max_tool_calls() — max_tool_calls_per_turn (independent
     of max_steps)\""""
-    res = resolve(explicit={"execution.max_iter": 3, "execution.max_tool_calls_per_turn": 4})
-    assert (res["execution.max_steps"], res["execution.max_tool_calls_per_turn"]) == (3, 4)
+    given = {"execution.max_iter": 3, "execution.max_tool_calls_per_turn": 4}
+    values = explained("praisonai", explicit=given)["values"]
+    assert (values["execution.max_steps"], values["execution.max_tool_calls_per_turn"]) == (3, 4)
 
 
-def test_the_sdk_defaults_are_20_and_10() -> None:
+def test_the_sdk_defaults_are_20_and_10(explained: Explain) -> None:
     """Seed: "the SDK Agent defaults (max_steps=20, max_tool_calls_per_turn=10) are unchanged\""""
-    assert resolve().values == {
+    assert explained("praisonai")["values"] == {
         "execution.max_iter": 20,
         "execution.max_steps": 20,
         "execution.max_tool_calls_per_turn": 10,
@@ -205,21 +219,26 @@ def test_a_bad_max_steps_in_the_yaml_is_an_error_at_its_line(
     assert str(caught.value) == f"execution.max_steps from {path}:4 (yaml): {reason}"
 
 
-def test_the_other_yaml_keys_are_ignored_without_a_warning(place: Place) -> None:
+def test_the_other_yaml_keys_are_ignored_without_a_warning(
+    explained: Explain, place: Place
+) -> None:
     """An agents YAML holds roles, tools and a topic: only execution: is read, quietly."""
     path = place.write("agents.yaml", AGENTS + "memory: true\nloop: {max_steps: 1}\n")
 
-    res = resolve(workflow=path)  # warnings are errors here
+    document = explained("praisonai", workflow=path)
 
-    assert res.warnings == ()
-    assert res["execution.max_steps"] == 5
-    assert {s.source: s.offered for s in res.sources}["yaml"] == 1
+    assert document["warnings"] == []
+    assert document["values"]["execution.max_steps"] == 5
+    assert {s["source"]: s["offered"] for s in document["sources"]}["yaml"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        budgetconf.resolve("praisonai", workflow=path)  # no BudgetConfWarning either
 
 
-def test_an_agents_yaml_without_execution_changes_nothing(place: Place) -> None:
+def test_an_agents_yaml_without_execution_changes_nothing(explained: Explain, place: Place) -> None:
     """Without an execution: key the defaults stand: 20 steps via max_iter, 10 calls per turn."""
     path = place.write("agents.yaml", "framework: praisonai\nroles: {}\n")
-    assert resolve(workflow=path).values == resolve().values
+    assert explained("praisonai", workflow=path)["values"] == explained("praisonai")["values"]
 
 
 def test_praisonai_has_no_environment_or_flags() -> None:

@@ -1,5 +1,8 @@
 """The praisonai-code preset, sentence by sentence from its seed, through resolve() and explain.
 
+Tests that take ``explained`` run twice, once through ``budgetconf.resolve`` and
+once through ``budgetconf explain --format json -- ARGS`` with the variable exported.
+
 `praisonai code --max-steps 300 "…"` is ``argv=["--max-steps", "300", "…"]``; the
 environment is ``env=``. Both set the step budget and the per-response cap.
 """
@@ -7,7 +10,6 @@ environment is ``env=``. Both set the step budget and the per-response cap.
 from __future__ import annotations
 
 import json
-import warnings
 from typing import Any
 
 import pytest
@@ -16,19 +18,20 @@ import budgetconf
 from budgetconf.cli import main
 from budgetconf.presets import load_preset
 
+from conftest import Explain
+
 VARIABLE = "PRAISONAI_CODE_MAX_STEPS"
 BOTH = ("execution.max_steps", "execution.max_tool_calls_per_turn")
 
 
-def resolve(**options: Any) -> budgetconf.Resolution:
-    """resolve() with the praisonai-code preset, where any warning fails the test."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return budgetconf.resolve("praisonai-code", **options)
+def both(res: budgetconf.Resolution | dict[str, Any]) -> tuple[object, object]:
+    """The two fields' values, from a resolution or an explain document."""
+    values = res["values"] if isinstance(res, dict) else res.values
+    return values[BOTH[0]], values[BOTH[1]]
 
 
-def both(res: budgetconf.Resolution) -> tuple[object, object]:
-    return res[BOTH[0]], res[BOTH[1]]
+def locators(document: dict[str, Any]) -> set[str]:
+    return {document["fields"][path]["locator"] for path in BOTH}
 
 
 def explain(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -40,20 +43,19 @@ def explain(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 # --- The coding-sized budget ------------------------------------------------------------
 
 
-def test_the_coding_budget_is_200_for_both_fields() -> None:
+def test_the_coding_budget_is_200_for_both_fields(explained: Explain) -> None:
     """Seed: "a coding-sized budget of 200 steps, raising both ExecutionConfig.max_steps and
     ExecutionConfig.max_tool_calls_per_turn\""""
-    res = resolve(env={}, argv=[])
-    assert both(res) == (200, 200)
-    assert {res.trace(path).locator for path in BOTH} == {"built-in default"}
+    document = explained("praisonai-code", argv=[])
+    assert both(document) == (200, 200)
+    assert locators(document) == {"built-in default"}
 
 
-def test_the_sdk_defaults_are_unchanged() -> None:
+def test_the_sdk_defaults_are_unchanged(explained: Explain) -> None:
     """Seed: "This applies only to the coding CLI — the SDK Agent defaults (max_steps=20,
     max_tool_calls_per_turn=10) are unchanged.\""""
-    assert resolve(env={})[BOTH[0]] == 200
-    sdk = budgetconf.resolve("praisonai")
-    assert (sdk[BOTH[0]], sdk[BOTH[1]]) == (20, 10)
+    assert both(explained("praisonai-code")) == (200, 200)
+    assert both(explained("praisonai")) == (20, 10)
 
 
 def test_the_fields_share_one_variable_and_one_flag() -> None:
@@ -66,34 +68,38 @@ def test_the_fields_share_one_variable_and_one_flag() -> None:
 # --- Override at any level --------------------------------------------------------------
 
 
-def test_the_default_is_the_lowest_level() -> None:
+def test_the_default_is_the_lowest_level(explained: Explain) -> None:
     """Seed: "Default | DEFAULT_CODE_MAX_STEPS = 200 | Lowest\""""
-    res = resolve(env={VARIABLE: "150"})
-    assert both(res) == (150, 150)
-    assert [c.status for c in res.trace(BOTH[0]).candidates] == ["shadowed", "won"]
+    document = explained("praisonai-code", env={VARIABLE: "150"})
+    assert both(document) == (150, 150)
+    candidates = document["fields"][BOTH[0]]["candidates"]
+    assert [(c["value"], c["status"]) for c in candidates] == [(200, "shadowed"), (150, "won")]
 
 
-def test_the_environment_is_the_middle_level() -> None:
+def test_the_environment_is_the_middle_level(explained: Explain) -> None:
     """Seed: "Environment | PRAISONAI_CODE_MAX_STEPS=300 praisonai code "…" | Middle\""""
-    res = resolve(env={VARIABLE: "300"}, argv=["Refactor the auth module"])
-    assert both(res) == (300, 300)
-    assert {res.trace(path).locator for path in BOTH} == {f"env:{VARIABLE}"}
+    document = explained("praisonai-code", env={VARIABLE: "300"}, argv=["Refactor the module"])
+    assert both(document) == (300, 300)
+    assert locators(document) == {f"env:{VARIABLE}"}
 
 
-def test_the_flag_is_the_highest_level() -> None:
+def test_the_flag_is_the_highest_level(explained: Explain) -> None:
     """Seed: "CLI flag | praisonai code --max-steps 300 "…" | Highest\""""
-    res = resolve(env={VARIABLE: "250"}, argv=["--max-steps", "300", "Refactor the auth module"])
-    assert both(res) == (300, 300)
-    assert [(c.source, c.status) for c in res.trace(BOTH[1]).candidates] == [
+    argv = ["code", "--max-steps", "300", "Refactor the auth module"]
+    document = explained("praisonai-code", env={VARIABLE: "250"}, argv=argv)
+    assert both(document) == (300, 300)
+    assert locators(document) == {"--max-steps"}
+    candidates = document["fields"][BOTH[1]]["candidates"]
+    assert [(c["source"], c["status"]) for c in candidates] == [
         ("default", "shadowed"),
         ("env", "shadowed"),
         ("cli", "won"),
     ]
 
 
-def test_the_flag_takes_its_value_either_way() -> None:
+def test_the_flag_takes_its_value_either_way(explained: Explain) -> None:
     """--max-steps=300 is --max-steps 300."""
-    assert both(resolve(env={}, argv=["--max-steps=300"])) == (300, 300)
+    assert both(explained("praisonai-code", argv=["--max-steps=300"])) == (300, 300)
 
 
 # --- Junk falls through -----------------------------------------------------------------
@@ -133,14 +139,15 @@ def test_a_bad_flag_falls_through_to_the_environment(raw: str) -> None:
     assert len(caught) == 2
 
 
-def test_bad_values_at_every_level_leave_the_default() -> None:
+def test_bad_values_at_every_level_leave_the_default(explained: Explain) -> None:
     """With the flag and the variable both bad, 200 stands: the budget is never lost."""
-    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
-        res = budgetconf.resolve("praisonai-code", env={VARIABLE: "x"}, argv=["--max-steps", "-5"])
+    document = explained("praisonai-code", env={VARIABLE: "x"}, argv=["--max-steps", "-5"])
 
-    assert both(res) == (200, 200)
-    assert len(caught) == 4
-    assert [c.status for c in res.trace(BOTH[0]).candidates] == ["won", "rejected", "rejected"]
+    assert both(document) == (200, 200)
+    assert len(document["warnings"]) == 4
+    assert document["errors"] == []
+    candidates = document["fields"][BOTH[0]]["candidates"]
+    assert [c["status"] for c in candidates] == ["won", "rejected", "rejected"]
 
 
 def test_a_flag_without_a_value_falls_through() -> None:

@@ -1,5 +1,8 @@
 """The skiller preset, sentence by sentence from its seed, through resolve() and explain.
 
+Tests that take ``explained`` run twice, once through ``budgetconf.resolve`` and
+once through ``budgetconf explain --format json``, and check the same document.
+
 The seed's layout, rebuilt in each test's home folder:
 
     ~/.skiller/settings/agent.json              the global agent configuration
@@ -11,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +23,7 @@ import budgetconf
 from budgetconf.cli import main
 from budgetconf.presets import load_preset
 
-from conftest import Place
+from conftest import Explain, Place
 
 PROFILE = "~/.skiller/profiles/agent.reviewer.json"
 WORKFLOW = f"""\
@@ -49,11 +52,16 @@ def profile_file(place: Place, loop: dict[str, object] | None, **other: object) 
     )
 
 
-def reviewer(place: Place, workflow: str = WORKFLOW) -> budgetconf.Resolution:
+def reviewer(explained: Explain, place: Place, workflow: str = WORKFLOW) -> dict[str, Any]:
+    """The explain document for `--step reviewer`, from resolve() and from the command."""
     path = place.write("workflow.yaml", workflow)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the agent's own keys are not reported
-        return budgetconf.resolve("skiller", workflow=path, step="reviewer")
+    document = explained("skiller", workflow=path, step="reviewer")
+    assert document["warnings"] == []  # the agent's own keys are Skiller's, not reported
+    return document
+
+
+def statuses(document: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    return [(c["source"], c["status"]) for c in document["fields"][path]["candidates"]]
 
 
 def explain(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -65,90 +73,101 @@ def explain(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 # --- Configure loop limits --------------------------------------------------------------
 
 
-def test_the_profile_s_loop_section_is_used_first(place: Place) -> None:
+def test_the_profile_s_loop_section_is_used_first(explained: Explain, place: Place) -> None:
     """Seed: "Skiller uses the loop section from the agent profile first.\""""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile = profile_file(place, {"max_turns": 12, "max_tool_calls": 4}, model="big")
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    assert (res["loop.max_turns"], res["loop.max_tool_calls"]) == (12, 4)
-    assert res.trace("loop.max_turns").locator == f"{profile}:4"
+    assert document["values"] == {"loop.max_turns": 12, "loop.max_tool_calls": 4}
+    assert document["fields"]["loop.max_turns"]["locator"] == f"{profile}:4"
 
 
-def test_the_workflow_step_selects_the_profile(place: Place) -> None:
+def test_the_workflow_step_selects_the_profile(explained: Explain, place: Place) -> None:
     """Seed: "Select the profile in the workflow YAML: - agent: reviewer / config: file: ..."."""
     profile = profile_file(place, {"max_turns": 12})
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    sources = {s.source: (s.status.value, s.locator) for s in res.sources}
+    sources = {s["source"]: (s["status"], s["locator"]) for s in document["sources"]}
     assert sources["profile"] == ("loaded", str(profile))
     assert sources["step"] == ("loaded", f"step:reviewer ({place.work / 'workflow.yaml'}:1)")
 
 
-def test_a_profile_without_loop_leaves_the_global_settings_in_force(place: Place) -> None:
+def test_a_profile_without_loop_leaves_the_global_settings_in_force(
+    explained: Explain, place: Place
+) -> None:
     """Seed: "If the profile has no loop section, Skiller uses the settings in
     ~/.skiller/settings/agent.json, the global agent configuration.\""""
     settings = global_file(place, {"max_turns": 50, "max_tool_calls": 20}, model="small")
     profile_file(place, None, model="big", tools=["grep"])
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    assert (res["loop.max_turns"], res["loop.max_tool_calls"]) == (50, 20)
-    assert res.trace("loop.max_turns").locator == f"{settings}:4"
-    assert res.trace("loop.max_turns").merge == "field"
-    statuses = {c.source: c.status for c in res.trace("loop.max_turns").candidates}
-    assert statuses == {"default": "shadowed", "global": "won"}
+    assert document["values"] == {"loop.max_turns": 50, "loop.max_tool_calls": 20}
+    turns = document["fields"]["loop.max_turns"]
+    assert (turns["locator"], turns["merge"]) == (f"{settings}:4", "field")
+    assert statuses(document, "loop.max_turns") == [("default", "shadowed"), ("global", "won")]
 
 
-def test_without_either_section_the_defaults_apply(place: Place) -> None:
+def test_without_either_section_the_defaults_apply(explained: Explain, place: Place) -> None:
     """Seed: "If neither defines it, Skiller uses the defaults below." (30 and 10)"""
     global_file(place, None, model="small")
     profile_file(place, None, model="big")
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    assert res.values == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
-    assert {t.source for t in res.traces()} == {"default"}
+    assert document["values"] == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
+    assert {f["source"] for f in document["fields"].values()} == {"default"}
 
 
-def test_a_profile_loop_section_replaces_the_global_one_whole(place: Place) -> None:
+def test_a_profile_loop_section_replaces_the_global_one_whole(
+    explained: Explain, place: Place
+) -> None:
     """Seed: "A profile's loop section replaces the entire global section. Omitted fields use
     their defaults, not the corresponding global values.\""""
     settings = global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile = profile_file(place, {"max_turns": 12})
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    assert (res["loop.max_turns"], res["loop.max_tool_calls"]) == (12, 10)
-    calls = res.trace("loop.max_tool_calls")
-    assert (calls.source, calls.locator) == ("default", "built-in default")
-    replaced = [c for c in calls.candidates if c.source == "global"]
-    assert [(c.status, c.value, c.locator, c.reason) for c in replaced] == [
-        ("replaced", 20, f"{settings}:4", f"section loop replaced whole by profile {profile}:2")
+    assert document["values"] == {"loop.max_turns": 12, "loop.max_tool_calls": 10}
+    calls = document["fields"]["loop.max_tool_calls"]
+    assert (calls["source"], calls["locator"]) == ("default", "built-in default")
+    assert [c for c in calls["candidates"] if c["source"] == "global"] == [
+        {
+            "source": "global",
+            "locator": f"{settings}:4",
+            "value": 20,
+            "status": "replaced",
+            "reason": f"section loop replaced whole by profile {profile}:2",
+        }
     ]
-    assert res.trace("loop.max_turns").merge == "replace"
+    assert document["fields"]["loop.max_turns"]["merge"] == "replace"
 
 
-def test_an_empty_profile_loop_section_still_replaces(place: Place) -> None:
+def test_an_empty_profile_loop_section_still_replaces(explained: Explain, place: Place) -> None:
     """A profile with `"loop": {}` has a loop section: every field goes back to its default."""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile_file(place, {})
 
-    assert reviewer(place).values == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
+    document = reviewer(explained, place)
+
+    assert document["values"] == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
+    assert statuses(document, "loop.max_turns") == [("default", "won"), ("global", "replaced")]
 
 
-def test_both_files_use_the_same_structure(place: Place) -> None:
+def test_both_files_use_the_same_structure(explained: Explain, place: Place) -> None:
     """Seed: "Both files use the same structure": a loop section of max_turns, max_tool_calls."""
     seed = {"max_turns": 30, "max_tool_calls": 10}
     global_file(place, seed)
     profile_file(place, {**seed, "max_turns": 31})
 
-    res = reviewer(place)
+    document = reviewer(explained, place)
 
-    assert res.values == {"loop.max_turns": 31, "loop.max_tool_calls": 10}
-    assert res.trace("loop.max_tool_calls").source == "profile"
+    assert document["values"] == {"loop.max_turns": 31, "loop.max_tool_calls": 10}
+    assert document["fields"]["loop.max_tool_calls"]["source"] == "profile"
 
 
 # --- Fields -----------------------------------------------------------------------------
@@ -236,27 +255,30 @@ def test_a_bad_value_is_never_replaced_away(place: Place) -> None:
 # --- Step overrides ---------------------------------------------------------------------
 
 
-def test_a_step_overrides_either_limit_directly(place: Place) -> None:
+def test_a_step_overrides_either_limit_directly(explained: Explain, place: Place) -> None:
     """Seed: "An agent step can override either limit directly: ... max_turns: 15 /
     max_tool_calls: 3\""""
     profile_file(place, {"max_turns": 12, "max_tool_calls": 4})
 
-    res = reviewer(place, WORKFLOW + "  max_tool_calls: 3\n")
+    document = reviewer(explained, place, WORKFLOW + "  max_tool_calls: 3\n")
 
-    assert (res["loop.max_turns"], res["loop.max_tool_calls"]) == (12, 3)
+    assert document["values"] == {"loop.max_turns": 12, "loop.max_tool_calls": 3}
     workflow = place.work / "workflow.yaml"
-    assert res.trace("loop.max_tool_calls").locator == f"step:reviewer ({workflow}:4)"
+    calls = document["fields"]["loop.max_tool_calls"]
+    assert (calls["source"], calls["locator"]) == ("step", f"step:reviewer ({workflow}:4)")
 
 
-def test_step_values_take_precedence_over_the_resolved_configuration(place: Place) -> None:
+def test_step_values_take_precedence_over_the_resolved_configuration(
+    explained: Explain, place: Place
+) -> None:
     """Seed: "These step values take precedence over the resolved configuration.\""""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile_file(place, {"max_turns": 12, "max_tool_calls": 4})
 
-    res = reviewer(place, OVERRIDES)
+    document = reviewer(explained, place, OVERRIDES)
 
-    assert res.values == {"loop.max_turns": 15, "loop.max_tool_calls": 3}
-    assert [(c.source, c.status) for c in res.trace("loop.max_turns").candidates] == [
+    assert document["values"] == {"loop.max_turns": 15, "loop.max_tool_calls": 3}
+    assert statuses(document, "loop.max_turns") == [
         ("default", "shadowed"),
         ("global", "replaced"),
         ("profile", "shadowed"),
@@ -264,47 +286,50 @@ def test_step_values_take_precedence_over_the_resolved_configuration(place: Plac
     ]
 
 
-def test_a_profile_path_given_by_the_caller_beats_the_step_s(place: Place) -> None:
+def test_a_profile_path_given_by_the_caller_beats_the_step_s(
+    explained: Explain, place: Place
+) -> None:
     """--profile PATH is the caller's choice: it wins over the step's config.file."""
     profile_file(place, {"max_turns": 12})
     other = place.write("fast.json", _json({"max_turns": 5}))
     path = place.write("workflow.yaml", WORKFLOW)
 
-    res = budgetconf.resolve("skiller", workflow=path, step="reviewer", profile=other)
+    document = explained("skiller", workflow=path, step="reviewer", profile=other)
 
-    assert res["loop.max_turns"] == 5
-    assert res.trace("loop.max_turns").locator == f"{other}:3"
+    turns = document["fields"]["loop.max_turns"]
+    assert (turns["value"], turns["locator"]) == (5, f"{other}:3")
 
 
-def test_a_relative_profile_is_read_from_the_workflow_folder(place: Place) -> None:
+def test_a_relative_profile_is_read_from_the_workflow_folder(
+    explained: Explain, place: Place
+) -> None:
     """config.file written relative to the workflow means beside the workflow, not the cwd."""
     profile = place.write("flows/profiles/reviewer.json", _json({"max_turns": 8}))
     path = place.write(
         "flows/workflow.yaml", "- agent: reviewer\n  config:\n    file: profiles/reviewer.json\n"
     )
 
-    res = budgetconf.resolve("skiller", workflow=path, step="reviewer")
+    document = explained("skiller", workflow=path, step="reviewer")
 
-    assert res.trace("loop.max_turns").locator == f"{profile}:3"
+    assert document["fields"]["loop.max_turns"]["locator"] == f"{profile}:3"
 
 
 # --- Defaults ---------------------------------------------------------------------------
 
 
-def test_the_defaults_are_applied_in_memory(place: Place) -> None:
+def test_the_defaults_are_applied_in_memory(explained: Explain, place: Place) -> None:
     """Seed: "When neither configuration defines a loop section, Skiller applies the following
     values in memory; it does not create a file with this JSON\""""
     path = place.write("workflow.yaml", "- agent: reviewer\n")
     before = sorted(_files_under(place.home)), sorted(_files_under(place.work))
 
-    res = budgetconf.resolve("skiller", workflow=path, step="reviewer")
-    main(["explain", "--preset", "skiller", "--workflow", str(path), "--step", "reviewer"])
+    document = explained("skiller", workflow=path, step="reviewer")
 
-    assert res.values == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
+    assert document["values"] == {"loop.max_turns": 30, "loop.max_tool_calls": 10}
     assert (sorted(_files_under(place.home)), sorted(_files_under(place.work))) == before
     assert not (place.home / ".skiller").exists()
-    statuses = {s.source: s.status.value for s in res.sources}
-    assert statuses == {
+    sources = {s["source"]: s["status"] for s in document["sources"]}
+    assert sources == {
         "default": "loaded",
         "global": "missing",
         "profile": "not configured",
