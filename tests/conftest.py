@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final, Protocol
 
 import pytest
 
+import budgetconf
+from budgetconf.cli import main
 from budgetconf.sources import _files
 
 from loops import Driver
@@ -48,7 +53,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
     work.mkdir()
     home.mkdir()
     for name in list(os.environ):
-        if name.startswith(("BUDGETCONF_", "OPENDOT_", "NO_COLOR", "COLUMNS")):
+        if name.startswith(("BUDGETCONF_", "OPENDOT_", "PRAISONAI_", "NO_COLOR", "COLUMNS")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
@@ -60,3 +65,77 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
 def drive(request: pytest.FixtureRequest) -> Driver:
     """Runs a test's loop both ways: ``run`` with its callables, ``arun`` with async ones."""
     return Driver(request.param)
+
+
+class Explain(Protocol):
+    def __call__(
+        self,
+        preset: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        argv: list[str] | None = None,
+        explicit: Mapping[str, object] | None = None,
+        **paths: str | Path,
+    ) -> dict[str, Any]: ...
+
+
+_OPTIONS: Final = {
+    "global_file": "--global",
+    "project_file": "--project",
+    "profile": "--profile",
+    "workflow": "--workflow",
+    "step": "--step",
+}
+
+
+@pytest.fixture(params=["resolve", "explain"])
+def explained(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Explain:
+    """The explain document of a resolution that succeeds, by resolve() or by the command.
+
+    A test that uses it runs twice: once through ``budgetconf.resolve(...).to_dict()``
+    and once through ``budgetconf explain --format json``, with the same arguments
+    (``env`` set in the process, ``explicit`` as ``--set``, ``argv`` after ``--``).
+    Warnings are left to the document's ``warnings``.
+    """
+
+    def through_resolve(
+        preset: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        argv: list[str] | None = None,
+        explicit: Mapping[str, object] | None = None,
+        **paths: str | Path,
+    ) -> dict[str, Any]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
+            res = budgetconf.resolve(preset, env=env, argv=argv, explicit=explicit, **paths)
+        return res.to_dict()
+
+    def through_explain(
+        preset: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        argv: list[str] | None = None,
+        explicit: Mapping[str, object] | None = None,
+        **paths: str | Path,
+    ) -> dict[str, Any]:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        args = ["explain", "--preset", preset, "--format", "json"]
+        for name, path in paths.items():
+            args += [_OPTIONS[name], str(path)]
+        for field, given in (explicit or {}).items():
+            args += ["--set", f"{field}={given}"]
+        if argv is not None:
+            args += ["--", *argv]
+        code = main(args)
+        out = capsys.readouterr().out
+        assert code == 0, out
+        document: dict[str, Any] = json.loads(out)
+        return document
+
+    return through_resolve if request.param == "resolve" else through_explain

@@ -11,6 +11,7 @@ from budgetconf.schema import Unusable
 from budgetconf.sources._formats import (
     MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
+    Items,
     ParseError,
     Table,
     parse_json,
@@ -451,15 +452,24 @@ def test_yaml_explicit_empty_document_is_an_empty_table(text: str) -> None:
 
 
 @pytest.mark.usefixtures("yaml_loader")
-@pytest.mark.parametrize(
-    ("text", "line"),
-    [("- 1\n- 2\n", 1), ("# c\n\n- a\n", 3), ("just text\n", 1), ("5\n", 1)],
-)
-def test_yaml_top_level_must_be_a_mapping(text: str, line: int) -> None:
-    """A list or a scalar at the top level is an error at the line where it starts."""
-    with pytest.raises(ParseError, match="the top level must be a YAML mapping") as caught:
+@pytest.mark.parametrize(("text", "line"), [("just text\n", 1), ("# c\n\n5\n", 3)])
+def test_yaml_top_level_must_be_a_mapping_or_a_list(text: str, line: int) -> None:
+    """A scalar at the top level is an error at the line where it starts."""
+    with pytest.raises(ParseError, match="the top level must be a YAML mapping or list") as caught:
         parse_yaml(text)
     assert caught.value.line == line
+
+
+@pytest.mark.usefixtures("yaml_loader")
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [("- 1\n- 2\n", 1, [1, 2]), ("# c\n\n- a: 1\n  b: 2\n", 3, [{"a": 1, "b": 2}])],
+)
+def test_yaml_top_level_list_knows_its_line(text: str, line: int, expected: list[object]) -> None:
+    """A list at the top level (a workflow that is a list of steps) is read with its line."""
+    items = parse_yaml(text)
+    assert isinstance(items, Items)
+    assert (items, items.line) == (expected, line)
 
 
 @pytest.mark.usefixtures("yaml_loader")

@@ -117,3 +117,167 @@ def test_field_merge_is_the_default_mode(place: Place, global_settings: Path) ->
     res = budgetconf.resolve(profile=profile, env={})
 
     assert (res["loop.max_steps"], res["loop.max_tool_calls_per_turn"]) == (25, 3)
+
+
+# --- default_from: an unset field takes another field's value ---------------------------
+
+DERIVED = """\
+format = 1
+name = "derived"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "env"
+invalid = "fallback"
+
+[[sources]]
+kind = "explicit"
+
+[fields."run.max_iter"]
+type = "int"
+ge = 1
+default = 20
+env = ["APP_MAX_ITER"]
+
+[fields."run.max_steps"]
+type = "int"
+ge = 1
+optional = true
+default_from = "run.max_iter"
+env = ["APP_MAX_STEPS"]
+
+[fields."run.budget"]
+type = "int"
+ge = 1
+optional = true
+
+[fields."run.spend"]
+type = "int"
+ge = 1
+optional = true
+default_from = "run.budget"
+"""
+
+
+@pytest.fixture
+def derived(place: Place) -> Path:
+    return place.write("derived.toml", DERIVED)
+
+
+def test_an_unset_field_takes_the_other_field_s_value(derived: Path) -> None:
+    """Nothing sets run.max_steps: it is run.max_iter's 20, and the trace says where from."""
+    res = budgetconf.resolve(derived, env={})
+
+    assert res["run.max_steps"] == 20
+    trace = res.trace("run.max_steps")
+    assert (trace.source, trace.locator) == ("default", "run.max_iter (built-in default)")
+    assert [c.to_dict() for c in trace.candidates] == [
+        {
+            "source": "default",
+            "locator": "built-in default",
+            "value": None,
+            "status": "shadowed",
+            "reason": "unset, so it takes the value of run.max_iter",
+        },
+        {
+            "source": "default",
+            "locator": "run.max_iter (built-in default)",
+            "value": 20,
+            "from": "run.max_iter",
+            "status": "won",
+        },
+    ]
+
+
+def test_the_value_taken_keeps_the_source_that_set_it(derived: Path) -> None:
+    """run.max_iter from the environment gives run.max_steps, located through run.max_iter."""
+    res = budgetconf.resolve(derived, env={"APP_MAX_ITER": "30"})
+
+    assert res["run.max_steps"] == 30
+    entry = res.to_dict()["fields"]["run.max_steps"]
+    assert (entry["value"], entry["source"], entry["locator"]) == (
+        30,
+        "env",
+        "run.max_iter (env:APP_MAX_ITER)",
+    )
+
+
+def test_a_value_of_its_own_wins_as_usual(derived: Path) -> None:
+    """Set, the field is itself: no value is taken from the other field."""
+    res = budgetconf.resolve(derived, env={"APP_MAX_ITER": "30", "APP_MAX_STEPS": "5"})
+
+    assert res["run.max_steps"] == 5
+    assert [(c.source, c.status, c.reason) for c in res.trace("run.max_steps").candidates] == [
+        ("default", "shadowed", None),
+        ("env", "won", None),
+    ]
+
+
+def test_an_explicit_null_unsets_the_field_and_so_takes_the_other(derived: Path) -> None:
+    """null means unset, whichever source says it: the other field's value applies."""
+    res = budgetconf.resolve(derived, env={"APP_MAX_STEPS": "5"}, explicit={"run.max_steps": None})
+
+    assert res["run.max_steps"] == 20
+    assert [(c.source, c.status) for c in res.trace("run.max_steps").candidates] == [
+        ("default", "shadowed"),
+        ("env", "shadowed"),
+        ("explicit", "shadowed"),
+        ("default", "won"),
+    ]
+    assert res.trace("run.max_steps").candidates[2].reason == (
+        "unset, so it takes the value of run.max_iter"
+    )
+
+
+def test_a_fallback_warning_names_the_value_taken(derived: Path) -> None:
+    """A rejected value of the field falls back to the other field's value, and says so."""
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(derived, env={"APP_MAX_STEPS": "0"})
+
+    assert res["run.max_steps"] == 20
+    assert [str(w.message) for w in caught] == [
+        "run.max_steps from env:APP_MAX_STEPS: must be >= 1, got '0'; "
+        "ignored, using 20 from run.max_iter (built-in default)"
+    ]
+
+
+def test_an_unset_other_field_leaves_the_field_unset(derived: Path) -> None:
+    """When the other field is optional and unset too, so is this one."""
+    res = budgetconf.resolve(derived, env={})
+
+    assert res["run.spend"] is None
+    assert res.trace("run.spend").locator == "run.budget (built-in default)"
+    assert budgetconf.resolve(derived, env={}, explicit={"run.budget": 9})["run.spend"] == 9
+
+
+def test_the_explain_table_shows_where_the_value_was_taken_from(
+    derived: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The answer line names the other field and its locator; the unset default is under it."""
+    from budgetconf.cli import main
+
+    assert main(["explain", "--preset", str(derived), "run.max_steps"]) == 0
+
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    start = lines.index(["run.max_steps", "20", "run.max_iter", "(built-in", "default)"])
+    assert lines[start + 1 : start + 3] == [
+        ["shadowed", "unset", "built-in", "default"],
+        ["unset,", "so", "it", "takes", "the", "value", "of", "run.max_iter"],
+    ]
+
+
+def test_a_field_may_take_its_default_from_one_listed_after_it(place: Place) -> None:
+    """Order in the file does not matter; warnings still come in the fields' order."""
+    first, second = DERIVED.split('[fields."run.max_steps"]')
+    steps, rest = second.split('[fields."run.budget"]')
+    reordered = first.replace(
+        '[fields."run.max_iter"]', '[fields."run.max_steps"]' + steps + '[fields."run.max_iter"]'
+    )
+    path = place.write("reordered.toml", reordered + '[fields."run.budget"]' + rest)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_MAX_STEPS": "x", "APP_MAX_ITER": "y"})
+    assert list(res.values)[:2] == ["run.max_steps", "run.max_iter"]
+    assert res["run.max_steps"] == 20
+    assert [str(w.message).split(" from ")[0] for w in caught] == ["run.max_steps", "run.max_iter"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -37,8 +38,16 @@ def _preset(place: Place, text: str, name: str = "app.toml") -> Path:
 
 
 def test_built_in_presets_are_listed_by_name() -> None:
-    """The package ships the budgetconf and opendot presets as TOML files."""
-    assert {"budgetconf", "opendot"} <= set(preset_names())
+    """The package ships the default preset and one per seed contract, as TOML files."""
+    assert preset_names() == ["budgetconf", "opendot", "praisonai", "praisonai-code", "skiller"]
+
+
+def test_no_preset_is_named_in_the_code() -> None:
+    """Presets are data: no module of the package spells a seed preset's name as a string."""
+    names = "|".join(re.escape(n) for n in preset_names() if n != "budgetconf")
+    quoted = re.compile(f"""["']({names})["']""", re.IGNORECASE)
+    for module in Path(budgetconf.__file__).parent.rglob("*.py"):
+        assert not quoted.findall(module.read_text(encoding="utf-8")), module
 
 
 def test_the_default_preset_matches_its_documented_table() -> None:
@@ -338,3 +347,146 @@ def test_a_bad_loop_table_is_refused(place: Place, change: tuple[str, str], mess
     with pytest.raises(budgetconf.PresetError) as caught:
         load_preset(path)
     assert message in str(caught.value)
+
+
+# --- default_from ---------------------------------------------------------------------
+
+DEFAULTS_FROM = (
+    MINIMAL
+    + """
+[fields."agent.max_iter"]
+type = "int"
+ge = 1
+default = 20
+aliases = ["iterations"]
+
+[fields."agent.steps"]
+type = "int"
+ge = 1
+optional = true
+default_from = "agent.max_iter"
+"""
+)
+
+
+def test_default_from_names_the_other_field_by_its_path(place: Place) -> None:
+    """An alias names the other field too; the loaded field holds its path."""
+    text = DEFAULTS_FROM.replace('"agent.max_iter"\n', '"agent.iterations"\n', 1)
+    assert 'default_from = "agent.iterations"' in text
+    field = load_preset(_preset(place, text)).schema.lookup("agent.steps")
+    assert field.default_from == "agent.max_iter"
+
+
+@pytest.mark.parametrize(
+    ("other", "own", "accepted"),
+    [
+        ("ge = 2", "ge = 1", True),  # tighter below
+        ("gt = 1", "ge = 1", True),  # gt 1 is tighter than ge 1
+        ("ge = 1\nlt = 50", "ge = 1\nle = 50", True),  # lt 50 is tighter than le 50
+        ("ge = 1\nle = 50", "ge = 1\nlt = 50", False),
+        ("ge = 1", "ge = 1\nle = 100", False),  # no upper bound at all
+        ("gt = 0", "ge = 1", False),  # the same integers, but bounds are compared as written
+        ("ge = 0", "ge = 1", False),
+        ("ge = 1", "", True),
+    ],
+)
+def test_the_other_field_s_bounds_must_lie_within(
+    place: Place, other: str, own: str, accepted: bool
+) -> None:
+    """Every value the other field may take must be one this field takes too."""
+    text = DEFAULTS_FROM.replace("ge = 1\ndefault = 20", f"{other}\ndefault = 20").replace(
+        "ge = 1\noptional = true\ndefault_from", f"{own}\noptional = true\ndefault_from"
+    )
+    assert other in text
+    assert own in text
+    path = _preset(place, text)
+    if accepted:
+        assert load_preset(path).schema.lookup("agent.steps").default_from == "agent.max_iter"
+        return
+    with pytest.raises(budgetconf.PresetError, match=r"agent\.max_iter may take values"):
+        load_preset(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("optional = true\ndefault_from", "default = 3\noptional = true\ndefault_from"),
+            "default_from: a field has its own default or another's, not both",
+        ),
+        (
+            ("optional = true\ndefault_from", "default_from"),
+            "default_from: needs optional = true, as unset is what takes it",
+        ),
+        (
+            ('default_from = "agent.max_iter"', 'default_from = "agent.max_itr"'),
+            "unknown field 'agent.max_itr'; did you mean 'agent.max_iter'?",
+        ),
+        (
+            ('default_from = "agent.max_iter"', 'default_from = "agent.steps"'),
+            "a field cannot take its default from itself",
+        ),
+        (
+            ('default_from = "agent.max_iter"', 'default_from = "agent.max_iter"\nsecret = true'),
+            None,  # a secret field may copy a plain one
+        ),
+        (
+            ('aliases = ["iterations"]', 'aliases = ["iterations"]\nsecret = true'),
+            "agent.max_iter is secret, so this field must be secret too",
+        ),
+        (
+            ('type = "int"\nge = 1\ndefault = 20', 'type = "number"\nge = 1\ndefault = 20'),
+            "agent.max_iter is a number, and this field is an integer",
+        ),
+        (
+            (
+                '[fields."agent.steps"]',
+                '[fields."agent.other"]\ntype = "int"\noptional = true\n'
+                'default_from = "agent.steps"\n\n[fields."agent.steps"]',
+            ),
+            "agent.steps takes its own default from agent.max_iter",
+        ),
+    ],
+)
+def test_a_bad_default_from_is_refused(
+    place: Place, change: tuple[str, str], message: str | None
+) -> None:
+    """default_from names another field with its own default, of a type and range that fit."""
+    old, new = change
+    assert old in DEFAULTS_FROM
+    path = _preset(place, DEFAULTS_FROM.replace(old, new, 1))
+    if message is None:
+        load_preset(path)
+        return
+    with pytest.raises(budgetconf.PresetError) as caught:
+        load_preset(path)
+    assert message in str(caught.value)
+
+
+def test_default_from_on_an_enum_needs_its_choices(place: Place) -> None:
+    """An enum may copy another enum whose choices it has, and no other."""
+    text = MINIMAL + textwrap.dedent(
+        """
+        [fields."agent.mode"]
+        type = "enum"
+        choices = ["fast", "slow"]
+        default = "fast"
+
+        [fields."agent.review_mode"]
+        type = "enum"
+        choices = ["fast", "slow", "off"]
+        optional = true
+        default_from = "agent.mode"
+
+        [fields."agent.plan_mode"]
+        type = "enum"
+        choices = ["fast"]
+        optional = true
+        default_from = "agent.mode"
+        """
+    )
+    with pytest.raises(budgetconf.PresetError) as caught:
+        load_preset(_preset(place, text))
+    assert str(caught.value).endswith(
+        'fields."agent.plan_mode".default_from: agent.mode may take values this field refuses'
+    )

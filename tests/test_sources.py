@@ -125,6 +125,51 @@ def test_unknown_keys_in_files_are_warned_about_with_a_suggestion(place: Place) 
     assert res["loop.max_steps"] == 40
 
 
+CHOSEN = """\
+format = 1
+name = "chosen"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "global"
+path = "{home}/agent.json"
+sections = ["loop"]
+
+[fields."loop.max_steps"]
+type = "int"
+ge = 1
+default = 40
+"""
+
+
+def test_a_file_source_may_read_only_its_sections(place: Place) -> None:
+    """With sections = ["loop"], the file's other keys are the application's and stay quiet."""
+    settings = {"model": "big", "tools": ["x"], "loop": {"max_steps": 9, "max_step": 1}}
+    path = place.write(".budgetconf/agent.json", json.dumps(settings, indent=1), base=place.home)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(place.write("chosen.toml", CHOSEN), env={})
+    assert res["loop.max_steps"] == 9
+    assert [str(w.message) for w in caught] == [
+        f"loop.max_step in {path}:8 is not a known key; did you mean loop.max_steps?"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["global", "yaml"])
+def test_sections_must_be_the_preset_s_own(place: Place, kind: str) -> None:
+    """A section a source is told to read must be one of the preset's, checked at load."""
+    text = CHOSEN.replace('"loop"]', '"lop"]')
+    if kind == "yaml":
+        text = text.replace('kind = "global"\npath = "{home}/agent.json"', 'kind = "yaml"')
+    path = place.write("chosen.toml", text)
+    with pytest.raises(budgetconf.PresetError) as caught:
+        budgetconf.resolve(path, env={})
+    assert str(caught.value) == (
+        f"preset {path}: sources[1] ({kind}).sections: no section 'lop' in the fields"
+    )
+
+
 def test_a_section_that_is_not_a_table_is_an_error(place: Place) -> None:
     """`loop = 5` in a file under the error policy raises, naming the place and the value."""
     path = place.write("settings.toml", "loop = 5\n")
@@ -223,6 +268,65 @@ def test_sys_argv_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
     res = budgetconf.resolve(env={})
     assert res["loop.max_steps"] == 40
     assert _statuses(res)["cli"] == "not configured"
+
+
+# --- one variable or flag for several fields ------------------------------------------
+
+SHARED = """\
+format = 1
+name = "shared"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "env"
+invalid = "fallback"
+
+[[sources]]
+kind = "cli"
+invalid = "fallback"
+
+[fields."run.steps"]
+type = "int"
+ge = 1
+default = 200
+env = ["APP_BUDGET"]
+flags = ["--budget"]
+
+[fields."run.calls"]
+type = "int"
+ge = 1
+default = 100
+env = ["APP_BUDGET", "APP_CALLS"]
+flags = ["--budget", "--calls"]
+"""
+
+
+def test_one_variable_sets_every_field_that_lists_it(place: Place) -> None:
+    """A variable listed by two fields offers its value to both, each located at it."""
+    res = budgetconf.resolve(place.write("shared.toml", SHARED), env={"APP_BUDGET": "300"})
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    assert {t.locator for t in res.traces()} == {"env:APP_BUDGET"}
+
+
+def test_one_flag_sets_every_field_that_lists_it(place: Place) -> None:
+    """A flag listed by two fields offers its value to both; a field's own flag is its own."""
+    path = place.write("shared.toml", SHARED)
+    res = budgetconf.resolve(path, env={}, argv=["--budget", "300"])
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    res = budgetconf.resolve(path, env={}, argv=["--budget=300", "--calls", "7"])
+    assert res.values == {"run.steps": 300, "run.calls": 7}
+
+
+def test_a_bad_shared_value_falls_back_in_every_field(place: Place) -> None:
+    """Rejected under fallback, the shared value leaves each field to its next candidate."""
+    path = place.write("shared.toml", SHARED)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_BUDGET": "300"}, argv=["--budget", "0"])
+    assert res.values == {"run.steps": 300, "run.calls": 300}
+    tail = "from --budget (cli): must be >= 1, got '0'; ignored, using 300 from env:APP_BUDGET"
+    assert [str(w.message) for w in caught] == [f"run.steps {tail}", f"run.calls {tail}"]
 
 
 # --- yaml and step --------------------------------------------------------------------

@@ -12,11 +12,15 @@ For each source of the stack, lowest rank first:
    `ConfigError`, under ``fallback`` a warning.
 
 The last valid candidate of each field wins; earlier valid ones are
-``shadowed``. Nothing here prints, and nothing writes a file.
+``shadowed``. A field with ``default_from`` that is left unset takes the
+other field's value: the candidate that left it unset is ``shadowed``, and a
+candidate that carries the other field's value, source and locator wins.
+Nothing here prints, and nothing writes a file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -147,7 +151,9 @@ def _located(field: str, locator: str, source: str) -> str:
 def resolve_request(preset: Preset, request: Request) -> Resolution:
     """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised."""
     schema = preset.schema
-    ctx = Context(request, schema, preset.home, preset.home_env, preset.max_file_bytes)
+    ctx = Context(
+        request, schema, preset.home, preset.home_env, preset.max_file_bytes, preset.steps
+    )
     work: dict[str, list[_Work]] = {path: [] for path in schema.by_path}
     merge_of: dict[tuple[str, str], MergeMode] = {}
     reports: list[SourceReport] = []
@@ -180,23 +186,59 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
                 errors.append(_value_error(field, offer, spec.kind, reason))
             work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
 
-    traces = {}
+    settled: dict[str, FieldTrace] = {}
+    # a field that defaults to another is settled after it (the loader refuses chains)
+    for field in sorted(schema, key=lambda f: f.default_from is not None):
+        settled[field.path] = _settle(field, work[field.path], merge_of, settled)
     for field in schema:
-        items = work[field.path]
-        winner = next(i for i in reversed(items) if i.status is Status.WON)
-        for item in items:
-            if item.status is Status.WON and item is not winner:
-                item.status = Status.SHADOWED
-            elif item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
+        trace = settled[field.path]
+        for item in work[field.path]:
+            if item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
                 where = _located(field.path, item.offer.locator, item.source)
-                using = field.mask(show_value(winner.value))
+                using = field.mask(show_value(trace.value))
                 found_warnings.append(
-                    f"{where}: {item.reason}; ignored, using {using} from {winner.offer.locator}"
+                    f"{where}: {item.reason}; ignored, using {using} from {trace.locator}"
                 )
-        candidates = tuple(_candidate(i, field.secret) for i in items)
-        merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
-        traces[field.path] = FieldTrace(field, candidates[items.index(winner)], candidates, merge)
+    traces = {f.path: settled[f.path] for f in schema}
     return Resolution(preset, traces, tuple(reports), tuple(found_warnings), tuple(errors))
+
+
+def _settle(
+    field: Field,
+    items: list[_Work],
+    merge_of: Mapping[tuple[str, str], MergeMode],
+    settled: Mapping[str, FieldTrace],
+) -> FieldTrace:
+    """The field's trace: the last valid candidate wins, earlier valid ones are shadowed.
+
+    When the winner leaves a ``default_from`` field unset, the other field's
+    trace, in ``settled``, gives the value.
+    """
+    winner = next(i for i in reversed(items) if i.status is Status.WON)
+    for item in items:
+        if item.status is Status.WON and item is not winner:
+            item.status = Status.SHADOWED
+    candidates = [_candidate(i, field.secret) for i in items]
+    merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
+    at = items.index(winner)
+    if field.default_from is None or winner.value is not None:
+        return FieldTrace(field, candidates[at], tuple(candidates), merge)
+    # Unset, the field takes the other field's value. The candidate that left it
+    # unset stays in the trace, shadowed; the value it stands for comes right after.
+    other = settled[field.default_from]
+    why = f"unset, so it takes the value of {other.field.path}"
+    candidates[at] = dataclasses.replace(candidates[at], status=Status.SHADOWED, reason=why)
+    derived = Candidate(
+        source=other.source,
+        locator=f"{other.field.path} ({other.locator})",
+        status=Status.WON,
+        value=other.value,
+        raw=other.value,
+        secret=field.secret,
+        derived_from=other.field.path,
+    )
+    candidates.insert(at + 1, derived)
+    return FieldTrace(field, derived, tuple(candidates), merge)
 
 
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:

@@ -125,6 +125,8 @@ class Field:
     aliases: tuple[str, ...] = ()
     secret: bool = False
     help: str = ""
+    # unset, the field takes this other field's resolved value
+    default_from: str | None = None
     section: str = field(init=False)
     name: str = field(init=False)
 

@@ -36,7 +36,8 @@ class Candidate:
     ``value`` is the typed value (None when rejected, or when the candidate
     leaves an optional field unset); ``raw`` is what the source gave, text for
     environment variables and flags; ``alias`` is the name it was set by when
-    that was an alias.
+    that was an alias. ``derived_from`` names the field whose value this
+    candidate carries, when its field was unset and takes that field's value.
     """
 
     source: str
@@ -48,6 +49,7 @@ class Candidate:
     reason: str | None = None
     alias: str | None = None
     secret: bool = False  # the field's: then value and raw are masked wherever shown
+    derived_from: str | None = None
 
     def __repr__(self) -> str:
         value, raw = (MASK, MASK) if self.secret else (repr(self.value), repr(self.raw))
@@ -64,6 +66,8 @@ class Candidate:
             out["raw"] = MASK if self.secret else jsonable(self.raw)
         if self.alias is not None:
             out["alias"] = self.alias
+        if self.derived_from is not None:
+            out["from"] = self.derived_from
         out["status"] = self.status.value
         if self.reason is not None:
             out["reason"] = self.reason

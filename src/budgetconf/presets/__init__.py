@@ -20,6 +20,7 @@ from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
+from budgetconf.sources._steps import StepFinder
 
 __all__ = ["LoopSpec", "Preset", "load_preset", "preset_names"]
 
@@ -31,6 +32,8 @@ _TOP_KEYS: Final = frozenset(
     {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields", "loop"}
 )
 _SOURCE_KEYS: Final = frozenset({"kind", "invalid", "merge"})
+# source kind -> option -> the source kind that option relies on
+_NEEDS: Final = {"profile": {"from_step": "step"}}
 _FIELD_KEYS: Final = frozenset(
     {
         "type",
@@ -46,6 +49,7 @@ _FIELD_KEYS: Final = frozenset(
         "aliases",
         "secret",
         "help",
+        "default_from",
     }
 )
 
@@ -109,6 +113,7 @@ class Preset:
     max_file_bytes: int
     origin: str  # "built-in" or the file's path
     loop: LoopSpec | None = None  # None: the preset bounds no loop
+    steps: StepFinder | None = None  # how its step source finds a step; None: it has none
 
     def has_source(self, kind: str) -> bool:
         return any(spec.kind == kind for spec in self.stack)
@@ -241,12 +246,18 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         raise _Bad("fields: a preset needs at least one field")
     schema = Schema(tuple(_field(path, spec) for path, spec in fields_table.items()))
     _check_names(schema)
+    schema = Schema(tuple(_linked(f, schema) for f in schema))
     stack = tuple(_source(i, spec, schema) for i, spec in enumerate(_sources(data)))
     kinds = [spec.kind for spec in stack]
     if kinds[0] != "default":
         raise _Bad("sources: the stack starts with the default source, the floor of every field")
     if len(set(kinds)) != len(kinds):
         raise _Bad("sources: each source kind may appear only once")
+    for i, spec in enumerate(stack):
+        for option, needed in _NEEDS.get(spec.kind, {}).items():
+            if option in spec.options and needed not in kinds:
+                raise _Bad(f"sources[{i}] ({spec.kind}).{option}: needs a {needed} source")
+    steps = next((s for s in stack if s.kind == "step"), None)
     max_bytes = _take(data, "max_file_bytes", int, "")
     if max_bytes is not None and max_bytes < 1:
         raise _Bad(f"max_file_bytes: expected a positive integer, got {max_bytes}")
@@ -255,12 +266,13 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         summary=_take(data, "summary", str, "") or "",
         schema=schema,
         stack=stack,
-        sources=tuple(KINDS[spec.kind](spec, schema) for spec in stack),
+        sources=tuple(_make(i, spec, schema) for i, spec in enumerate(stack)),
         home=_take(data, "home", str, "") or "~/.budgetconf",
         home_env=_take(data, "home_env", str, ""),
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
         origin=origin,
         loop=_loop(_take(data, "loop", dict, ""), schema),
+        steps=StepFinder.from_options(steps.options) if steps else None,
     )
 
 
@@ -300,6 +312,14 @@ def _source(index: int, entry: Mapping[str, Any], schema: Schema) -> SourceSpec:
         if key in entry
     }
     return SourceSpec(kind, Policy(invalid), merge, values)
+
+
+def _make(index: int, spec: SourceSpec, schema: Schema) -> Source:
+    """The source a stack entry describes; its class may refuse options that do not fit."""
+    try:
+        return KINDS[spec.kind](spec, schema)
+    except ValueError as exc:
+        raise _Bad(f"sources[{index}] ({spec.kind}).{exc}") from None
 
 
 def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
@@ -368,6 +388,11 @@ def _field(path: str, spec: Any) -> Field:
         if not _FLAG.fullmatch(flag):
             raise _Bad(f"{where}flags: {flag!r} is not a long flag such as --max-steps")
     optional = bool(_take(spec, "optional", bool, where))
+    default_from = _take(spec, "default_from", str, where)
+    if default_from is not None and "default" in spec:
+        raise _Bad(f"{where}default_from: a field has its own default or another's, not both")
+    if default_from is not None and not optional:
+        raise _Bad(f"{where}default_from: needs optional = true, as unset is what takes it")
     field = Field(
         path=path,
         kind=kind,
@@ -379,6 +404,7 @@ def _field(path: str, spec: Any) -> Field:
         aliases=_strings(spec, "aliases", where),
         secret=bool(_take(spec, "secret", bool, where)),
         help=_take(spec, "help", str, where) or "",
+        default_from=default_from,
         **bounds,
     )
     if "default" not in spec:
@@ -399,3 +425,60 @@ def _check_names(schema: Schema) -> None:
             other = seen.setdefault((f.section, key), f.path)
             if other != f.path:
                 raise _Bad(f'fields."{f.path}": {key!r} is already a name of {other}')
+
+
+def _linked(field: Field, schema: Schema) -> Field:
+    """``field`` with its ``default_from`` checked and spelt as a path.
+
+    The other field must be able to stand in for this one: the same type, no
+    value this field refuses, not secret unless this one is. It must have a
+    default of its own, which also rules out cycles.
+    """
+    if field.default_from is None:
+        return field
+    where = f'fields."{field.path}".default_from: '
+    try:
+        other = schema.lookup(field.default_from)
+    except KeyError as exc:
+        raise _Bad(where + exc.args[0]) from None
+    if other is field:
+        raise _Bad(where + "a field cannot take its default from itself")
+    if other.default_from is not None:
+        raise _Bad(where + f"{other.path} takes its own default from {other.default_from}")
+    if other.kind is not field.kind:
+        raise _Bad(where + f"{other.path} is {other.noun}, and this field is {field.noun}")
+    if not set(other.choices) <= set(field.choices) or not _within(other, field):
+        raise _Bad(where + f"{other.path} may take values this field refuses")
+    if other.secret and not field.secret:
+        raise _Bad(where + f"{other.path} is secret, so this field must be secret too")
+    return dataclasses.replace(field, default_from=other.path)
+
+
+def _within(inner: Field, outer: Field) -> bool:
+    """Whether the bounds of ``inner`` are at least as tight as those of ``outer``."""
+    (inner_low, inner_high), (outer_low, outer_high) = _limits(inner), _limits(outer)
+    low = outer_low is None or (inner_low is not None and inner_low >= outer_low)
+    high = outer_high is None or (inner_high is not None and inner_high <= outer_high)
+    return low and high
+
+
+_Limit = tuple[float, bool]
+
+
+def _limits(field: Field) -> tuple[_Limit | None, _Limit | None]:
+    """The tightest lower and upper bound, as keys where a higher low and a lower high are tighter.
+
+    A low is (limit, strict), so gt 1 is above ge 1; a high is (limit, not
+    strict), so lt 5 is below le 5.
+    """
+    lows = [
+        (limit, strict)
+        for limit, strict in ((field.ge, False), (field.gt, True))
+        if limit is not None
+    ]
+    highs = [
+        (limit, not strict)
+        for limit, strict in ((field.le, False), (field.lt, True))
+        if limit is not None
+    ]
+    return (max(lows) if lows else None), (min(highs) if highs else None)

@@ -12,6 +12,7 @@ from budgetconf.errors import ConfigError
 
 if TYPE_CHECKING:
     from budgetconf.schema import Schema
+    from budgetconf.sources._steps import StepFinder
 
 DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
 
@@ -73,7 +74,9 @@ class Context:
     """A request plus what the preset makes of it, shared by the sources of one resolution.
 
     ``home`` is the preset's folder (``~/.budgetconf``), moved by its
-    ``home_env`` variable when that is set.
+    ``home_env`` variable when that is set. ``steps`` finds the selected
+    workflow step, as the preset's step source does, for any source that
+    reads that step (None when the preset has no step source).
     """
 
     request: Request
@@ -81,6 +84,7 @@ class Context:
     home_template: str
     home_env: str | None
     max_file_bytes: int
+    steps: StepFinder | None = None
     home: str = field(init=False)
 
     def __post_init__(self) -> None:

@@ -8,13 +8,13 @@ from typing import ClassVar
 from budgetconf.errors import ConfigError, SourceError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
-from budgetconf.sources._files import read_table
-from budgetconf.sources._formats import Table
-from budgetconf.sources._sections import file_locator, read_sections
+from budgetconf.sources._files import read_table, source_error
+from budgetconf.sources._formats import Document, Items, Table
+from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 
-def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Table | Layer:
-    """The file's table, or the layer that says why there is none.
+def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Document | Layer:
+    """The file's document, or the layer that says why there is none.
 
     A file at a default location that does not exist is ``missing``; one the
     caller named must exist. Either way a file that cannot be read or parsed
@@ -34,19 +34,32 @@ def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> T
     return Layer.failed(missing, path)
 
 
+def read_mapping(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Table | Layer:
+    """As `read_file`, for a source that reads sections: a list at the top level fails it."""
+    found = read_file(ctx, path, fmt, kind, named=named)
+    if isinstance(found, Items):
+        problem = "the top level must be a mapping of sections, not a list"
+        return Layer.failed(source_error(kind, path, problem, found.line), path)
+    return found
+
+
 class FileSource:
     """A source that reads one settings file of sections: global, project, profile.
 
     The file is the one the caller named, else the preset's ``path`` option.
+    Every top-level key is read, and one that is not a section is reported;
+    with the ``sections`` option only those are read, and the rest of the file
+    belongs to the application.
     """
 
     KIND: ClassVar[str]
     FORMAT: ClassVar[str]
-    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str}
+    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str, "sections": list}
     DEFINES_SECTIONS: ClassVar[bool] = True
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._default: str | None = spec.options.get("path")
+        self._only = chosen_sections(spec, schema)
 
     def named(self, request: Request) -> str | None:
         """The path the caller gave for this source, if any."""
@@ -63,7 +76,11 @@ class FileSource:
         path, named = self.path(ctx)
         if path is None:
             return Layer.not_configured()
-        table = read_file(ctx, path, self.FORMAT, self.KIND, named=named)
+        return self.read(ctx, path, named=named)
+
+    def read(self, ctx: Context, path: str, *, named: bool) -> Layer:
+        """The sections of the file at ``path``, or the layer that says why there are none."""
+        table = read_mapping(ctx, path, self.FORMAT, self.KIND, named=named)
         if isinstance(table, Layer):
             return table
-        return read_sections(table, ctx.schema, file_locator(path)).layer(path)
+        return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)

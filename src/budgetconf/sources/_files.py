@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from budgetconf.errors import SourceError
-from budgetconf.sources._formats import ParseError, Table, parse_json, parse_toml, parse_yaml
+from budgetconf.sources._formats import Document, ParseError, parse_json, parse_toml, parse_yaml
 
-PARSERS: Final[dict[str, Callable[[str], Table]]] = {
+PARSERS: Final[dict[str, Callable[[str], Document]]] = {
     "json": parse_json,
     "toml": parse_toml,
     "yaml": parse_yaml,
@@ -32,7 +32,7 @@ _Signature = tuple[int, int, int, int]
 @dataclass(frozen=True, slots=True)
 class _Entry:
     signature: _Signature
-    table: Table | None
+    table: Document | None
     error: ParseError | None
 
 
@@ -43,8 +43,10 @@ def _signature(st: os.stat_result) -> _Signature:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
-def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | None:
+def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Document | None:
     """The parsed file at the absolute ``path``, or None when there is no such file.
+
+    The result is a `Table`, or for YAML possibly a list (`Items`).
 
     Raises `SourceError` when the file exists but cannot be read or parsed.
     """
@@ -53,9 +55,9 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | N
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
     except ValueError as exc:  # a NUL byte in the path
-        raise _error(source, path, f"cannot read: {exc}") from None
+        raise source_error(source, path, f"cannot read: {exc}") from None
     key = (path, fmt, max_bytes)
     entry = _cache.get(key)
     if entry is None or entry.signature != _signature(st):
@@ -64,7 +66,7 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Table | N
             _cache.clear()
         _cache[key] = entry
     if entry.error is not None:
-        raise _error(source, path, entry.error.message, entry.error.line)
+        raise source_error(source, path, entry.error.message, entry.error.line)
     return entry.table
 
 
@@ -73,22 +75,22 @@ def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise _error(source, path, "is a directory, not a file")
+            raise source_error(source, path, "is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
-            raise _error(source, path, "not a regular file")
+            raise source_error(source, path, "not a regular file")
         if st.st_size > max_bytes:
-            raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+            raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
         data = _read(fd, max_bytes + 1)
     except OSError as exc:
-        raise _error(source, path, f"cannot read: {exc.strerror}") from None
+        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # it grew after the stat
-        raise _error(source, path, f"larger than the limit of {max_bytes} bytes")
+        raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
     signature = _signature(st)
     try:
         return _Entry(signature, PARSERS[fmt](_decode(data)), None)
@@ -120,7 +122,7 @@ def _decode(data: bytes) -> str:
         ) from None
 
 
-def _error(source: str, path: str, problem: str, line: int | None = None) -> SourceError:
+def source_error(source: str, path: str, problem: str, line: int | None = None) -> SourceError:
     locator = f"{path}:{line}" if line else path
     return SourceError(
         f"{source} {locator}: {problem}", source=source, locator=locator, line=line, problem=problem

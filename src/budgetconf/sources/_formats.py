@@ -1,8 +1,10 @@
 """JSON, TOML and YAML parsers that remember the line of every value.
 
 Each parser returns a `Table`: a dict that also knows, for each key, the line
-where it is written. Lines come from the parser's own positions, never from
-searching the text for a key:
+where it is written. A YAML document may also be a list at the top level (a
+workflow that is a list of steps): every YAML list is an `Items`, which knows
+the line where it starts, and the reader decides whether a list fits. Lines
+come from the parser's own positions, never from searching the text for a key:
 
 - JSON: the standard library's pure-Python scanner, with the object parser
   wrapped so that where each value ends is recorded as it is scanned; the
@@ -20,7 +22,7 @@ import bisect
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from budgetconf.schema import Unusable, show_typed
 
@@ -42,6 +44,20 @@ class Table(dict[Any, Any]):
         super().__init__(items)
         self.lines: dict[Any, int] = dict(lines or {})
         self.line = line  # where the mapping itself starts, when known
+
+
+class Items(list[Any]):
+    """A list read from a file that knows the line where it starts."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, items: Iterable[Any] = (), line: int | None = None) -> None:
+        super().__init__(items)
+        self.line = line
+
+
+#: what a file holds at its top level: a mapping, or (YAML only) a list
+Document: TypeAlias = Table | Items
 
 
 class ParseError(Exception):
@@ -256,7 +272,7 @@ def _same(a: object, b: object) -> bool:
     return a == b or (a != a and b != b)  # nan is nan
 
 
-def parse_yaml(text: str) -> Table:
+def parse_yaml(text: str) -> Document:
     import yaml
 
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -265,8 +281,8 @@ def parse_yaml(text: str) -> Table:
         root = loader.get_single_node()
         if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _NULL_TAG):
             return Table(line=1)  # empty, or only `---` and comments
-        if not isinstance(root, yaml.MappingNode):
-            raise ParseError("the top level must be a YAML mapping", _line(root))
+        if not isinstance(root, yaml.MappingNode | yaml.SequenceNode):
+            raise ParseError("the top level must be a YAML mapping or list", _line(root))
         data = _YamlBuilder(loader).build(root, 0)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -282,7 +298,7 @@ def parse_yaml(text: str) -> Table:
         raise ParseError(f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
-    assert isinstance(data, Table)
+    assert isinstance(data, Table | Items)
     return data
 
 
@@ -318,7 +334,7 @@ class _YamlBuilder:
             raise ParseError(f"unsupported YAML tag {node.tag!r} {_SAFE_ONLY}", _line(node))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, depth)
-        return [self.build(item, depth + 1) for item in node.value]
+        return Items((self.build(item, depth + 1) for item in node.value), _line(node))
 
     def _mapping(self, node: Any, depth: int) -> Table:
         import yaml

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from budgetconf.schema import Schema, show_typed
-from budgetconf.sources._base import Layer, Offer, Problem, SourceStatus
+from budgetconf.schema import Schema, did_you_mean, show_typed
+from budgetconf.sources._base import Layer, Offer, Problem, SourceSpec, SourceStatus
 from budgetconf.sources._formats import Table
 
 
@@ -28,6 +28,20 @@ class Sections:
             tuple(self.problems),
             tuple(self.warnings),
         )
+
+
+def chosen_sections(spec: SourceSpec, schema: Schema) -> frozenset[str] | None:
+    """The ``sections`` option: the top-level keys a source reads, None when not given.
+
+    Raises `ValueError` for a name that is not one of the preset's sections.
+    """
+    if "sections" not in spec.options:
+        return None
+    chosen = frozenset(spec.options["sections"])
+    unknown = sorted(chosen - set(schema.sections))
+    if unknown:
+        raise ValueError(f"sections: no section {unknown[0]!r} in the fields")
+    return chosen
 
 
 def read_sections(
@@ -71,6 +85,35 @@ def read_sections(
                 continue
             alias = None if key == target.name else str(key)
             found.offers.append(Offer(target.path, value, line_where, key=alias))
+    return found
+
+
+def read_fields(
+    table: Table, section: str, schema: Schema, locate: Callable[[int | None], str]
+) -> Sections:
+    """Offers for the fields of one ``section`` written directly in ``table``.
+
+    This is a mapping that holds the application's own keys beside the fields
+    (a workflow step: ``agent: reviewer`` / ``max_turns: 15``). Its other keys
+    are ignored without a word, unless one is so close to a field's name that
+    it is most likely a typo (``max_turn``): that one is reported. The mapping
+    defines the section when it sets at least one of its fields.
+    """
+    found = Sections()
+    names = [key for (owner, key) in schema.by_key if owner == section]
+    for key, value in table.items():
+        target = schema.by_key.get((section, key))
+        where = locate(table.lines.get(key))
+        if target is None:
+            hint = did_you_mean(str(key), names)
+            if hint:
+                found.warnings.append(
+                    f"{key} in {where} is not a known key; did you mean {section}.{hint}?"
+                )
+            continue
+        found.defined.setdefault(section, locate(table.line))
+        alias = None if key == target.name else str(key)
+        found.offers.append(Offer(target.path, value, where, key=alias))
     return found
 
 

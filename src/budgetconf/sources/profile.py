@@ -1,4 +1,4 @@
-"""The ``profile`` source: a named or given JSON profile."""
+"""The ``profile`` source: a named or given JSON profile, or the one a workflow step names."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import os
 from collections.abc import Mapping
 from typing import ClassVar
 
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, SourceSpec
+from budgetconf.errors import SourceError
+from budgetconf.schema import Schema, show_typed
+from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._file import FileSource
+from budgetconf.sources._formats import Table
+from budgetconf.sources._steps import Step
 
 
 def is_path(profile: str) -> bool:
@@ -24,16 +27,21 @@ def is_path(profile: str) -> bool:
 class ProfileSource(FileSource):
     """``profile=``: a path, or a name looked up as ``<folder>/<name>.json``.
 
-    Either way the caller named it, so a profile that does not exist is an error.
+    Either way the caller named it, so a profile that does not exist is an
+    error. With ``from_step`` (a dotted key such as ``config.file``) and no
+    ``profile=``, the selected workflow step names the profile's path under
+    that key: ``~`` is expanded and a relative path is read from the workflow
+    file's folder. A step without the key has no profile.
     """
 
     KIND = "profile"
     FORMAT = "json"
-    OPTIONS: ClassVar[Mapping[str, type]] = {"folder": str}
+    OPTIONS: ClassVar[Mapping[str, type]] = {"folder": str, "from_step": str, "sections": list}
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         super().__init__(spec, schema)
         self._folder: str = spec.options.get("folder", "{home}/profiles")
+        self._from_step: str | None = spec.options.get("from_step")
 
     def path(self, ctx: Context) -> tuple[str | None, bool]:
         profile = ctx.request.profile
@@ -42,3 +50,39 @@ class ProfileSource(FileSource):
         if is_path(profile):
             return ctx.user_path(profile), True
         return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True
+
+    def load(self, ctx: Context) -> Layer:
+        if ctx.request.profile is not None or self._from_step is None or ctx.request.step is None:
+            return super().load(ctx)
+        assert ctx.steps is not None, "the preset loader refuses from_step without a step source"
+        step = ctx.steps.find(ctx, self.KIND)
+        if isinstance(step, Layer):
+            return Layer.not_configured()  # the step source reports what is wrong with the step
+        found = self._named_by(step, self._from_step)
+        if found is None:
+            return Layer.not_configured()
+        if isinstance(found, Layer):
+            return found
+        if found.startswith("~"):
+            path = ctx.user_path(found)
+        else:
+            path = os.path.normpath(os.path.join(os.path.dirname(step.path), found))
+        return self.read(ctx, path, named=True)
+
+    def _named_by(self, step: Step, dotted: str) -> str | Layer | None:
+        """The text under ``dotted`` in the step, None when it is absent, or why it is no path."""
+        node: object = step.entry
+        line = step.entry.line
+        for key in dotted.split("."):
+            if not isinstance(node, Table) or key not in node:
+                return None
+            line = node.lines.get(key, line)
+            node = node[key]
+        if node is None or (isinstance(node, str) and node):
+            return node
+        locator = step.locator(line)
+        why = f"{dotted} must be the path of a profile, got {show_typed(node)}"
+        error = SourceError(
+            f"{self.KIND} {locator}: {why}", source=self.KIND, locator=locator, problem=why
+        )
+        return Layer.failed(error, locator)

@@ -7,16 +7,8 @@ from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
-from budgetconf.sources._file import read_file
-from budgetconf.sources._formats import Table
-from budgetconf.sources._sections import file_locator, read_sections
-
-
-def read_workflow(ctx: Context, kind: str) -> tuple[str, Table | Layer]:
-    """The workflow file the caller named, or the failed layer that says why not."""
-    assert ctx.request.workflow is not None
-    path = ctx.user_path(ctx.request.workflow)
-    return path, read_file(ctx, path, "yaml", kind, named=True)
+from budgetconf.sources._file import read_mapping
+from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 
 class WorkflowSource:
@@ -31,12 +23,15 @@ class WorkflowSource:
     DEFINES_SECTIONS: ClassVar[bool] = True
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
-        self._only = frozenset(spec.options.get("sections", schema.sections))
+        only = chosen_sections(spec, schema)
+        self._only = frozenset(schema.sections) if only is None else only
 
     def load(self, ctx: Context) -> Layer:
-        if ctx.request.workflow is None:
+        workflow = ctx.request.workflow
+        if workflow is None:
             return Layer.not_configured()
-        path, table = read_workflow(ctx, "yaml")
+        path = ctx.user_path(workflow)
+        table = read_mapping(ctx, path, "yaml", "yaml", named=True)
         if isinstance(table, Layer):
             return table
         return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)

@@ -1,0 +1,107 @@
+"""Finding the step that ``step=`` names in a workflow file.
+
+The ``step`` source reads the step's overrides; a ``profile`` source with
+``from_step`` reads the path of its profile from the same step. Both find it
+the same way, with the step source's options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from budgetconf.errors import SourceError
+from budgetconf.schema import Unusable, did_you_mean, show_typed
+from budgetconf.sources._base import Context, Layer
+from budgetconf.sources._file import read_file
+from budgetconf.sources._formats import Document, Items, Table
+
+#: the ``list`` option's word for a workflow file that is itself the list of steps
+WHOLE_FILE: Final = "."
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The selected step: its name, the workflow file it is in, and its mapping."""
+
+    name: str
+    path: str
+    entry: Table
+
+    def locator(self, line: int | None = None) -> str:
+        """``step:NAME (path:line)``, at ``line`` or else where the step starts."""
+        return f"step:{self.name} ({self.path}:{line or self.entry.line})"
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinder:
+    """How a workflow lists its steps, and which keys name them.
+
+    ``list_key`` is the top-level key that holds the list of steps, or ``"."``
+    when the file itself is the list (``- agent: reviewer``). A step is named
+    by the first of ``name_keys`` it has, compared as the file writes it:
+    ``name: true`` is the step ``true``.
+    """
+
+    list_key: str = "steps"
+    name_keys: tuple[str, ...] = ("name",)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> StepFinder:
+        """The finder a step source's preset options describe."""
+        return cls(options.get("list", "steps"), tuple(options.get("name_keys", ("name",))))
+
+    def find(self, ctx: Context, kind: str) -> Step | Layer:
+        """The step ``ctx.request.step`` names, or a failed layer of ``kind`` that says why not."""
+        name, workflow = ctx.request.step, ctx.request.workflow
+        assert name is not None, "callers read a step only when one is asked for"
+        assert workflow is not None, "check_request refuses a step without a workflow"
+        path = ctx.user_path(workflow)
+        document = read_file(ctx, path, "yaml", kind, named=True)
+        if isinstance(document, Layer):
+            return document
+        steps = self._steps(document)
+        if steps is None:
+            return _fail(kind, path, name, self._no_list())
+        entries = [e for e in steps if isinstance(e, Table)]
+        names = [self._name(e) for e in entries]
+        found = [e for e, n in zip(entries, names, strict=True) if n == name]
+        if len(found) > 1:
+            lines = ", ".join(str(e.line) for e in found)
+            return _fail(kind, path, name, f"{len(found)} steps have that name (lines {lines})")
+        if not found:
+            known = [n for n in names if n is not None]
+            hint = did_you_mean(name, known)
+            if hint:
+                why = f"did you mean {hint!r}?"
+            else:
+                why = f"its steps are {', '.join(known)}" if known else "no step has a name"
+            return _fail(kind, path, name, f"no step named {name!r}; {why}")
+        return Step(name, path, found[0])
+
+    def _steps(self, document: Document) -> list[Any] | None:
+        if self.list_key == WHOLE_FILE:
+            return document if isinstance(document, Items) else None
+        steps = document.get(self.list_key) if isinstance(document, Table) else None
+        return steps if isinstance(steps, list) else None
+
+    def _no_list(self) -> str:
+        if self.list_key == WHOLE_FILE:
+            return "its top level is not a list of steps"
+        return f"it has no {self.list_key!r} list of steps"
+
+    def _name(self, entry: Table) -> str | None:
+        for key in self.name_keys:
+            if key in entry:
+                value = entry[key]
+                if isinstance(value, Unusable):
+                    return value.text
+                return value if isinstance(value, str) else show_typed(value)
+        return None
+
+
+def _fail(kind: str, path: str, name: str, why: str) -> Layer:
+    locator = f"step:{name}"
+    error = SourceError(f"{kind} {path}: {why}", source=kind, locator=locator, problem=why)
+    return Layer.failed(error, locator)
