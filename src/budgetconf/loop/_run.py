@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from budgetconf.loop._budget import Budget, Limit
@@ -68,8 +68,9 @@ class RunResult:
     tool_calls_executed: int
     tokens: int
     cost_usd: float
-    messages: list[Message]
-    events: list[Event]
+    # left out of the repr: a long run's transcript is no summary of it
+    messages: list[Message] = field(repr=False)
+    events: list[Event] = field(repr=False)
     limit: dict[str, Any] | None = None
 
     @property
