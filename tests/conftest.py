@@ -14,6 +14,7 @@ import pytest
 
 import budgetconf
 from budgetconf.cli import main
+from budgetconf.loop import ScriptedModel
 from budgetconf.sources import _files
 
 from loops import Driver
@@ -139,3 +140,21 @@ def explained(
         return document
 
     return through_resolve if request.param == "resolve" else through_explain
+
+
+@pytest.fixture
+def models(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedModel]:
+    """The scripted models that `budgetconf run` builds, recording what they were sent."""
+    from budgetconf.cli import _run
+
+    built: list[ScriptedModel] = []
+
+    class Recorded(ScriptedModel):
+        @classmethod
+        def from_file(cls, path: str | os.PathLike[str], *, record: bool = True) -> ScriptedModel:
+            model = super().from_file(path, record=True)
+            built.append(model)
+            return model
+
+    monkeypatch.setattr(_run, "ScriptedModel", Recorded)
+    return built

@@ -97,7 +97,10 @@ def test_truncate_runs_the_first_calls_and_skips_the_rest(drive: Driver) -> None
     assert echo.seen == ["0", "1"]
     contents = [m["content"] for m in result.messages if m["role"] == "tool"]
     assert contents[:2] == ["0", "1"]
-    assert all(c.startswith("skipped: only the first 2 calls") for c in contents[2:])
+    assert all(
+        c == "skipped: only the first 2 calls of a response run (loop.max_tool_calls_per_turn = 2)"
+        for c in contents[2:]
+    )
     assert len(contents) == 4
     truncated = next(e for e in result.events if e["type"] == "batch_truncated")
     assert truncated["skipped"] == ["call_1_2", "call_1_3"]
@@ -518,3 +521,107 @@ def test_resume_defaults_to_the_resolved_step_budget(drive: Driver) -> None:
     assert (second.stop_reason, second.turns) == ("max_steps", 4)
     assert second.limit is not None
     assert second.limit["source"] == "explicit"
+
+
+ADVICE = """\
+format = 1
+home = "~/.app"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "global"
+path = "{home}/settings.json"
+
+[[sources]]
+kind = "profile"
+
+[[sources]]
+kind = "explicit"
+
+[fields."agent.turns"]
+type = "int"
+ge = 1
+default = 1
+
+[loop]
+max_steps = "agent.turns"
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "advice"),
+    [
+        ({}, "from built-in default; raise it in the global file {home}/.app/settings.json,"
+         " a profile or code (explicit)"),
+        ({"global": 1}, "from {home}/.app/settings.json:1; raise it there or in a profile or"
+         " code (explicit)"),
+        ({"explicit": 1}, "from explicit; raise it where it is set"),
+    ],
+)  # fmt: skip
+def test_without_a_variable_or_flag_the_advice_names_the_sources_above(
+    place: Place, setup: dict[str, int], advice: str
+) -> None:
+    """No env var or flag can raise the value: the message names the sources that outrank it."""
+    preset = place.write("app.toml", ADVICE)
+    if "global" in setup:
+        place.write(".app/settings.json", '{"agent": {"turns": 1}}\n', base=place.home)
+    explicit = {"agent.turns": 1} if "explicit" in setup else None
+    res = budgetconf.resolve(str(preset), env={}, explicit=explicit)
+    result = LoopExecutor(ScriptedModel([calls(1)]), {"echo": Echo()}, res).run("go")
+    assert result.message.endswith(advice.format(home=place.home))
+    assert result.limit is not None
+    assert result.limit["raise_with"] == []
+
+
+def test_costs_add_up_without_float_dust(drive: Driver) -> None:
+    """Three responses at 0.1 reach a 0.3 budget exactly: the third's calls still run."""
+    echo = Echo()
+    model = ScriptedModel([{**calls(1), "cost_usd": 0.1}])
+    ex = drive.executor(model, {"echo": echo}, budget(max_steps=9, max_cost_usd=0.3))
+    result = drive.run(ex, "go")
+    assert (result.stop_reason, result.turns, len(echo.seen)) == ("max_cost", 3, 3)
+    assert result.cost_usd == 0.3
+
+
+def test_an_empty_wrap_up_answer_leaves_the_last_text_as_output(drive: Driver) -> None:
+    """A wrap-up turn that answers nothing: the output is the last non-empty assistant text."""
+    model = ScriptedModel([{**calls(1), "content": "halfway"}, {"content": None}])
+    ex = drive.executor(model, {"echo": Echo()}, budget(max_steps=2, last_turn="wrap_up"))
+    result = drive.run(ex, "go")
+    assert (result.status, result.output) == ("truncated", "halfway")
+
+
+def test_an_interrupt_between_calls_still_answers_every_call() -> None:
+    """Ctrl-C outside any call (here in an event handler) ends run() with each id answered."""
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["type"] == "model_response":
+            raise KeyboardInterrupt
+
+    model = ScriptedModel([calls(2)])
+    ex = LoopExecutor(model, {"echo": Echo()}, budget(max_steps=3), on_event=on_event)
+    result = ex.run("go")
+    assert result.stop_reason == "cancelled"
+    answers = [m for m in result.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == ["call_1_0", "call_1_1"]
+    assert all(m["content"] == "not executed: the run stopped (cancelled)" for m in answers)
+
+
+def test_a_secret_cap_is_not_shown_in_feedback_or_events(place: Place) -> None:
+    """The per-response cap of a secret field shows as *** to the model and in events."""
+    path = place.write(
+        "app.toml",
+        'format = 1\n[[sources]]\nkind = "default"\n'
+        '[fields."agent.turns"]\ntype = "int"\ndefault = 3\n'
+        '[fields."agent.cap"]\ntype = "int"\ndefault = 2\nsecret = true\n'
+        '[loop]\nmax_steps = "agent.turns"\nmax_tool_calls_per_turn = "agent.cap"\n',
+    )
+    model = ScriptedModel([calls(3), answer()])
+    result = LoopExecutor(model, {"echo": Echo()}, str(path)).run("go")
+    rejected = next(e for e in result.events if e["type"] == "batch_rejected")
+    assert rejected["cap"] == "***"
+    feedback = result.messages[2]["content"]
+    assert "at most ***" in feedback
+    assert "2" not in feedback.replace("agent.cap", "")

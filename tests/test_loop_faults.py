@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from budgetconf import UsageError
 from budgetconf.loop import LoopExecutor, ScriptedModel
 
 from loops import Driver, answer, budget, call, calls, types
@@ -103,7 +104,11 @@ def test_a_malformed_response_fails_the_run(drive: Driver, response: Any, proble
 
 
 def test_a_hung_tool_is_abandoned_at_the_deadline(drive: Driver, gate: threading.Event) -> None:
-    """limits.timeout_seconds: the run ends with timeout while the tool still runs."""
+    """limits.timeout_seconds: the run ends with timeout while the tool still runs.
+
+    The running call started and may yet act, so it counts as executed and its
+    answer says the outcome is unknown; the call after it never started.
+    """
     model = ScriptedModel([calls(2)])
     hang = drive.hang(gate, "late")
     ex = drive.executor(model, {"echo": hang}, budget(max_steps=5, timeout_seconds=0.2))
@@ -111,9 +116,14 @@ def test_a_hung_tool_is_abandoned_at_the_deadline(drive: Driver, gate: threading
     assert (result.status, result.stop_reason) == ("truncated", "timeout")
     assert result.limit is not None
     assert result.limit["field"] == "limits.timeout_seconds"
-    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
-    assert answered == ["call_1_0", "call_1_1"]
-    assert result.tool_calls_executed == 0
+    answers = [(m["tool_call_id"], m["content"]) for m in result.messages if m["role"] == "tool"]
+    abandoned = "abandoned: still running at the run's deadline; it started, and its outcome"
+    assert answers == [
+        ("call_1_0", abandoned + " is unknown"),
+        ("call_1_1", "not executed: the run's deadline passed"),
+    ]
+    assert result.tool_calls_executed == 1
+    assert "tool_abandoned" in types(result)
 
 
 def test_a_hung_model_is_abandoned_at_the_deadline(drive: Driver, gate: threading.Event) -> None:
@@ -150,7 +160,7 @@ def test_a_keyboard_interrupt_in_a_call_ends_the_run_cancelled(drive: Driver) ->
 
 
 def test_an_interrupted_tool_answers_the_calls_left() -> None:
-    """Ctrl-C in a tool: that call and the ones after it are answered as not executed."""
+    """Ctrl-C in a tool: that call is abandoned (it ran), the ones after it never ran."""
 
     def tool(text: str) -> str:
         raise KeyboardInterrupt
@@ -158,8 +168,10 @@ def test_an_interrupted_tool_answers_the_calls_left() -> None:
     result = LoopExecutor(ScriptedModel([calls(2)]), {"echo": tool}, budget(max_steps=3)).run("go")
     assert result.stop_reason == "cancelled"
     assert [m["content"] for m in result.messages[2:]] == [
-        "not executed: the run was cancelled"
-    ] * 2
+        "abandoned: interrupted while it ran; it started, and its outcome is unknown",
+        "not executed: the run was cancelled",
+    ]
+    assert result.tool_calls_executed == 1
 
 
 def test_cancelling_the_task_ends_the_run_cancelled() -> None:
@@ -182,15 +194,59 @@ def test_cancelling_the_task_ends_the_run_cancelled() -> None:
     assert result.messages == [{"role": "user", "content": "go"}]
 
 
-def test_an_async_model_in_run_is_a_clear_failure() -> None:
-    """run() cannot await: an async model fails the run with a message that says to use arun()."""
+def test_an_async_model_or_tool_in_run_is_a_usage_error() -> None:
+    """run() cannot await: an async model or tool is refused before the run starts."""
 
     async def model(messages: Any, tools: Any) -> Any:
         return answer()
 
-    result = LoopExecutor(model, budget=budget(max_steps=2)).run("go")
+    async def echo(text: str) -> str:
+        return text
+
+    with pytest.raises(UsageError, match=r"^the model is async: run it with arun\(\)$"):
+        LoopExecutor(model, budget=budget(max_steps=2)).run("go")
+    sync_model = ScriptedModel([answer()])
+    with pytest.raises(UsageError, match=r"^the tool 'echo' is async: run it with arun\(\)$"):
+        LoopExecutor(sync_model, {"echo": echo}, budget(max_steps=2)).run("go")
+
+
+def test_a_coroutine_from_a_sync_callable_fails_the_run() -> None:
+    """A callable that only returns a coroutine is found out when it does, and the run fails."""
+
+    async def answer_later() -> Any:
+        return answer()
+
+    result = LoopExecutor(lambda m, t: answer_later(), budget=budget(max_steps=2)).run("go")
     assert result.stop_reason == "error"
-    assert "model is async: run it with arun()" in result.message
+    assert "<lambda> is async: run it with arun()" in result.message
+
+
+def test_cancelled_error_raised_by_a_tool_is_its_error_not_a_cancel() -> None:
+    """A tool that raises CancelledError while the run is not cancelled fails like any error."""
+
+    async def tool(text: str) -> str:
+        raise asyncio.CancelledError
+
+    ex = LoopExecutor(ScriptedModel([calls(1), answer()]), {"echo": tool}, budget(max_steps=3))
+    result = asyncio.run(ex.arun("go"))
+    assert result.status == "ok"
+    assert result.messages[2]["content"] == "error: RuntimeError: it raised CancelledError"
+
+
+def test_a_tool_on_a_worker_sees_the_callers_context_variables() -> None:
+    """With a deadline, a sync call runs on a worker thread that carries the caller's context."""
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+
+    def tool(text: str) -> str:
+        return request_id.get()
+
+    request_id.set("r-42")
+    ex = LoopExecutor(
+        ScriptedModel([calls(1), answer()]), {"echo": tool}, budget(max_steps=3, timeout_seconds=30)
+    )
+    assert ex.run("go").messages[2]["content"] == "r-42"
 
 
 def test_arun_takes_sync_callables_too() -> None:

@@ -278,6 +278,10 @@ default = "warn"
 type = "bool"
 default = false
 
+[fields."agent.cost"]
+type = "number"
+default = 1.5
+
 [loop]
 max_steps = "agent.max_steps"
 last_turn = "agent.mode"
@@ -318,7 +322,7 @@ def test_behaviours_default_to_no_notice_and_rejection(place: Place) -> None:
         ),
         (
             ('max_steps = "agent.max_steps"', 'max_steps = "agent.label"'),
-            "loop.max_steps: agent.label is a boolean, not a number",
+            "loop.max_steps: agent.label is a boolean, not an integer",
         ),
         (
             ('last_turn = "agent.mode"', 'last_turn = "shout"'),
@@ -337,6 +341,32 @@ def test_behaviours_default_to_no_notice_and_rejection(place: Place) -> None:
             "loop.stop_reasons.max_steps: expected a name, got 3",
         ),
         (('last_turn = "agent.mode"', "max_turns = 3"), "loop.unknown key 'max_turns'"),
+        (
+            ('last_turn = "agent.mode"', 'stop_reasons = {max_steps = "completed"}'),
+            "loop.stop_reasons.max_steps: 'completed' already names another stop",
+        ),
+        (
+            ('last_turn = "agent.mode"', 'stop_reasons = {max_steps = "out", timeout = "out"}'),
+            "loop.stop_reasons.max_steps: 'out' already names another stop",
+        ),
+        (
+            ('type = "int"\nge = 1\ndefault = 5', 'type = "int"\nge = 1\noptional = true'),
+            "loop.max_steps: agent.max_steps may be unset, and a loop needs a step budget",
+        ),
+        (
+            (
+                'choices = ["warn", "wrap_up"]\ndefault = "warn"',
+                'choices = ["warn"]\noptional = true',
+            ),
+            "loop.last_turn: agent.mode may be unset; it needs a default",
+        ),
+        (
+            (
+                'max_steps = "agent.max_steps"',
+                'max_steps = "agent.max_steps"\nmax_tokens = "agent.cost"',
+            ),
+            "loop.max_tokens: agent.cost is a number, not an integer",
+        ),
     ],
 )
 def test_a_bad_loop_table_is_refused(place: Place, change: tuple[str, str], message: str) -> None:

@@ -115,7 +115,34 @@ def test_a_missing_finish_reason_is_read_from_the_calls(raw: object, finish: str
 @pytest.mark.parametrize("finish", ["stop", "tool_calls", "length", "content_filter", "refusal"])
 def test_every_documented_finish_reason_is_kept(finish: str) -> None:
     """A known finish_reason is taken as given."""
-    assert read({"content": "x", "finish_reason": finish}).finish_reason == finish
+    raw = {"content": "x", "finish_reason": finish, "tool_calls": [{"name": "echo"}]}
+    assert read(raw).finish_reason == finish
+
+
+def test_tool_calls_as_the_finish_reason_needs_calls() -> None:
+    """finish_reason tool_calls without a call is Malformed, not an empty final answer."""
+    with pytest.raises(Malformed, match="finish_reason is tool_calls, but the response has no"):
+        read({"content": None, "finish_reason": "tool_calls"})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]},
+        {"message": {"content": "hi"}, "finish_reason": None},
+    ],
+    ids=["completion", "choice"],
+)
+def test_a_completion_or_choice_is_not_taken_for_a_message(raw: object) -> None:
+    """Passing the whole completion, or a choice, says what to pass instead."""
+    with pytest.raises(Malformed, match=r"pass choices\[0\]\.message"):
+        read(raw)
+
+
+def test_arguments_json_cannot_hold_are_malformed() -> None:
+    """A mapping of arguments with a non-text key cannot be written to the transcript."""
+    with pytest.raises(Malformed, match=r"tool_calls\[0\]\.arguments: not a JSON object"):
+        read({"tool_calls": [{"name": "echo", "arguments": {("a",): "x"}}]})
 
 
 def test_a_tuple_of_calls_is_read_like_a_list() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,7 +11,6 @@ from typing import Any
 
 import pytest
 
-import budgetconf.cli._run as run_module
 from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
 
@@ -64,22 +62,6 @@ def types_of(document: dict[str, Any]) -> list[str]:
 
 def events_of(document: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [event for event in document["events"] if event["type"] == kind]
-
-
-@pytest.fixture
-def models(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedModel]:
-    """The scripted models that `budgetconf run` builds, to see what they were sent."""
-    built: list[ScriptedModel] = []
-
-    class Recorded(ScriptedModel):
-        @classmethod
-        def from_file(cls, path: str | os.PathLike[str]) -> ScriptedModel:
-            model = super().from_file(path)
-            built.append(model)
-            return model
-
-    monkeypatch.setattr(run_module, "ScriptedModel", Recorded)
-    return built
 
 
 def tool_answers(model: ScriptedModel) -> dict[str, str]:
@@ -753,7 +735,10 @@ def test_a_presets_own_truncation_warning_is_printed_with_the_limit(
         ["run", "--model", script(place, ECHO), "--preset", str(preset), "go"], capsys
     )
     assert code == 2
-    assert err == "Ran out of turns. [agent.turns = 2 from built-in default]\n"
+    assert (
+        err
+        == "Ran out of turns. [agent.turns = 2 from built-in default; raise it where it is set]\n"
+    )
 
 
 def test_an_events_file_that_cannot_be_opened_is_a_usage_error(

@@ -42,7 +42,8 @@ def run(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    model = ScriptedModel.from_file(script)  # a usage error goes first: nothing else matters
+    # a usage error goes first: nothing else matters; nothing reads what the model was sent
+    model = ScriptedModel.from_file(script, record=False)
     for warning in res.warnings:
         say(err, f"budgetconf: warning: {warning}")
     if res.errors:
@@ -73,7 +74,8 @@ def _events_file(path: str) -> TextIO:
 
 def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
     def write(event: dict[str, Any]) -> None:
-        log.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        # ASCII: a model's text may hold lone surrogates, which no file encoding takes
+        log.write(json.dumps(event, default=str) + "\n")
         log.flush()
 
     return write
@@ -88,9 +90,10 @@ def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
         note = budget.spec.truncated_warning
         if note is None:
             say(err, f"budgetconf: warning: {result.message}")
-        else:
-            limit = result.limit
-            say(err, f"{note} [{limit['field']} = {limit['value']} from {limit['locator']}]")
+        else:  # the preset's own line, then what set the limit and what raises it
+            budget_name = result.stop_kind.budget
+            assert budget_name is not None
+            say(err, f"{note} [{budget.limits[budget_name].explain()}]")
     else:
         say(err, f"budgetconf: {result.message}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.presets import LoopSpec
@@ -33,6 +33,8 @@ class Limit:
     # the field's env vars and flags whose sources rank at or above the one that set it
     raise_with: tuple[str, ...]
     secret: bool = False
+    # with no such variable or flag: the other sources that outrank the one that set it
+    raise_in: tuple[str, ...] = ()
 
     @property
     def public_value(self) -> int | float | str:
@@ -57,8 +59,29 @@ class Limit:
 
         ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``
         """
-        how = f"with {' or '.join(self.raise_with)}" if self.raise_with else "where it is set"
+        if self.raise_with:
+            how = "with " + " or ".join(self.raise_with)
+        elif self.raise_in:
+            there = "" if self.source == "default" else "there or "  # a default is not edited
+            how = there + "in " + _either(self.raise_in)
+        else:
+            how = "where it is set"
         return f"{self.field} = {self.shown()} from {self.locator}; raise it {how}"
+
+
+def _either(items: tuple[str, ...]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+#: how a person would name a source that can set a field
+_WHERE: Final = {
+    "global": "the global file",
+    "project": "the project file",
+    "profile": "a profile",
+    "yaml": "the workflow file",
+    "step": "a workflow step",
+    "explicit": "code (explicit)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +116,9 @@ class Budget:
                 *(field.env if ranks.get("env", -1) >= floor else ()),
                 *(field.flags if ranks.get("cli", -1) >= floor else ()),
             )
+            raise_in = () if raise_with else _outranking(res, floor)
             limits[budget] = Limit(
-                budget, path, value, trace.source, trace.locator, raise_with, field.secret
+                budget, path, value, trace.source, trace.locator, raise_with, field.secret, raise_in
             )
         behaviours = {
             name: str(res[setting]) if "." in setting else setting
@@ -114,6 +138,19 @@ class Budget:
             base, value=steps, source="resume", locator=locator, raise_with=("extra_steps",)
         )
         return replace(self, limits={**self.limits, "max_steps": limit})
+
+
+def _outranking(res: Resolution, floor: int) -> tuple[str, ...]:
+    """The sources above rank ``floor`` that read files or code, as a person names them."""
+    found = []
+    for report in res.sources[floor + 1 :]:
+        where = _WHERE.get(report.source)
+        if where is None:
+            continue
+        if report.source in ("global", "project") and report.locator:
+            where += f" {report.locator}"
+        found.append(where)
+    return tuple(found)
 
 
 def budget_of(budget: object) -> Budget:

@@ -26,6 +26,7 @@ from budgetconf.loop._run import (
     Run,
     RunResult,
     Totals,
+    describe,
 )
 
 if TYPE_CHECKING:
@@ -90,8 +91,10 @@ class LoopExecutor:
         """Run the loop to its end: a final answer, a budget, a fault or an interrupt.
 
         ``messages`` is a prompt or a list of chat messages; the list is never
-        changed, and ``result.messages`` is a new one.
+        changed, and ``result.messages`` is a new one. An async model or tool
+        is a `UsageError` here: use `arun`.
         """
+        self._refuse_async()
         return self._drive(self._start(messages, Totals(), self.budget))
 
     async def arun(self, messages: Messages) -> RunResult:
@@ -110,6 +113,7 @@ class LoopExecutor:
         continuation is ``extra_steps`` (default: the resolved step budget)
         and the deadline starts afresh.
         """
+        self._refuse_async()
         messages, budget = self._resumed(result, extra_steps, prompt)
         return self._drive(self._start(messages, result.totals, budget))
 
@@ -119,6 +123,12 @@ class LoopExecutor:
         """`resume`, awaiting async models and tools."""
         messages, budget = self._resumed(result, extra_steps, prompt)
         return await self._adrive(self._start(messages, result.totals, budget))
+
+    def _refuse_async(self) -> None:
+        for name, fn in (("model", self.model), *self.tools.items()):
+            if _is_async(fn):
+                what = "the model" if name == "model" else f"the tool {name!r}"
+                raise UsageError(f"{what} is async: run it with arun()")
 
     def _resumed(
         self, result: RunResult, extra_steps: int | None, prompt: str | None
@@ -181,10 +191,14 @@ class LoopExecutor:
             while True:
                 try:
                     value = await self._acall(action, run.deadline)
-                except (KeyboardInterrupt, asyncio.CancelledError):
+                except asyncio.CancelledError as exc:
                     task = asyncio.current_task()
-                    if task is not None and task.cancelling():
-                        task.uncancel()  # the run ends here, with a result, as cancelled
+                    if task is None or not task.cancelling():  # raised by the call, not sent
+                        action = steps.throw(RuntimeError(f"it raised {describe(exc)}"))
+                        continue
+                    task.uncancel()  # the run ends here, with a result, as cancelled
+                    action = steps.throw(Interrupted())
+                except KeyboardInterrupt:
                     action = steps.throw(Interrupted())
                 except Exception as exc:
                     action = steps.throw(exc)
@@ -221,15 +235,17 @@ class LoopExecutor:
 def _on_worker(action: Invoke) -> concurrent.futures.Future[Any]:
     """Make the call on a daemon thread, which a hung call cannot keep the process alive by."""
     import concurrent.futures
+    import contextvars
     import threading
 
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    context = contextvars.copy_context()  # the caller's context variables go with the call
 
     def work() -> None:
         if not future.set_running_or_notify_cancel():
             return
         try:
-            future.set_result(action.fn(*action.args, **action.kwargs))
+            future.set_result(context.run(action.fn, *action.args, **action.kwargs))
         except BaseException as exc:  # handed to the waiting thread, which decides
             future.set_exception(exc)
 

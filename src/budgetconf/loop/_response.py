@@ -83,6 +83,12 @@ def read_response(raw: object, turn: int) -> Response:
         raise Malformed(
             f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
         )
+    wrapped = get("choices") is not None or get("message") is not None
+    if wrapped and all(get(k) is None for k in _RESPONSE_KEYS):
+        raise Malformed(
+            "this is a completion or a choice, not a message: pass choices[0].message,"
+            " with the choice's finish_reason"
+        )
     content = get("content")
     if content is not None and not isinstance(content, str):
         raise Malformed(f"content: expected text or null, got {_kind(content)}")
@@ -98,6 +104,8 @@ def read_response(raw: object, turn: int) -> Response:
     elif not isinstance(finish, str) or finish not in FINISH_REASONS:
         known = ", ".join(sorted(FINISH_REASONS))
         raise Malformed(f"finish_reason: expected one of {known}, got {_kind(finish)}")
+    elif finish == "tool_calls" and not calls:
+        raise Malformed("finish_reason is tool_calls, but the response has no tool calls")
     return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
 
 
@@ -142,7 +150,11 @@ def _call(raw: object, index: int) -> Call:
     if arguments is None:
         return Call(call_id, name, {}, "{}")
     if type(arguments) is dict or isinstance(arguments, Mapping):
-        return Call(call_id, name, dict(arguments), _dumps(arguments))
+        try:
+            text = _dumps(arguments)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise Malformed(f"{where}.arguments: not a JSON object: {exc}") from None
+        return Call(call_id, name, dict(arguments), text)
     if not isinstance(arguments, str):
         raise Malformed(
             f"{where}.arguments: expected an object or JSON text, got {_kind(arguments)}"

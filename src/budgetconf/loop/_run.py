@@ -92,7 +92,10 @@ class RunResult:
 
 
 def describe(exc: BaseException) -> str:
-    text = str(exc)
+    """``Type: message`` on one line, at most 300 characters."""
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:299] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -115,6 +118,7 @@ class Run:
         self.tools = tools
         self.specs = specs
         self.messages = messages
+        self.first = len(messages)  # where this run's own messages begin
         self.turns = totals.turns
         self.executed = totals.tool_calls_executed
         self.tokens = totals.tokens
@@ -125,9 +129,15 @@ class Run:
         self.events: list[Event] = []
         self.on_event = on_event
         self.output = ""  # the last non-empty assistant text
-        self.limits = {budget: limit.value for budget, limit in budget.limits.items()}
+        self.limits = {name: limit.value for name, limit in budget.limits.items()}
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
-        self.emit("run_started", preset=budget.preset, limits=shown)
+        self.emit(
+            "run_started",
+            preset=budget.preset,
+            limits=shown,
+            last_turn=budget.last_turn,
+            over_cap=budget.over_cap,
+        )
 
     def emit(self, event_type: str, /, **data: Any) -> None:
         event = {"type": event_type, **data}
@@ -153,19 +163,18 @@ class Run:
             except Interrupted:
                 return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
             except Exception as exc:
-                return self.finish(StopReason.ERROR, f"the model raised {describe(exc)}")
+                return self._fail(f"the model raised {describe(exc)}")
             try:
                 response = read_response(raw, turn)
             except Malformed as exc:
-                return self.finish(StopReason.ERROR, f"malformed model response: {exc}")
+                return self._fail(f"malformed model response: {exc}")
             self._record(response, turn)
             calls = response.calls
             blocked = BLOCKS.get(response.finish_reason)
             if not calls and blocked is None:  # a final answer
-                answer = response.content or ""
-                if notice == "wrap_up":
-                    return self._budget_stop(StopReason.MAX_STEPS, output=answer)
-                return self.finish(StopReason.COMPLETED, output=answer)
+                if notice == "wrap_up":  # an empty wrap-up leaves the last text as the output
+                    return self._budget_stop(StopReason.MAX_STEPS, output=response.content or None)
+                return self.finish(StopReason.COMPLETED, output=response.content or "")
             # a budget stop is sticky: it is judged before a provider block
             over = self._over()
             if over is not None:
@@ -196,7 +205,8 @@ class Run:
 
     def _record(self, response: Response, turn: int) -> None:
         self.tokens += response.tokens
-        self.cost += response.cost
+        # summed to the picodollar, so three responses at 0.1 reach a limit of 0.3 exactly
+        self.cost = round(self.cost + response.cost, 12)
         self.messages.append(response.message())
         if response.content:
             self.output = response.content
@@ -216,26 +226,35 @@ class Run:
         """Run one response's calls within the caps; a result when that ends the run."""
         batch: tuple[Call, ...] = calls
         skipped: tuple[Call, ...] = ()
-        limit = self.limits.get("max_tool_calls_per_turn")
-        cap = None if limit is None else int(limit)
-        if cap is not None and len(calls) > cap:
-            field = self.budget.limits["max_tool_calls_per_turn"].field
+        per_turn = self.budget.limits.get("max_tool_calls_per_turn")
+        cap = None if per_turn is None else int(per_turn.value)
+        if per_turn is not None and cap is not None and len(calls) > cap:
+            shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
+            setting = f"{per_turn.field} = {shown}"
             if self.budget.over_cap == "reject":
                 why = (
                     f"not executed: this response has {len(calls)} tool calls and at most"
-                    f" {cap} are accepted in one response ({field} = {cap}), so none ran."
-                    f" Send at most {cap} calls in a response."
+                    f" {shown} are accepted in one response ({setting}), so none ran."
+                    f" Send at most {shown} calls in a response."
                 )
                 for call in calls:
                     self._answer(call, why)
                 ids = [c.id for c in calls]
-                self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap, ids=ids)
+                cap_shown = per_turn.public_value
+                self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap_shown, ids=ids)
                 return None
             batch, skipped = calls[:cap], calls[cap:]
             ids = [c.id for c in skipped]
-            self.emit("batch_truncated", turn=turn, calls=len(calls), cap=cap, skipped=ids)
+            self.emit(
+                "batch_truncated",
+                turn=turn,
+                calls=len(calls),
+                cap=per_turn.public_value,
+                skipped=ids,
+            )
         total_cap = self.limits.get("max_tool_calls")
-        if total_cap is not None and self.executed + len(batch) > total_cap:
+        runnable = sum(1 for c in batch if c.name in self.tools and c.arguments is not None)
+        if total_cap is not None and self.executed + runnable > total_cap:
             self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
             return self._budget_stop(StopReason.MAX_TOOL_CALLS)
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -244,7 +263,10 @@ class Run:
         for index, call in enumerate(batch):
             tool = self.tools.get(call.name)
             if tool is None or call.arguments is None:
-                why = call.problem or f"no tool named {call.name!r}{self._tool_names()}"
+                if tool is None:
+                    why = f"no tool named {call.name!r}{self._tool_names()}"
+                else:
+                    why = call.problem or "the arguments cannot be read"
                 self._answer(call, f"error: {why}")
                 self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
                 continue
@@ -252,10 +274,12 @@ class Run:
                 value = yield Invoke(tool, (), call.arguments)
                 text = tool_text(value)
             except Deadline:
-                self._refuse(batch[index:] + skipped, turn, "the run's deadline passed")
+                self._abandon(call, turn, "still running at the run's deadline")
+                self._refuse(batch[index + 1 :] + skipped, turn, "the run's deadline passed")
                 return self._budget_stop(StopReason.TIMEOUT)
             except Interrupted:
-                self._refuse(batch[index:] + skipped, turn, "the run was cancelled")
+                self._abandon(call, turn, "interrupted while it ran")
+                self._refuse(batch[index + 1 :] + skipped, turn, "the run was cancelled")
                 return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
             except Exception as exc:
                 self.executed += 1
@@ -268,9 +292,8 @@ class Run:
             self.executed += 1
             self._answer(call, text)
             self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
-        if skipped:
-            field = self.budget.limits["max_tool_calls_per_turn"].field
-            why = f"skipped: only the first {cap} calls of a response run ({field} = {cap})"
+        if skipped and per_turn is not None:
+            why = f"skipped: only the first {shown} calls of a response run ({setting})"
             for call in skipped:
                 self._answer(call, why)
         return None
@@ -281,6 +304,12 @@ class Run:
 
     def _answer(self, call: Call, text: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+
+    def _abandon(self, call: Call, turn: int, why: str) -> None:
+        """A call that started and was left running: it counts, and its outcome is unknown."""
+        self.executed += 1
+        self._answer(call, f"abandoned: {why}; it started, and its outcome is unknown")
+        self.emit("tool_abandoned", turn=turn, id=call.id, name=call.name, reason=why)
 
     def _refuse(self, calls: tuple[Call, ...], turn: int, why: str) -> None:
         """Answer calls that will not run, so every call id in the conversation has its answer."""
@@ -312,6 +341,31 @@ class Run:
             return StopReason.MAX_COST
         return None
 
+    def _fail(self, detail: str) -> RunResult:
+        return self.finish(StopReason.ERROR, f"failed: {detail} (turn {self.turns})")
+
+    def _answer_the_rest(self, why: str) -> None:
+        """Answer the last response's calls that have no answer yet (an interrupt between calls).
+
+        Every call id in the conversation must have its tool message, or the
+        conversation cannot be sent to a model again.
+        """
+        for at in range(len(self.messages) - 1, self.first - 1, -1):  # this run's messages
+            message = self.messages[at]
+            if message.get("role") == "assistant":
+                asked = message.get("tool_calls") or []
+                answered = {m.get("tool_call_id") for m in self.messages[at + 1 :]}
+                for call in asked:
+                    if call["id"] not in answered:
+                        self.messages.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": call["id"],
+                                "content": f"not executed: {why}",
+                            }
+                        )
+                return
+
     def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
         assert reason.budget is not None
         limit: Limit = self.budget.limits[reason.budget]
@@ -332,8 +386,7 @@ class Run:
         stop = self.budget.spec.stop_reasons.get(reason.value, reason.value)
         if message is None:
             message = f"completed in {self.turns} turn{'' if self.turns == 1 else 's'}"
-        elif reason.status is RunStatus.FAILED and not message.startswith("cancelled"):
-            message = f"failed: {message} (turn {self.turns})"
+        self._answer_the_rest(f"the run stopped ({stop})")
         status = reason.status
         self.emit(
             "stopped",

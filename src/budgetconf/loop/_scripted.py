@@ -15,21 +15,24 @@ __all__ = ["ScriptedModel"]
 class ScriptedModel:
     """Returns its responses in order; once they are used up, the last one repeats.
 
-    ``received`` holds the messages of every call as the model saw them,
-    control messages included.
+    ``calls`` counts the calls. With ``record`` (the default), ``received``
+    holds the messages of every call as the model saw them, control messages
+    included; a long run keeps a copy per turn, so turn it off for those.
     """
 
-    def __init__(self, responses: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, responses: Sequence[Mapping[str, Any]], *, record: bool = True) -> None:
         if not isinstance(responses, list | tuple) or not responses:
             raise UsageError("a scripted model needs a non-empty list of responses")
         for i, response in enumerate(responses):
             if not isinstance(response, Mapping):
                 raise UsageError(f"responses[{i}]: expected an object, got {response!r}")
         self.responses = list(responses)
+        self.record = record
+        self.calls = 0
         self.received: list[list[dict[str, Any]]] = []
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> ScriptedModel:
+    def from_file(cls, path: str | os.PathLike[str], *, record: bool = True) -> ScriptedModel:
         """The model of a script file: ``{"responses": [{"content": ..., "tool_calls": ...}]}``."""
         try:
             with open(path, encoding="utf-8") as handle:
@@ -42,10 +45,12 @@ class ScriptedModel:
         if not isinstance(responses, list):
             raise UsageError(f'model script {os.fspath(path)}: expected {{"responses": [...]}}')
         try:
-            return cls(responses)
+            return cls(responses, record=record)
         except UsageError as exc:
             raise UsageError(f"model script {os.fspath(path)}: {exc}") from None
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        self.received.append(list(messages))
-        return self.responses[min(len(self.received), len(self.responses)) - 1]
+        self.calls += 1
+        if self.record:
+            self.received.append(list(messages))
+        return self.responses[min(self.calls, len(self.responses)) - 1]

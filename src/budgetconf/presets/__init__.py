@@ -66,6 +66,16 @@ BUDGETS: Final = (
 #: the loop's behaviours, each a field of the preset or one of its words (the first is the default)
 BEHAVIOURS: Final = {"last_turn": ("none", "warn", "wrap_up"), "over_cap": ("reject", "truncate")}
 _STOP_NAMES: Final = frozenset({"max_steps", "max_tool_calls", "max_tokens", "max_cost", "timeout"})
+# every standard stop reason: a renamed stop may not take one of them
+_STANDARD_STOPS: Final = _STOP_NAMES | {
+    "completed",
+    "error",
+    "cancelled",
+    "content_filtered",
+    "refused",
+    "length_truncated",
+}
+_AMOUNTS: Final = frozenset({"max_cost_usd", "timeout_seconds"})  # budgets that may be fractional
 _LOOP_TEXTS: Final = ("warn_message", "wrap_up_message", "truncated_warning")
 _LOOP_KEYS: Final = frozenset({*BUDGETS, *BEHAVIOURS, *_LOOP_TEXTS, "stop_reasons"})
 
@@ -333,11 +343,16 @@ def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
         if path is None:
             continue
         field = _loop_field(path, budget, schema)
-        if field.kind not in (Kind.INT, Kind.NUMBER):
-            raise _Bad(f"{where}{budget}: {path} is {field.noun}, not a number")
+        counted = budget not in _AMOUNTS  # steps and calls are counted: only an int will do
+        if field.kind is not Kind.INT and (counted or field.kind is not Kind.NUMBER):
+            wanted = "an integer" if counted else "a number"
+            raise _Bad(f"{where}{budget}: {path} is {field.noun}, not {wanted}")
         budgets[budget] = field.path
     if "max_steps" not in budgets:
         raise _Bad(f"{where}max_steps: a loop needs a step budget; name the field that holds it")
+    steps = schema.by_path[budgets["max_steps"]]
+    if steps.optional and steps.default_from is None:
+        raise _Bad(f"{where}max_steps: {steps.path} may be unset, and a loop needs a step budget")
     behaviours: dict[str, str] = {}
     for behaviour, words in BEHAVIOURS.items():
         setting = _take(table, behaviour, str, where) or words[0]
@@ -345,6 +360,8 @@ def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
             field = _loop_field(setting, behaviour, schema)
             if field.kind is not Kind.ENUM or not set(field.choices) <= set(words):
                 raise _Bad(f"{where}{behaviour}: {setting} must be an enum of {', '.join(words)}")
+            if field.optional:
+                raise _Bad(f"{where}{behaviour}: {setting} may be unset; it needs a default")
             setting = field.path
         elif setting not in words:
             raise _Bad(f"{where}{behaviour}: expected a field or one of {', '.join(words)}")
@@ -355,6 +372,8 @@ def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
             raise _Bad(f"{where}stop_reasons: {stop!r} is not a budget stop")
         if not isinstance(name, str) or not name:
             raise _Bad(f"{where}stop_reasons.{stop}: expected a name, got {show_typed(name)}")
+        if name in _STANDARD_STOPS or list(renames.values()).count(name) > 1:
+            raise _Bad(f"{where}stop_reasons.{stop}: {name!r} already names another stop")
     texts = {key: _take(table, key, str, where) for key in _LOOP_TEXTS if key in table}
     return LoopSpec(budgets, behaviours, dict(renames), **texts)
 
