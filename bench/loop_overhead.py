@@ -1,10 +1,12 @@
 """Per-turn overhead of the loop executor against a minimal hand-written loop.
 
-Both loops drive the same fake model (a tool call on every turn but the
+All loops drive the same fake model (a tool call on every turn but the
 last) and the same tool, so the difference per turn is what the executor
 adds: reading the response, checking budgets, answering calls, recording
-events. Prints medians; `--quick` runs few repetitions (for CI, so the
-script cannot rot); `--json FILE` writes the numbers.
+events. Building the executor (a resolution) is outside the timing. Prints
+medians, and the best run as well, since a shared machine's slow spells
+move medians; `--quick` runs few repetitions (for CI, so the script cannot
+rot); `--json FILE` writes the numbers.
 
     python bench/loop_overhead.py [--turns 200] [--repeat 31] [--quick] [--json FILE]
 """
@@ -40,54 +42,71 @@ def echo(text: str) -> str:
     return text
 
 
-def hand_written(turns: int) -> None:
+def hand_written(turns: int) -> Any:
     """The least a loop must do: call the model, run the calls, append the messages."""
     model = fake_model(turns)
     tools = {"echo": echo}
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for _ in range(turns):
-        response = model(messages, [])
-        calls = response.get("tool_calls") or []
-        messages.append({"role": "assistant", "content": response.get("content")})
-        if not calls:
-            return
-        for c in calls:
-            result = tools[c["name"]](**c["arguments"])
-            messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+
+    def run() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for _ in range(turns):
+            response = model(messages, [])
+            calls = response.get("tool_calls") or []
+            messages.append({"role": "assistant", "content": response.get("content")})
+            if not calls:
+                return
+            for c in calls:
+                result = tools[c["name"]](**c["arguments"])
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+
+    return run
 
 
-def executor(turns: int) -> None:
-    ex = LoopExecutor(fake_model(turns), {"echo": echo}, {"loop.max_steps": turns + 1})
-    result = ex.run("go")
+def _executor(turns: int) -> LoopExecutor:
+    return LoopExecutor(fake_model(turns), {"echo": echo}, {"loop.max_steps": turns + 1})
+
+
+def _check(result: Any, turns: int) -> None:
     if result.turns != turns or result.status != "ok":
         raise RuntimeError(f"the benchmark's run went wrong: {result.message}")
+
+
+def executor(turns: int) -> Any:
+    ex = _executor(turns)
+    return lambda: _check(ex.run("go"), turns)
 
 
 _RUNNER = asyncio.Runner()  # one event loop for every repetition: its start-up is not the loop's
 
 
-def executor_async(turns: int) -> None:
-    ex = LoopExecutor(fake_model(turns), {"echo": echo}, {"loop.max_steps": turns + 1})
-    result = _RUNNER.run(ex.arun("go"))
-    if result.turns != turns or result.status != "ok":
-        raise RuntimeError(f"the benchmark's run went wrong: {result.message}")
+def executor_async(turns: int) -> Any:
+    ex = _executor(turns)
+    return lambda: _check(_RUNNER.run(ex.arun("go")), turns)
 
 
-def median_ns(fn: Any, turns: int, repeat: int) -> float:
-    fn(turns)  # warm up: imports, preset cache
-    times = []
+LOOPS = {
+    "hand-written loop": hand_written,
+    "LoopExecutor.run": executor,
+    "LoopExecutor.arun": executor_async,
+}
+
+
+def measure(turns: int, repeat: int) -> dict[str, list[int]]:
+    """Nanoseconds per run of each loop, interleaved so that all see the same machine.
+
+    Each repetition builds every loop afresh (outside the timing) and runs
+    each once, in turn: a slow spell of the machine hits all three alike.
+    """
+    times: dict[str, list[int]] = {name: [] for name in LOOPS}
+    for build in LOOPS.values():
+        build(turns)()  # warm up: imports, the preset cache
     for _ in range(repeat):
-        start = time.perf_counter_ns()
-        fn(turns)
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times)
-
-
-def construction_ns(turns: int, repeat: int) -> float:
-    """One LoopExecutor built from field values: a resolution, the budget, the tool specs."""
-    return median_ns(
-        lambda _: LoopExecutor(fake_model(1), {"echo": echo}, {"loop.max_steps": 5}), turns, repeat
-    )
+        for name, build in LOOPS.items():
+            run = build(turns)
+            start = time.perf_counter_ns()
+            run()
+            times[name].append(time.perf_counter_ns() - start)
+    return times
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,24 +118,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     turns, repeat = (20, 3) if args.quick else (args.turns, args.repeat)
 
-    floor = median_ns(hand_written, turns, repeat)
-    build = construction_ns(turns, repeat)
-    rows = {
-        "hand-written loop": floor,
-        "LoopExecutor.run": median_ns(executor, turns, repeat) - build,
-        "LoopExecutor.arun": median_ns(executor_async, turns, repeat) - build,
-    }
-    print(f"{turns} turns, one tool call each; medians of {repeat} runs")
-    print(f"python {platform.python_version()} on {platform.machine()}, {platform.system()}")
-    print(f"{'loop':<20} {'per turn':>10} {'overhead/turn':>14}")
-    report = {"turns": turns, "repeat": repeat, "construction_us": build / 1000, "rows": {}}
-    for name, total in rows.items():
-        per_turn = total / turns / 1000
-        overhead = (total - floor) / turns / 1000
-        print(f"{name:<20} {per_turn:>8.2f} µs {overhead:>11.2f} µs")
-        report["rows"][name] = {"per_turn_us": per_turn, "overhead_per_turn_us": overhead}
-    print(f"(executor construction, excluded above: {build / 1000:.1f} µs)")
+    times = measure(turns, repeat)
     _RUNNER.close()
+    floor = statistics.median(times["hand-written loop"])
+    best_floor = min(times["hand-written loop"])
+    print(f"{turns} turns, one tool call each; {repeat} interleaved repetitions")
+    print(f"python {platform.python_version()} on {platform.machine()}, {platform.system()}")
+    print(f"{'loop':<20} {'median/turn':>12} {'overhead':>10} {'best overhead':>14}")
+    report: dict[str, Any] = {"turns": turns, "repeat": repeat, "rows": {}}
+    for name, runs in times.items():
+        per_turn = statistics.median(runs) / turns / 1000
+        overhead = (statistics.median(runs) - floor) / turns / 1000
+        best = (min(runs) - best_floor) / turns / 1000
+        print(f"{name:<20} {per_turn:>9.2f} µs {overhead:>7.2f} µs {best:>11.2f} µs")
+        report["rows"][name] = {
+            "per_turn_us": per_turn,
+            "overhead_per_turn_us": overhead,
+            "best_overhead_per_turn_us": best,
+        }
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)

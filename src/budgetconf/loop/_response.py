@@ -83,16 +83,16 @@ def read_response(raw: object, turn: int) -> Response:
         raise Malformed(
             f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
         )
-    wrapped = get("choices") is not None or get("message") is not None
-    if wrapped and all(get(k) is None for k in _RESPONSE_KEYS):
-        raise Malformed(
-            "this is a completion or a choice, not a message: pass choices[0].message,"
-            " with the choice's finish_reason"
-        )
     content = get("content")
-    if content is not None and not isinstance(content, str):
-        raise Malformed(f"content: expected text or null, got {_kind(content)}")
     raw_calls = get("tool_calls")
+    if content is None and raw_calls is None and get("finish_reason") is None:
+        if get("choices") is not None or get("message") is not None:
+            raise Malformed(
+                "this is a completion or a choice, not a message: pass choices[0].message,"
+                " with the choice's finish_reason"
+            )
+    elif content is not None and not isinstance(content, str):
+        raise Malformed(f"content: expected text or null, got {_kind(content)}")
     if raw_calls is None:
         raw_calls = ()
     elif not isinstance(raw_calls, list | tuple):

@@ -205,8 +205,8 @@ class Run:
 
     def _record(self, response: Response, turn: int) -> None:
         self.tokens += response.tokens
-        # summed to the picodollar, so three responses at 0.1 reach a limit of 0.3 exactly
-        self.cost = round(self.cost + response.cost, 12)
+        if response.cost:  # summed to the picodollar: three at 0.1 reach a limit of 0.3 exactly
+            self.cost = round(self.cost + response.cost, 12)
         self.messages.append(response.message())
         if response.content:
             self.output = response.content
@@ -253,8 +253,7 @@ class Run:
                 skipped=ids,
             )
         total_cap = self.limits.get("max_tool_calls")
-        runnable = sum(1 for c in batch if c.name in self.tools and c.arguments is not None)
-        if total_cap is not None and self.executed + runnable > total_cap:
+        if total_cap is not None and self.executed + self._runnable(batch) > total_cap:
             self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
             return self._budget_stop(StopReason.MAX_TOOL_CALLS)
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -304,6 +303,10 @@ class Run:
 
     def _answer(self, call: Call, text: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+
+    def _runnable(self, calls: tuple[Call, ...]) -> int:
+        """How many of ``calls`` would run: a known tool, with readable arguments."""
+        return sum(1 for c in calls if c.name in self.tools and c.arguments is not None)
 
     def _abandon(self, call: Call, turn: int, why: str) -> None:
         """A call that started and was left running: it counts, and its outcome is unknown."""
