@@ -555,7 +555,7 @@ max_steps = "agent.turns"
     [
         ({}, "from built-in default; raise it in the global file {home}/.app/settings.json,"
          " a profile or code (explicit)"),
-        ({"global": 1}, "from {home}/.app/settings.json:1; raise it there or in a profile or"
+        ({"global": 1}, "from {home}/.app/settings.json:1; raise it there, or in a profile or"
          " code (explicit)"),
         ({"explicit": 1}, "from explicit; raise it where it is set"),
     ],

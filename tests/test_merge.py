@@ -172,7 +172,8 @@ def test_an_unset_field_takes_the_other_field_s_value(derived: Path) -> None:
 
     assert res["run.max_steps"] == 20
     trace = res.trace("run.max_steps")
-    assert (trace.source, trace.locator) == ("default", "run.max_iter (built-in default)")
+    assert (trace.source, trace.locator) == ("default", "built-in default")
+    assert trace.winner.where == "run.max_iter (built-in default)"
     assert [c.to_dict() for c in trace.candidates] == [
         {
             "source": "default",
@@ -183,7 +184,7 @@ def test_an_unset_field_takes_the_other_field_s_value(derived: Path) -> None:
         },
         {
             "source": "default",
-            "locator": "run.max_iter (built-in default)",
+            "locator": "built-in default",
             "value": 20,
             "from": "run.max_iter",
             "status": "won",
@@ -200,8 +201,9 @@ def test_the_value_taken_keeps_the_source_that_set_it(derived: Path) -> None:
     assert (entry["value"], entry["source"], entry["locator"]) == (
         30,
         "env",
-        "run.max_iter (env:APP_MAX_ITER)",
+        "env:APP_MAX_ITER",
     )
+    assert entry["candidates"][-1]["from"] == "run.max_iter"
 
 
 def test_a_value_of_its_own_wins_as_usual(derived: Path) -> None:
@@ -248,7 +250,7 @@ def test_an_unset_other_field_leaves_the_field_unset(derived: Path) -> None:
     res = budgetconf.resolve(derived, env={})
 
     assert res["run.spend"] is None
-    assert res.trace("run.spend").locator == "run.budget (built-in default)"
+    assert res.trace("run.spend").winner.where == "run.budget (built-in default)"
     assert budgetconf.resolve(derived, env={}, explicit={"run.budget": 9})["run.spend"] == 9
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import budgetconf
 from budgetconf.cli import main
-from budgetconf.loop import ScriptedModel, StopReason
+from budgetconf.loop import LoopExecutor, ScriptedModel, StopReason
 
 from conftest import Place
 from loops import Driver, Echo, answer, calls, types
@@ -257,8 +257,9 @@ def test_unset_max_steps_falls_back_to_max_iter(
     assert (result.limit["field"], result.limit["value"], result.limit["locator"]) == (
         "execution.max_steps",
         steps,
-        f"execution.max_iter ({where})",
+        where,
     )
+    assert f"execution.max_steps = {steps} from execution.max_iter ({where})" in result.message
 
 
 # --- max_tool_calls_per_turn ------------------------------------------------------------
@@ -426,7 +427,7 @@ def test_run_in_interactive_mode_adds_the_seeds_one_line_stderr_warning(
     assert code == 2
     assert out == SUMMARY + "\n"
     # then what set the limit, and what outranks it
-    limit = f"execution.max_steps = 5 from {path}:4; raise it there or in code (explicit)"
+    limit = f"execution.max_steps = 5 from {path}:4; raise it there, or in code (explicit)"
     assert err == f"{SEED_WARNING} [{limit}]\n"
 
 
@@ -520,3 +521,13 @@ def test_praisonai_code_run_json_keeps_the_wrap_up_summary(
         3,
     )
     assert document["limit"]["locator"] == "--max-steps"
+
+
+def test_a_stop_at_max_iter_s_value_says_max_steps_would_raise_it(place: Place) -> None:
+    """A max_steps left unset takes max_iter's value; setting max_steps in the YAML raises it."""
+    res = budgetconf.resolve("praisonai", explicit={"execution.max_iter": 2})
+    result = LoopExecutor(ScriptedModel([calls(1)]), {"echo": Echo()}, res).run("go")
+    assert result.message == (
+        "stopped: hit max_steps (2): execution.max_steps = 2 from execution.max_iter (explicit);"
+        " raise it there, or in the workflow file or code (explicit)"
+    )

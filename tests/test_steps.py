@@ -73,12 +73,26 @@ def test_a_workflow_that_is_a_list_holds_the_steps(place: Place, listed: Path) -
     assert {s.source: s.locator for s in res.sources}["step"] == f"step:reviewer ({path}:3)"
 
 
-def test_a_step_is_named_by_the_first_name_key_it_has(place: Place, listed: Path) -> None:
+def test_a_step_is_named_by_any_of_its_name_keys(place: Place, listed: Path) -> None:
     """name_keys = ["agent", "name"]: a step without an agent key is named by name."""
     path = place.write("wf.yaml", WORKFLOW)
     res = budgetconf.resolve(listed, workflow=path, step="tidy")
     assert res["loop.max_turns"] == 2
     assert res.trace("loop.max_turns").winner.alias == "turns"
+
+
+def test_steps_that_share_an_agent_are_told_apart_by_name(place: Place, listed: Path) -> None:
+    """Two steps of one agent: each answers to its name; the agent alone is ambiguous."""
+    path = place.write(
+        "wf.yaml",
+        "- agent: reviewer\n  name: first-pass\n  max_turns: 5\n"
+        "- agent: reviewer\n  name: second-pass\n  max_turns: 9\n",
+    )
+    assert budgetconf.resolve(listed, workflow=path, step="second-pass")["loop.max_turns"] == 9
+    with pytest.raises(budgetconf.SourceError, match=r"2 steps have that name \(lines 1, 4\)"):
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+    with pytest.raises(budgetconf.SourceError, match="its steps are reviewer, first-pass, second"):
+        budgetconf.resolve(listed, workflow=path, step="zzz")
 
 
 def test_a_step_that_sets_no_field_changes_nothing(place: Place, listed: Path) -> None:
@@ -217,6 +231,16 @@ def test_a_profile_key_that_is_no_path_is_an_error(place: Place, listed: Path) -
         budgetconf.resolve(listed, workflow=path, step="reviewer")
     assert str(caught.value) == (
         f"profile step:reviewer ({path}:3): config.file must be the path of a profile, got 3"
+    )
+
+
+def test_a_config_that_is_no_mapping_is_an_error(place: Place, listed: Path) -> None:
+    """`config: profile.json` where `config: {file: ...}` belongs is an error, not ignored."""
+    path = place.write("wf.yaml", "- agent: reviewer\n  config: profile.json\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert str(caught.value) == (
+        f'profile step:reviewer ({path}:2): config must be a mapping, got "profile.json"'
     )
 
 

@@ -197,7 +197,7 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
                 where = _located(field.path, item.offer.locator, item.source)
                 using = field.mask(show_value(trace.value))
                 found_warnings.append(
-                    f"{where}: {item.reason}; ignored, using {using} from {trace.locator}"
+                    f"{where}: {item.reason}; ignored, using {using} from {trace.winner.where}"
                 )
     traces = {f.path: settled[f.path] for f in schema}
     return Resolution(preset, traces, tuple(reports), tuple(found_warnings), tuple(errors))
@@ -219,9 +219,9 @@ def _settle(
         if item.status is Status.WON and item is not winner:
             item.status = Status.SHADOWED
     candidates = [_candidate(i, field.secret) for i in items]
-    merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
     at = items.index(winner)
     if field.default_from is None or winner.value is not None:
+        merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
         return FieldTrace(field, candidates[at], tuple(candidates), merge)
     # Unset, the field takes the other field's value. The candidate that left it
     # unset stays in the trace, shadowed; the value it stands for comes right after.
@@ -230,7 +230,7 @@ def _settle(
     candidates[at] = dataclasses.replace(candidates[at], status=Status.SHADOWED, reason=why)
     derived = Candidate(
         source=other.source,
-        locator=f"{other.field.path} ({other.locator})",
+        locator=other.locator,
         status=Status.WON,
         value=other.value,
         raw=other.value,
@@ -238,7 +238,7 @@ def _settle(
         derived_from=other.field.path,
     )
     candidates.insert(at + 1, derived)
-    return FieldTrace(field, derived, tuple(candidates), merge)
+    return FieldTrace(field, derived, tuple(candidates), other.merge)
 
 
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:

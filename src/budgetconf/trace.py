@@ -51,6 +51,13 @@ class Candidate:
     secret: bool = False  # the field's: then value and raw are masked wherever shown
     derived_from: str | None = None
 
+    @property
+    def where(self) -> str:
+        """The locator for a person: ``execution.max_iter (path:4)`` for a value taken over."""
+        if self.derived_from is None:
+            return self.locator
+        return f"{self.derived_from} ({self.locator})"
+
     def __repr__(self) -> str:
         value, raw = (MASK, MASK) if self.secret else (repr(self.value), repr(self.raw))
         return (

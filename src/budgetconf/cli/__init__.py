@@ -306,7 +306,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def _toml(res: Resolution, fields: list[str]) -> str:
-    """The resolved values as a project file: a table per section, unset fields left out."""
+    """The resolved values as a project file: a table per section, unset fields left out.
+
+    A value taken from another field is left out too: written down, it would
+    stop following that field.
+    """
     import tomli_w
 
     chosen = set(fields or res.values)
@@ -314,8 +318,8 @@ def _toml(res: Resolution, fields: list[str]) -> str:
     secret: list[str] = []
     for trace in res.traces():
         f = trace.field
-        if f.path not in chosen or trace.value is None:
-            continue
+        if f.path not in chosen or trace.value is None or trace.winner.derived_from:
+            continue  # unset, or standing in for another field: left to follow that field
         if f.secret:
             secret.append(f.path)
             continue

@@ -100,7 +100,7 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
     grid.add_row(
         _cell(field.path, "bold"),
         _cell(_value(winner, field), _STYLE[Status.WON]),
-        _cell(short(winner.locator)),
+        _cell(short(winner.where)),
     )
     for candidate in reversed(trace.candidates):
         if candidate is winner:
@@ -109,7 +109,7 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
         grid.add_row(
             _cell(f"  {candidate.status.value}", style),
             _cell(_value(candidate, field), style),
-            _cell(short(candidate.locator)),
+            _cell(short(candidate.where)),
         )
         if candidate.reason:
             grid.add_row(Text(""), Text(""), _cell(short(candidate.reason), style))

@@ -35,6 +35,7 @@ class Limit:
     secret: bool = False
     # with no such variable or flag: the other sources that outrank the one that set it
     raise_in: tuple[str, ...] = ()
+    via: str | None = None  # the field the value was taken from, when the budget's was unset
 
     @property
     def public_value(self) -> int | float | str:
@@ -62,11 +63,12 @@ class Limit:
         if self.raise_with:
             how = "with " + " or ".join(self.raise_with)
         elif self.raise_in:
-            there = "" if self.source == "default" else "there or "  # a default is not edited
+            there = "" if self.source == "default" else "there, or "  # a default is not edited
             how = there + "in " + _either(self.raise_in)
         else:
             how = "where it is set"
-        return f"{self.field} = {self.shown()} from {self.locator}; raise it {how}"
+        where = self.locator if self.via is None else f"{self.via} ({self.locator})"
+        return f"{self.field} = {self.shown()} from {where}; raise it {how}"
 
 
 def _either(items: tuple[str, ...]) -> str:
@@ -110,15 +112,27 @@ class Budget:
             if value is None or isinstance(value, bool) or not isinstance(value, int | float):
                 continue  # unset: not enforced
             field = trace.field
-            # only a source at or above the winner's rank can raise the value
-            floor = ranks.get(trace.source, 0)
+            # only a source at or above the one that decided the value can raise it; for a
+            # value taken from another field, that is the source that left this one unset
+            decided = trace.winner
+            if decided.derived_from is not None:
+                at = next(i for i, c in enumerate(trace.candidates) if c is decided)
+                decided = trace.candidates[at - 1]
+            floor = ranks.get(decided.source, 0)
             raise_with = (
                 *(field.env if ranks.get("env", -1) >= floor else ()),
                 *(field.flags if ranks.get("cli", -1) >= floor else ()),
             )
-            raise_in = () if raise_with else _outranking(res, floor)
             limits[budget] = Limit(
-                budget, path, value, trace.source, trace.locator, raise_with, field.secret, raise_in
+                budget,
+                path,
+                value,
+                trace.source,
+                trace.locator,
+                raise_with,
+                field.secret,
+                raise_in=() if raise_with else _outranking(res, floor),
+                via=trace.winner.derived_from,
             )
         behaviours = {
             name: str(res[setting]) if "." in setting else setting

@@ -351,7 +351,8 @@ def _loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
     if "max_steps" not in budgets:
         raise _Bad(f"{where}max_steps: a loop needs a step budget; name the field that holds it")
     steps = schema.by_path[budgets["max_steps"]]
-    if steps.optional and steps.default_from is None:
+    stand_in = schema.by_path.get(steps.default_from or "")
+    if steps.optional and (stand_in is None or stand_in.optional):
         raise _Bad(f"{where}max_steps: {steps.path} may be unset, and a loop needs a step budget")
     behaviours: dict[str, str] = {}
     for behaviour, words in BEHAVIOURS.items():
@@ -450,8 +451,8 @@ def _linked(field: Field, schema: Schema) -> Field:
     """``field`` with its ``default_from`` checked and spelt as a path.
 
     The other field must be able to stand in for this one: the same type, no
-    value this field refuses, not secret unless this one is. It must have a
-    default of its own, which also rules out cycles.
+    value this field refuses, not secret unless this one is. It may not take
+    its own default from a third field, which rules out chains and cycles.
     """
     if field.default_from is None:
         return field

@@ -65,13 +65,13 @@ class StepFinder:
         if steps is None:
             return _fail(kind, path, name, self._no_list())
         entries = [e for e in steps if isinstance(e, Table)]
-        names = [self._name(e) for e in entries]
-        found = [e for e, n in zip(entries, names, strict=True) if n == name]
+        # a step answers to each of its name keys: `agent: reviewer` and `name: first-pass`
+        found = [e for e in entries if name in self._names(e)]
         if len(found) > 1:
             lines = ", ".join(str(e.line) for e in found)
             return _fail(kind, path, name, f"{len(found)} steps have that name (lines {lines})")
         if not found:
-            known = [n for n in names if n is not None]
+            known = list(dict.fromkeys(n for e in entries for n in self._names(e)))
             hint = did_you_mean(name, known)
             if hint:
                 why = f"did you mean {hint!r}?"
@@ -91,14 +91,17 @@ class StepFinder:
             return "its top level is not a list of steps"
         return f"it has no {self.list_key!r} list of steps"
 
-    def _name(self, entry: Table) -> str | None:
+    def _names(self, entry: Table) -> list[str]:
+        """Every name the step answers to, as the file writes it (``name: true`` is ``true``)."""
+        names = []
         for key in self.name_keys:
             if key in entry:
                 value = entry[key]
                 if isinstance(value, Unusable):
-                    return value.text
-                return value if isinstance(value, str) else show_typed(value)
-        return None
+                    names.append(value.text)
+                else:
+                    names.append(value if isinstance(value, str) else show_typed(value))
+        return names
 
 
 def _fail(kind: str, path: str, name: str, why: str) -> Layer:

@@ -73,15 +73,23 @@ class ProfileSource(FileSource):
         """The text under ``dotted`` in the step, None when it is absent, or why it is no path."""
         node: object = step.entry
         line = step.entry.line
-        for key in dotted.split("."):
-            if not isinstance(node, Table) or key not in node:
+        keys = dotted.split(".")
+        for depth, key in enumerate(keys):
+            if not isinstance(node, Table):  # `config: file.json` where a mapping belongs
+                return self._not_a_path(step, line, ".".join(keys[:depth]), node, "a mapping")
+            if key not in node:
                 return None
             line = node.lines.get(key, line)
             node = node[key]
         if node is None or (isinstance(node, str) and node):
             return node
+        return self._not_a_path(step, line, dotted, node, "the path of a profile")
+
+    def _not_a_path(
+        self, step: Step, line: int | None, key: str, node: object, wanted: str
+    ) -> Layer:
         locator = step.locator(line)
-        why = f"{dotted} must be the path of a profile, got {show_typed(node)}"
+        why = f"{key} must be {wanted}, got {show_typed(node)}"
         error = SourceError(
             f"{self.KIND} {locator}: {why}", source=self.KIND, locator=locator, problem=why
         )
