@@ -531,3 +531,14 @@ def test_a_stop_at_max_iter_s_value_says_max_steps_would_raise_it(place: Place) 
         "stopped: hit max_steps (2): execution.max_steps = 2 from execution.max_iter (explicit);"
         " raise it there, or in the workflow file or code (explicit)"
     )
+
+
+def test_a_resumed_run_names_the_resume_not_max_iter(drive: Driver) -> None:
+    """Continuing a run whose budget came from max_iter: the new budget is the resume's own."""
+    model = ScriptedModel([calls(1)])
+    ex = drive.executor(model, {"echo": Echo()}, budgetconf.resolve("praisonai"))
+    again = drive.resume(ex, drive.run(ex, "go"), extra_steps=2)
+    assert again.message == (
+        "stopped: hit max_steps (2): execution.max_steps = 2 from resume(extra_steps=2);"
+        " raise it with extra_steps"
+    )

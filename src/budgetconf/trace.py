@@ -54,9 +54,7 @@ class Candidate:
     @property
     def where(self) -> str:
         """The locator for a person: ``execution.max_iter (path:4)`` for a value taken over."""
-        if self.derived_from is None:
-            return self.locator
-        return f"{self.derived_from} ({self.locator})"
+        return shown_locator(self.locator, self.derived_from)
 
     def __repr__(self) -> str:
         value, raw = (MASK, MASK) if self.secret else (repr(self.value), repr(self.raw))
@@ -129,6 +127,11 @@ class SourceReport:
         if self.error is not None:
             out["error"] = self.error
         return out
+
+
+def shown_locator(locator: str, derived_from: str | None) -> str:
+    """A locator for a person; a value taken from another field names that field first."""
+    return locator if derived_from is None else f"{derived_from} ({locator})"
 
 
 def jsonable(value: object) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Final, TextIO
 
 from budgetconf.cli import printable, say
 from budgetconf.errors import PresetError, UsageError
-from budgetconf.loop import Budget, LoopExecutor, RunResult, ScriptedModel
+from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 from budgetconf.resolve import Resolution
 
 __all__ = ["not_run", "run"]
@@ -103,15 +103,18 @@ def not_run(errors: list[str], output: str, out: TextIO, err: TextIO) -> int:
     for error in errors:
         say(err, f"budgetconf: error: {error}")
     if output == "json":
-        document = {
-            "status": "failed",
-            "stop_reason": "error",
-            "result": "",
-            "message": "the budgets did not resolve: " + "; ".join(errors),
-            "turns": 0,
-            "tool_calls_executed": 0,
-            "limit": None,
-            "events": [],
-        }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        never = RunResult(
+            status=RunStatus.FAILED,
+            stop_reason=StopReason.ERROR.value,
+            stop_kind=StopReason.ERROR,
+            message="the budgets did not resolve: " + "; ".join(errors),
+            output="",
+            turns=0,
+            tool_calls_executed=0,
+            tokens=0,
+            cost_usd=0.0,
+            messages=[],
+            events=[],
+        )
+        out.write(json.dumps(never.to_dict(), indent=2, ensure_ascii=False) + "\n")
     return EXIT_BY_STATUS["failed"]

@@ -16,7 +16,7 @@ from budgetconf.errors import PresetError, UsageError
 from budgetconf.presets import LoopSpec
 from budgetconf.resolve import Resolution, resolve
 from budgetconf.schema import show_value
-from budgetconf.trace import MASK
+from budgetconf.trace import MASK, shown_locator
 
 __all__ = ["Budget", "Limit"]
 
@@ -67,7 +67,7 @@ class Limit:
             how = there + "in " + _either(self.raise_in)
         else:
             how = "where it is set"
-        where = self.locator if self.via is None else f"{self.via} ({self.locator})"
+        where = shown_locator(self.locator, self.via)
         return f"{self.field} = {self.shown()} from {where}; raise it {how}"
 
 
@@ -149,7 +149,12 @@ class Budget:
         base = self.limits["max_steps"]
         locator = f"resume(extra_steps={steps})"
         limit = replace(
-            base, value=steps, source="resume", locator=locator, raise_with=("extra_steps",)
+            base,
+            value=steps,
+            source="resume",
+            locator=locator,
+            raise_with=("extra_steps",),
+            via=None,
         )
         return replace(self, limits={**self.limits, "max_steps": limit})
 
