@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from budgetconf.loop import LoopExecutor, RunResult
+from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel
+
+if TYPE_CHECKING:
+    from conftest import Place  # conftest imports this module: no import at run time
 
 Tools = Mapping[str, Callable[..., Any]]
 
@@ -106,3 +110,17 @@ def types(result: RunResult) -> list[str]:
 
 def usage(tokens: int) -> dict[str, Any]:
     return {"usage": {"prompt_tokens": tokens - 1, "completion_tokens": 1, "total_tokens": tokens}}
+
+
+#: a response that calls a tool, for a model that never gives a final answer
+ECHO = {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
+
+
+def busy(n: int = 1) -> ScriptedModel:
+    """A model that asks for ``n`` tool calls on every turn and never answers."""
+    return ScriptedModel([calls(n)])
+
+
+def script(place: Place, *responses: object, name: str = "model.json") -> str:
+    """A model script file for `budgetconf run --model`, holding ``responses``; its path."""
+    return str(place.write(name, json.dumps({"responses": list(responses)})))

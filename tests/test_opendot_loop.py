@@ -18,23 +18,13 @@ from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel, StopReason
 
 from conftest import Place
-from loops import Driver, Echo, answer, calls, types
+from loops import ECHO, Driver, Echo, answer, busy, calls, script, types
 
 VARIABLE = "OPENDOT_MAX_STEPS"
 AT_40 = (
     "stopped: hit max_steps (40): agent.max_steps = 40 from built-in default;"
     " raise it with OPENDOT_MAX_STEPS"
 )
-ECHO = {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
-
-
-def busy() -> ScriptedModel:
-    """A confused agent: it calls a tool on every turn and never gives an answer."""
-    return ScriptedModel([calls(1)])
-
-
-def script(place: Place, *responses: object) -> str:
-    return str(place.write("model.json", json.dumps({"responses": list(responses)})))
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

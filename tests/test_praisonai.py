@@ -21,18 +21,7 @@ from budgetconf.cli import main
 from budgetconf.presets import load_preset
 
 from conftest import Explain, Place
-
-AGENTS = """\
-framework: praisonai
-topic: Refactor the auth module across all files
-execution:
-  max_steps: 5
-roles:
-  coder:
-    role: Coding assistant
-    goal: Refactor
-    tools: [read_file, write_file]
-"""
+from seeds import AGENTS, SEED_WARNING, WRAP_UP
 
 
 def agents(place: Place, execution: str) -> Path:
@@ -259,16 +248,8 @@ def test_the_loop_table_declares_the_seed_s_behaviour() -> None:
     }
     assert loop.behaviours == {"last_turn": "wrap_up", "over_cap": "truncate"}
     assert loop.stop_reasons == {}
-    assert loop.wrap_up_message == (
-        "You are approaching the maximum number of tool-use steps for this task. Stop calling "
-        "tools now and provide your best final answer, summarising the work completed so far "
-        "and clearly noting anything left incomplete."
-    )
-    assert loop.truncated_warning == (
-        "Run hit the step/iteration limit; the answer above is a summary of partial progress, "
-        "not a completed task. Raise the budget with ExecutionConfig(max_steps=…) on the agent "
-        "(or `execution: {max_steps: …}` in the YAML) and re-run."
-    )
+    assert loop.wrap_up_message == WRAP_UP
+    assert loop.truncated_warning == SEED_WARNING
 
 
 # --- budgetconf explain -----------------------------------------------------------------

@@ -21,33 +21,10 @@ from budgetconf.cli import main
 from budgetconf.loop import LoopExecutor, ScriptedModel, StopReason
 
 from conftest import Place
-from loops import Driver, Echo, answer, calls, types
+from loops import ECHO, Driver, Echo, answer, busy, calls, script, types
+from seeds import AGENTS, SEED_WARNING, WRAP_UP
 
-# the seed's words, copied here so that a preset that drifts from them fails
-WRAP_UP = (
-    "You are approaching the maximum number of tool-use steps for this task. Stop calling tools"
-    " now and provide your best final answer, summarising the work completed so far and clearly"
-    " noting anything left incomplete."
-)
-SEED_WARNING = (
-    "Run hit the step/iteration limit; the answer above is a summary of partial progress, not a"
-    " completed task. Raise the budget with ExecutionConfig(max_steps=…) on the agent (or"
-    " `execution: {max_steps: …}` in the YAML) and re-run."
-)
 CONTINUE = "Continue from where you left off."
-# the seed's agents.yaml: `execution:` on line 3, its first key on line 4
-AGENTS = """\
-framework: praisonai
-topic: Refactor the auth module across all files
-execution:
-  max_steps: 5
-roles:
-  coder:
-    role: Coding assistant
-    goal: Refactor
-    tools: [read_file, write_file]
-"""
-ECHO = {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
 SUMMARY = "I started on the auth module, but did not finish because the step limit was reached."
 BLOCKS = [
     ("content_filter", "content_filtered"),
@@ -67,11 +44,6 @@ def praisonai(**execution: int) -> budgetconf.Resolution:
     return budgetconf.resolve(
         "praisonai", explicit={f"execution.{k}": v for k, v in execution.items()}
     )
-
-
-def busy(n: int = 1) -> ScriptedModel:
-    """A model that asks for ``n`` tool calls on every step and never answers."""
-    return ScriptedModel([calls(n)])
 
 
 def block(finish_reason: str) -> dict[str, Any]:
@@ -373,10 +345,6 @@ def test_a_continuation_that_is_truncated_again_is_wrapped_up_again(drive: Drive
 
 
 # --- On the CLI: praisonai --------------------------------------------------------------
-
-
-def script(place: Place, *responses: object) -> str:
-    return str(place.write("model.json", json.dumps({"responses": list(responses)})))
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

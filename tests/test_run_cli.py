@@ -15,6 +15,7 @@ from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
 
 from conftest import Place
+from loops import ECHO, script
 
 KEYS = {
     "status",
@@ -27,13 +28,7 @@ KEYS = {
     "events",
 }
 RAISE_WITH = ["BUDGETCONF_MAX_STEPS", "--max-steps"]
-ECHO = {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
 ANSWER = {"content": "the answer"}
-
-
-def script(place: Place, *responses: object, name: str = "model.json") -> str:
-    """A model script file holding ``responses``; returns its path."""
-    return str(place.write(name, json.dumps({"responses": list(responses)})))
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -24,14 +24,7 @@ from budgetconf.cli import main
 from budgetconf.presets import load_preset
 
 from conftest import Explain, Place
-
-PROFILE = "~/.skiller/profiles/agent.reviewer.json"
-WORKFLOW = f"""\
-- agent: reviewer
-  config:
-    file: "{PROFILE}"
-"""
-OVERRIDES = WORKFLOW + "  max_turns: 15\n  max_tool_calls: 3\n"
+from seeds import SKILLER_OVERRIDES, SKILLER_WORKFLOW
 
 
 def _json(loop: dict[str, object] | None, **other: object) -> str:
@@ -52,7 +45,7 @@ def profile_file(place: Place, loop: dict[str, object] | None, **other: object) 
     )
 
 
-def reviewer(explained: Explain, place: Place, workflow: str = WORKFLOW) -> dict[str, Any]:
+def reviewer(explained: Explain, place: Place, workflow: str = SKILLER_WORKFLOW) -> dict[str, Any]:
     """The explain document for `--step reviewer`, from resolve() and from the command."""
     path = place.write("workflow.yaml", workflow)
     document = explained("skiller", workflow=path, step="reviewer")
@@ -199,7 +192,7 @@ def test_both_values_must_be_positive_integers_in_the_profile(
 ) -> None:
     """Seed: "Both values must be positive integers." A bad profile value is an error."""
     profile = profile_file(place, {"max_turns": raw})
-    path = place.write("workflow.yaml", WORKFLOW)
+    path = place.write("workflow.yaml", SKILLER_WORKFLOW)
 
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve("skiller", workflow=path, step="reviewer")
@@ -246,7 +239,7 @@ def test_a_bad_value_is_never_replaced_away(place: Place) -> None:
     """Policy error everywhere: a bad global value fails even when a profile replaces it."""
     global_file(place, {"max_turns": "lots"})
     profile_file(place, {"max_turns": 12})
-    path = place.write("workflow.yaml", WORKFLOW)
+    path = place.write("workflow.yaml", SKILLER_WORKFLOW)
 
     with pytest.raises(budgetconf.ConfigError, match=r"\(global\): not an integer: \"lots\""):
         budgetconf.resolve("skiller", workflow=path, step="reviewer")
@@ -260,7 +253,7 @@ def test_a_step_overrides_either_limit_directly(explained: Explain, place: Place
     max_tool_calls: 3\""""
     profile_file(place, {"max_turns": 12, "max_tool_calls": 4})
 
-    document = reviewer(explained, place, WORKFLOW + "  max_tool_calls: 3\n")
+    document = reviewer(explained, place, SKILLER_WORKFLOW + "  max_tool_calls: 3\n")
 
     assert document["values"] == {"loop.max_turns": 12, "loop.max_tool_calls": 3}
     workflow = place.work / "workflow.yaml"
@@ -275,7 +268,7 @@ def test_step_values_take_precedence_over_the_resolved_configuration(
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile_file(place, {"max_turns": 12, "max_tool_calls": 4})
 
-    document = reviewer(explained, place, OVERRIDES)
+    document = reviewer(explained, place, SKILLER_OVERRIDES)
 
     assert document["values"] == {"loop.max_turns": 15, "loop.max_tool_calls": 3}
     assert statuses(document, "loop.max_turns") == [
@@ -292,7 +285,7 @@ def test_a_profile_path_given_by_the_caller_beats_the_step_s(
     """--profile PATH is the caller's choice: it wins over the step's config.file."""
     profile_file(place, {"max_turns": 12})
     other = place.write("fast.json", _json({"max_turns": 5}))
-    path = place.write("workflow.yaml", WORKFLOW)
+    path = place.write("workflow.yaml", SKILLER_WORKFLOW)
 
     document = explained("skiller", workflow=path, step="reviewer", profile=other)
 
@@ -366,7 +359,7 @@ def test_explain_shows_the_global_values_replaced_by_the_profile(
     """The table: the profile's value, and the global one marked replaced by the profile's line."""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile_file(place, {"max_turns": 12}, model="big")
-    place.write("workflow.yaml", WORKFLOW)
+    place.write("workflow.yaml", SKILLER_WORKFLOW)
 
     code, out, err = explain(["--workflow", "workflow.yaml", "--step", "reviewer"], capsys)
 
@@ -394,7 +387,7 @@ def test_explain_json_names_the_profile_by_its_absolute_path_and_line(
     """The document keeps absolute paths: the replacing profile is located at path:line."""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile = profile_file(place, {"max_turns": 12})
-    workflow = place.write("workflow.yaml", OVERRIDES.replace("  max_turns: 15\n", ""))
+    workflow = place.write("workflow.yaml", SKILLER_OVERRIDES.replace("  max_turns: 15\n", ""))
 
     code, out, _ = explain(
         ["--workflow", str(workflow), "--step", "reviewer", "--format", "json"], capsys
@@ -425,7 +418,7 @@ def test_explain_reports_a_bad_value_and_exits_1(
 ) -> None:
     """Both values must be positive integers: explain says which, where, and exits 1."""
     profile = profile_file(place, {"max_turns": 0})
-    place.write("workflow.yaml", WORKFLOW)
+    place.write("workflow.yaml", SKILLER_WORKFLOW)
 
     code, _, err = explain(["--workflow", "workflow.yaml", "--step", "reviewer"], capsys)
 

@@ -23,16 +23,9 @@ from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel, StopReason
 
 from conftest import Place
-from loops import Driver, Echo, answer, calls, types
+from loops import ECHO, Driver, Echo, answer, busy, calls, types
+from seeds import SKILLER_OVERRIDES, SKILLER_WORKFLOW
 
-PROFILE = "~/.skiller/profiles/agent.reviewer.json"
-WORKFLOW = f"""\
-- agent: reviewer
-  config:
-    file: "{PROFILE}"
-"""
-# the seed's step overrides: max_turns on line 4, max_tool_calls on line 5
-OVERRIDES = WORKFLOW + "  max_turns: 15\n  max_tool_calls: 3\n"
 # a profile as people write it, with the agent's other settings: max_turns on line 4
 PROFILE_TEXT = """\
 {{
@@ -42,7 +35,6 @@ PROFILE_TEXT = """\
   }}
 }}
 """
-ECHO = {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
 
 
 def profile_file(place: Place, text: str = '{"model": "big"}\n') -> Path:
@@ -54,7 +46,7 @@ def global_file(place: Place, loop: dict[str, int]) -> Path:
     return place.write(".skiller/settings/agent.json", body, base=place.home)
 
 
-def workflow(place: Place, text: str = WORKFLOW) -> Path:
+def workflow(place: Place, text: str = SKILLER_WORKFLOW) -> Path:
     """The workflow YAML; the reviewer's profile is written too (without a loop section)."""
     if not (place.home / ".skiller/profiles/agent.reviewer.json").exists():
         profile_file(place)
@@ -64,13 +56,12 @@ def workflow(place: Place, text: str = WORKFLOW) -> Path:
 def reviewer(place: Place, *, max_turns: int | None = None, text: str | None = None) -> Any:
     """The resolution of `--step reviewer`; ``max_turns`` is written on the step."""
     if text is None:
-        text = WORKFLOW if max_turns is None else f"{WORKFLOW}  max_turns: {max_turns}\n"
+        text = (
+            SKILLER_WORKFLOW
+            if max_turns is None
+            else f"{SKILLER_WORKFLOW}  max_turns: {max_turns}\n"
+        )
     return budgetconf.resolve("skiller", workflow=workflow(place, text), step="reviewer")
-
-
-def busy() -> ScriptedModel:
-    """A model that calls a tool on every turn and never gives a final answer."""
-    return ScriptedModel([calls(1)])
 
 
 def tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -328,7 +319,7 @@ def test_step_values_take_precedence_over_the_resolved_configuration(
     """Seed: "These step values take precedence over the resolved configuration.\""""
     global_file(place, {"max_turns": 50, "max_tool_calls": 20})
     profile_file(place, PROFILE_TEXT.format(turns=4))
-    path = workflow(place, OVERRIDES)
+    path = workflow(place, SKILLER_OVERRIDES)
     res = budgetconf.resolve("skiller", workflow=path, step="reviewer")
     echo = Echo()
     model = ScriptedModel([calls(4), calls(3)])
@@ -387,7 +378,7 @@ def test_a_profile_loop_section_brings_back_the_default_cap(drive: Driver, place
 
 
 def _cli(place: Place, *options: str) -> list[str]:
-    path = workflow(place, OVERRIDES)
+    path = workflow(place, SKILLER_OVERRIDES)
     model = place.write("model.json", json.dumps({"responses": [ECHO]}))
     return ["run", "--preset", "skiller", "--workflow", str(path), "--step", "reviewer",
             "--model", str(model), *options, "review the change"]  # fmt: skip
