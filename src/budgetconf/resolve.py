@@ -20,15 +20,15 @@ Nothing here prints, and nothing writes a file.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
-from budgetconf.presets import Preset, load_preset
-from budgetconf.schema import Field, Invalid, Unusable, Value, show_value
+from budgetconf.presets import LoopSpec, Preset, is_preset_path, load_preset
+from budgetconf.schema import Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
 from budgetconf.sources._base import Problem
 from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
@@ -37,6 +37,7 @@ __all__ = ["Resolution", "factory", "resolve"]
 
 T = TypeVar("T")
 PathArg = str | os.PathLike[str]
+_MEMO_SIZE: Final = 64  # resolutions kept per preset
 
 
 class Resolution:
@@ -44,7 +45,8 @@ class Resolution:
 
     ``res["loop.max_steps"]`` is the typed value, ``res.values`` all of them,
     ``res.trace(path)`` the candidates behind one, and ``res.to_dict()`` the
-    version-1 explain document (secrets masked).
+    version-1 explain document (secrets masked). It is read-only: a later
+    resolution from the same inputs may return this very object.
     """
 
     __slots__ = ("_traces", "errors", "loop", "preset", "schema", "sources", "values", "warnings")
@@ -57,17 +59,35 @@ class Resolution:
         warnings: tuple[str, ...],
         errors: tuple[ConfigError, ...],
     ) -> None:
-        self.preset = preset.name
-        self.schema = preset.schema
-        self.loop = preset.loop  # how the preset bounds an agent loop, for the executor
-        self._traces = traces
-        self.values: Mapping[str, Value] = {p: t.winner.value for p, t in traces.items()}
-        self.sources = sources
-        self.warnings = warnings
-        self.errors = errors
+        values = MappingProxyType({p: t.winner.value for p, t in traces.items()})
+        setattr_ = object.__setattr__
+        setattr_(self, "preset", preset.name)
+        setattr_(self, "schema", preset.schema)
+        setattr_(self, "loop", preset.loop)  # how the preset bounds an agent loop, for the executor
+        setattr_(self, "_traces", traces)
+        setattr_(self, "values", values)
+        setattr_(self, "sources", sources)
+        setattr_(self, "warnings", warnings)
+        setattr_(self, "errors", errors)
+
+    if TYPE_CHECKING:
+        preset: str
+        schema: Schema
+        loop: LoopSpec | None
+        _traces: dict[str, FieldTrace]
+        values: Mapping[str, Value]
+        sources: tuple[SourceReport, ...]
+        warnings: tuple[str, ...]
+        errors: tuple[ConfigError, ...]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Resolution is read-only; cannot set {name!r}")
 
     def __getitem__(self, path: str) -> Value:
-        return self._traces[self._path(path)].winner.value
+        try:
+            return self.values[path]
+        except KeyError:
+            return self.values[self._path(path)]
 
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str):
@@ -149,11 +169,37 @@ def _located(field: str, locator: str, source: str) -> str:
 
 
 def resolve_request(preset: Preset, request: Request) -> Resolution:
-    """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised."""
-    schema = preset.schema
+    """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised.
+
+    A resolution whose sources' keys equal those of a recent one is that one:
+    nothing a source reads has changed. A result is kept only when it has no
+    errors and the keys, taken again after the sources loaded, still match,
+    so a file or variable changed while it was being read is never kept.
+    """
     ctx = Context(
-        request, schema, preset.home, preset.home_env, preset.max_file_bytes, preset.steps
+        request, preset.schema, preset.home, preset.home_env, preset.max_file_bytes, preset.steps
     )
+    key = _key(preset, ctx)
+    if key is not None:
+        known: Resolution | None = preset.memo.get(key)
+        if known is not None:
+            return known
+    result = _merge(preset, ctx)
+    if key is not None and not result.errors and _key(preset, ctx) == key:
+        if len(preset.memo) >= _MEMO_SIZE:
+            preset.memo.clear()
+        preset.memo[key] = result
+    return result
+
+
+def _key(preset: Preset, ctx: Context) -> tuple[Hashable, ...] | None:
+    keys = tuple([source.key(ctx) for source in preset.sources])
+    return None if None in keys else keys
+
+
+def _merge(preset: Preset, ctx: Context) -> Resolution:
+    """Load every source and merge what they offer."""
+    schema = preset.schema
     work: dict[str, list[_Work]] = {path: [] for path in schema.by_path}
     merge_of: dict[tuple[str, str], MergeMode] = {}
     reports: list[SourceReport] = []
@@ -227,7 +273,7 @@ def _settle(
     # unset stays in the trace, shadowed; the value it stands for comes right after.
     other = settled[field.default_from]
     why = f"unset, so it takes the value of {other.field.path}"
-    candidates[at] = dataclasses.replace(candidates[at], status=Status.SHADOWED, reason=why)
+    candidates[at] = candidates[at]._replace(status=Status.SHADOWED, reason=why)
     derived = Candidate(
         source=other.source,
         locator=other.locator,
@@ -343,8 +389,33 @@ def resolve(
     argument the preset has no source for raises `UsageError`.
     """
     loaded = load_preset(preset)
-    request = Request(
-        env=os.environ if env is None else env,
+    request = _request(
+        env=env,
+        argv=argv,
+        global_file=global_file,
+        project_file=project_file,
+        profile=profile,
+        workflow=workflow,
+        step=step,
+        explicit=explicit,
+    )
+    check_request(loaded, request)
+    return _resolved(loaded, request)
+
+
+def _request(
+    *,
+    env: Mapping[str, str] | None = None,
+    argv: Sequence[str] | None = None,
+    global_file: PathArg | None = None,
+    project_file: PathArg | None = None,
+    profile: PathArg | None = None,
+    workflow: PathArg | None = None,
+    step: str | None = None,
+    explicit: Mapping[str, object] | None = None,
+) -> Request:
+    return Request(
+        env=os.environ if env is None else env,  # the live mapping: later changes are seen
         argv=argv,
         global_file=_text(global_file),
         project_file=_text(project_file),
@@ -353,10 +424,13 @@ def resolve(
         step=step,
         explicit=explicit,
     )
-    check_request(loaded, request)
-    result = resolve_request(loaded, request)
+
+
+def _resolved(preset: Preset, request: Request) -> Resolution:
+    """The resolution, its warnings emitted and its errors raised, for resolve()'s callers."""
+    result = resolve_request(preset, request)
     for message in result.warnings:
-        warnings.warn(message, BudgetConfWarning, stacklevel=2)
+        warnings.warn(message, BudgetConfWarning, stacklevel=3)
     if result.errors:
         raise ConfigError.combine(list(result.errors))
     return result
@@ -406,16 +480,27 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
 
     Each call resolves afresh, so a variable exported before each run takes
     effect at once; a value passed to the dataclass constructor never calls it,
-    so an explicit argument always wins. ``options`` are `resolve` keywords.
+    so an explicit argument always wins. ``options`` are `resolve` keywords,
+    checked here, once: a wrong one fails at once, not at the first construction.
     """
+    loaded = load_preset(preset)
     try:
-        path = load_preset(preset).schema.lookup(field).path
+        path = loaded.schema.lookup(field).path
     except KeyError as exc:
         raise ConfigError(exc.args[0], field=field) from None
+    unknown = sorted(set(options).difference(resolve.__kwdefaults__ or ()))
+    if unknown:
+        raise TypeError(f"factory() got unexpected keyword arguments: {', '.join(unknown)}")
+    request = _request(**options)
+    check_request(loaded, request)
+    builtin = not is_preset_path(preset)
 
     def make() -> Value:
-        result = resolve(preset, **options)
-        return result[path]
+        # a preset file is loaded again when it changes; a built-in one never does
+        current = loaded if builtin else load_preset(preset)
+        if current is not loaded:
+            check_request(current, request)
+        return _resolved(current, request)[path]
 
     make.__qualname__ = make.__name__ = f"budgetconf_{path.replace('.', '_')}"
     return make

@@ -9,14 +9,11 @@ constraint check, so a value means the same thing whichever source gave it.
 
 from __future__ import annotations
 
-import json
 import math
 import operator
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final, TypeAlias
+from typing import Final, NamedTuple, TypeAlias
 
 __all__ = ["Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
 
@@ -24,9 +21,9 @@ Value: TypeAlias = int | float | bool | str | None
 
 MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
-# Text forms. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠'.
-_INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# The text of a number. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠';
+# integers are checked without a pattern, and as strictly (ASCII digits only).
+_NUMBER_TEXT: Final = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _ASCII_SPACE: Final = " \t\n\r\f\v"
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
@@ -49,18 +46,32 @@ class Invalid(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
 class Unusable:
     """A file value that no field may take, kept with the text the file had.
 
     Parsers put one in place of the value when the text cannot mean one thing:
     YAML's ``010`` (8 in YAML 1.1, 10 in 1.2), JSON's ``1e400`` (past any
-    float). Validation rejects it as ``{what}: {text} ({hint})``.
+    float). Validation rejects it as ``{what}: {text} ({hint})``. (Not a
+    tuple, so that no check for a list or tuple value mistakes it for one.)
     """
 
-    text: str
-    what: str
-    hint: str
+    __slots__ = ("hint", "text", "what")
+
+    def __init__(self, text: str, what: str, hint: str) -> None:
+        self.text = text
+        self.what = what
+        self.hint = hint
+
+    def __repr__(self) -> str:
+        return f"Unusable(text={self.text!r}, what={self.what!r}, hint={self.hint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Unusable):
+            return NotImplemented
+        return (self.text, self.what, self.hint) == (other.text, other.what, other.hint)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.what, self.hint))
 
 
 def show_text(raw: str) -> str:
@@ -76,6 +87,8 @@ def show_typed(value: object) -> str:
         return repr(value)  # inf, -inf, nan: how TOML writes them and YAML nearly does
     if isinstance(value, tuple):
         return repr(value)
+    import json  # only to show a value
+
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -107,8 +120,7 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     """One knob: its type, constraints, default and the names users set it by."""
 
     path: str
@@ -127,17 +139,20 @@ class Field:
     help: str = ""
     # unset, the field takes this other field's resolved value
     default_from: str | None = None
-    section: str = field(init=False)
-    name: str = field(init=False)
 
     def __repr__(self) -> str:
         default = "***" if self.secret else repr(self.default)
         return f"Field({self.path!r}, {self.kind.value}, default={default})"
 
-    def __post_init__(self) -> None:
-        section, _, name = self.path.partition(".")
-        object.__setattr__(self, "section", section)
-        object.__setattr__(self, "name", name)
+    @property
+    def section(self) -> str:
+        """``loop`` of ``loop.max_steps``."""
+        return self.path.partition(".")[0]
+
+    @property
+    def name(self) -> str:
+        """``max_steps`` of ``loop.max_steps``."""
+        return self.path.partition(".")[2]
 
     @property
     def noun(self) -> str:
@@ -173,13 +188,16 @@ class Field:
         """The value of text from an environment variable, a flag or ``--set``."""
         text = raw.strip(_ASCII_SPACE)
         if self.kind is Kind.INT:
-            if not _INT_TEXT.fullmatch(text):
+            digits = text[1:] if text[:1] in ("+", "-") else text
+            if not (digits.isascii() and digits.isdigit()):
                 raise self._not_a(raw, True)
-            if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:  # before int(): 4300-digit limit
+            if len(digits.lstrip("0")) > _MAX_DIGITS:  # before int(): 4300-digit limit
                 raise self._out_of_range(raw, True)
             return self._check(int(text), raw, True)
         if self.kind is Kind.NUMBER:
-            if not _NUMBER_TEXT.fullmatch(text):
+            import re  # re caches the pattern; `import budgetconf` does not load re
+
+            if not re.fullmatch(_NUMBER_TEXT, text):
                 raise self._not_a(raw, True)
             return self._check(float(text), raw, True)
         if self.kind is Kind.BOOL:
@@ -262,19 +280,13 @@ def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | No
     return lowered[hits[0]] if hits else None
 
 
-@dataclass(frozen=True, slots=True)
 class Schema:
     """The fields of a preset, indexed by every name a user may set them by."""
 
-    fields: tuple[Field, ...]
-    by_path: Mapping[str, Field] = field(init=False, repr=False)
-    sections: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
-    # (section, key as written in a file) -> field; keys are names and aliases
-    by_key: Mapping[tuple[str, str], Field] = field(init=False, repr=False)
-    by_env: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
-    by_flag: Mapping[str, tuple[Field, ...]] = field(init=False, repr=False)
+    __slots__ = ("by_env", "by_flag", "by_key", "by_path", "fields", "sections")
 
-    def __post_init__(self) -> None:
+    def __init__(self, fields: tuple[Field, ...]) -> None:
+        self.fields = fields
         sections: dict[str, list[Field]] = {}
         by_key: dict[tuple[str, str], Field] = {}
         by_env: dict[str, list[Field]] = {}
@@ -287,11 +299,17 @@ class Schema:
                 by_env.setdefault(name, []).append(f)
             for flag in f.flags:
                 by_flag.setdefault(flag, []).append(f)
-        object.__setattr__(self, "by_path", {f.path: f for f in self.fields})
-        object.__setattr__(self, "sections", {s: tuple(fs) for s, fs in sections.items()})
-        object.__setattr__(self, "by_key", by_key)
-        object.__setattr__(self, "by_env", {k: tuple(v) for k, v in by_env.items()})
-        object.__setattr__(self, "by_flag", {k: tuple(v) for k, v in by_flag.items()})
+        self.by_path: Mapping[str, Field] = {f.path: f for f in fields}
+        self.sections: Mapping[str, tuple[Field, ...]] = {
+            s: tuple(fs) for s, fs in sections.items()
+        }
+        # (section, key as written in a file) -> field; keys are names and aliases
+        self.by_key: Mapping[tuple[str, str], Field] = by_key
+        self.by_env: Mapping[str, tuple[Field, ...]] = {k: tuple(v) for k, v in by_env.items()}
+        self.by_flag: Mapping[str, tuple[Field, ...]] = {k: tuple(v) for k, v in by_flag.items()}
+
+    def __repr__(self) -> str:
+        return f"Schema({list(self.by_path)!r})"
 
     def __iter__(self) -> Iterator[Field]:
         return iter(self.fields)

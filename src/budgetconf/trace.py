@@ -2,15 +2,16 @@
 
 Explain is data first: the resolver keeps every candidate, and these records
 turn themselves into the version-1 explain document. Nothing here prints.
+The records are named tuples: immutable, and cheap to make, since a
+resolution makes many of them and `import budgetconf` defines them all.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from budgetconf.schema import Field, Unusable, Value
 from budgetconf.sources import MergeMode, SourceStatus
@@ -29,8 +30,7 @@ class Status(StrEnum):
     REPLACED = "replaced"
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One source's value for one field, and what became of it.
 
     ``value`` is the typed value (None when rejected, or when the candidate
@@ -79,8 +79,7 @@ class Candidate:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class FieldTrace:
+class FieldTrace(NamedTuple):
     """All candidates of one field in rank order, lowest first, and the winner."""
 
     field: Field
@@ -110,8 +109,7 @@ class FieldTrace:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class SourceReport:
+class SourceReport(NamedTuple):
     """How one source of the stack fared: its status, where it read, what it offered."""
 
     source: str

@@ -9,12 +9,9 @@ is a `PresetError`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Hashable, Mapping
+from typing import Any, Final, NamedTuple
 
 from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
@@ -26,8 +23,8 @@ __all__ = ["LoopSpec", "Preset", "load_preset", "preset_names"]
 
 FORMAT_VERSION: Final = 1
 _HERE: Final = os.path.dirname(__file__)
-_PATH: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
-_FLAG: Final = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
+_PATH: Final = r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*"
+_FLAG: Final = r"--[A-Za-z0-9][A-Za-z0-9-]*"
 _TOP_KEYS: Final = frozenset(
     {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields", "loop"}
 )
@@ -90,8 +87,7 @@ WRAP_UP_MESSAGE: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSpec:
+class LoopSpec(NamedTuple):
     """How a preset's loop is bounded: which field holds each budget, and what happens at it.
 
     ``budgets`` maps a budget (``max_steps``, ``max_tokens``, …) to the path
@@ -109,8 +105,7 @@ class LoopSpec:
     truncated_warning: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Preset:
+class Preset(NamedTuple):
     """A loaded preset, ready to resolve with."""
 
     name: str
@@ -122,8 +117,13 @@ class Preset:
     home_env: str | None
     max_file_bytes: int
     origin: str  # "built-in" or the file's path
+    # the sources' keys of recent resolutions -> their results (see resolve.resolve_request)
+    memo: dict[tuple[Hashable, ...], Any]
     loop: LoopSpec | None = None  # None: the preset bounds no loop
     steps: StepFinder | None = None  # how its step source finds a step; None: it has none
+
+    def __repr__(self) -> str:
+        return f"Preset({self.name!r}, origin={self.origin!r})"
 
     def has_source(self, kind: str) -> bool:
         return any(spec.kind == kind for spec in self.stack)
@@ -281,6 +281,7 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         home_env=_take(data, "home_env", str, ""),
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
         origin=origin,
+        memo={},
         loop=_loop(_take(data, "loop", dict, ""), schema),
         steps=StepFinder.from_options(steps.options) if steps else None,
     )
@@ -388,7 +389,9 @@ def _loop_field(path: str, key: str, schema: Schema) -> Field:
 
 def _field(path: str, spec: Any) -> Field:
     where = f'fields."{path}".'
-    if not _PATH.fullmatch(path):
+    import re  # here, not at import: re caches the patterns
+
+    if not re.fullmatch(_PATH, path):
         raise _Bad(f'fields."{path}": a field path is section.name, both identifiers')
     if not isinstance(spec, dict):
         raise _Bad(f'fields."{path}": expected a table, got {spec!r}')
@@ -405,7 +408,7 @@ def _field(path: str, spec: Any) -> Field:
         raise _Bad(f"{where}choices: enum fields need choices, and only they take them")
     flags = _strings(spec, "flags", where)
     for flag in flags:
-        if not _FLAG.fullmatch(flag):
+        if not re.fullmatch(_FLAG, flag):
             raise _Bad(f"{where}flags: {flag!r} is not a long flag such as --max-steps")
     optional = bool(_take(spec, "optional", bool, where))
     default_from = _take(spec, "default_from", str, where)
@@ -435,7 +438,7 @@ def _field(path: str, spec: Any) -> Field:
         default = field.check_value(spec["default"])
     except Invalid as exc:
         raise _Bad(f"{where}default: {exc.reason}") from None
-    return dataclasses.replace(field, default=default)
+    return field._replace(default=default)
 
 
 def _check_names(schema: Schema) -> None:
@@ -471,7 +474,7 @@ def _linked(field: Field, schema: Schema) -> Field:
         raise _Bad(where + f"{other.path} may take values this field refuses")
     if other.secret and not field.secret:
         raise _Bad(where + f"{other.path} is secret, so this field must be secret too")
-    return dataclasses.replace(field, default_from=other.path)
+    return field._replace(default_from=other.path)
 
 
 def _within(inner: Field, outer: Field) -> bool:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from budgetconf.errors import ConfigError
 
@@ -40,21 +40,22 @@ class SourceStatus(StrEnum):
     NOT_CONFIGURED = "not configured"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSpec:
+_NOTHING: Final[Mapping[Any, Any]] = MappingProxyType({})
+
+
+class SourceSpec(NamedTuple):
     """One entry of a preset's stack, as its file declares it."""
 
     kind: str
     invalid: Policy
-    merge: Mapping[str, MergeMode] = field(default_factory=dict)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    merge: Mapping[str, MergeMode] = _NOTHING
+    options: Mapping[str, Any] = _NOTHING
 
     def merge_mode(self, section: str) -> MergeMode:
         return self.merge.get(section, MergeMode.FIELD)
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """Everything one resolution was asked with."""
 
     env: Mapping[str, str]
@@ -69,27 +70,49 @@ class Request:
     explicit_is_text: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Context:
     """A request plus what the preset makes of it, shared by the sources of one resolution.
 
     ``home`` is the preset's folder (``~/.budgetconf``), moved by its
-    ``home_env`` variable when that is set. ``steps`` finds the selected
-    workflow step, as the preset's step source does, for any source that
-    reads that step (None when the preset has no step source).
+    ``home_env`` variable when that is set; it is worked out when a source
+    first asks for it. ``steps`` finds the selected workflow step, as the
+    preset's step source does, for any source that reads that step (None when
+    the preset has no step source).
     """
 
-    request: Request
-    schema: Schema
-    home_template: str
-    home_env: str | None
-    max_file_bytes: int
-    steps: StepFinder | None = None
-    home: str = field(init=False)
+    __slots__ = (
+        "_home",
+        "home_env",
+        "home_template",
+        "max_file_bytes",
+        "request",
+        "schema",
+        "steps",
+    )
 
-    def __post_init__(self) -> None:
-        moved = self.getenv(self.home_env) if self.home_env else None
-        object.__setattr__(self, "home", self.user_path(moved or self.home_template))
+    def __init__(
+        self,
+        request: Request,
+        schema: Schema,
+        home_template: str,
+        home_env: str | None,
+        max_file_bytes: int,
+        steps: StepFinder | None = None,
+    ) -> None:
+        self.request = request
+        self.schema = schema
+        self.home_template = home_template
+        self.home_env = home_env
+        self.max_file_bytes = max_file_bytes
+        self.steps = steps
+        self._home: str | None = None
+
+    @property
+    def home(self) -> str:
+        if self._home is None:
+            moved = self.getenv(self.home_env) if self.home_env else None
+            self._home = self.user_path(moved or self.home_template)
+        return self._home
 
     def getenv(self, name: str) -> str | None:
         """A control variable: from the request's env mapping, else from the process."""
@@ -116,8 +139,7 @@ class Context:
         return self.user_path(template.replace("{home}", self.home))
 
 
-@dataclass(frozen=True, slots=True)
-class Offer:
+class Offer(NamedTuple):
     """One raw value a source offers for a field."""
 
     field: str
@@ -127,8 +149,7 @@ class Offer:
     key: str | None = None  # the alias it was set by, when not the field's own name
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(NamedTuple):
     """Something wrong with a source's shape, judged by the source's invalid policy."""
 
     message: str
@@ -137,15 +158,14 @@ class Problem:
     raw: object = None
 
 
-@dataclass(frozen=True, slots=True)
-class Layer:
+class Layer(NamedTuple):
     """What one source gave in one resolution."""
 
     status: SourceStatus
     locator: str | None = None
     offers: tuple[Offer, ...] = ()
     # sections the source defines (even empty), with where, for `replace` merging
-    sections: Mapping[str, str] = field(default_factory=dict)
+    sections: Mapping[str, str] = _NOTHING
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     # errors whatever the policy: a source that cannot be read, an unknown field in code
@@ -163,10 +183,21 @@ class Layer:
 class Source(Protocol):
     """A provider of raw values. Sources never validate values: the resolver does.
 
-    A source class is built once per preset as ``cls(spec, schema)`` and
-    loaded once per resolution.
+    A source class is built once per preset as ``cls(spec, schema)``. Each
+    resolution asks every source for its key; when the keys match those of an
+    earlier resolution, its result is reused, else every source is loaded.
     """
 
     def load(self, ctx: Context) -> Layer:
         """The source's values for this resolution. Raises only `UsageError`."""
+        ...
+
+    def key(self, ctx: Context) -> Hashable:
+        """Everything `load` would read for this resolution, as a hashable value, cheaply.
+
+        Equal keys promise an equal layer: a file's key holds its path and the
+        signature of its current version, the environment's the values of the
+        variables it reads. None when the source cannot promise that (the
+        resolution is then never reused).
+        """
         ...

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar
 
 from budgetconf.errors import ConfigError, SourceError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
-from budgetconf.sources._files import read_table, source_error
+from budgetconf.sources._files import read_table, source_error, stamp
 from budgetconf.sources._formats import Document, Items, Table
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
@@ -65,15 +65,28 @@ class FileSource:
         """The path the caller gave for this source, if any."""
         raise NotImplementedError
 
-    def path(self, ctx: Context) -> tuple[str | None, bool]:
-        """The file to read, and whether the caller named it (then it must exist)."""
+    def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
+        """The file to read and whether the caller named it (then it must exist), or why none."""
         named = self.named(ctx.request)
         if named is not None:
             return ctx.user_path(named), True
         return (ctx.preset_path(self._default) if self._default else None), False
 
+    def key(self, ctx: Context) -> Hashable:
+        target = self.target(ctx)
+        if isinstance(target, Layer):
+            return None  # it failed; a failed resolution is never reused
+        path, named = target
+        if path is None:
+            return ()
+        version = stamp(path)
+        return None if version is None else (path, named, version)
+
     def load(self, ctx: Context) -> Layer:
-        path, named = self.path(ctx)
+        target = self.target(ctx)
+        if isinstance(target, Layer):
+            return target
+        path, named = target
         if path is None:
             return Layer.not_configured()
         return self.read(ctx, path, named=named)

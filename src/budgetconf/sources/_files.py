@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Callable, Hashable
+from typing import Final, NamedTuple
 
 from budgetconf.errors import SourceError
 from budgetconf.sources._formats import Document, ParseError, parse_json, parse_toml, parse_yaml
@@ -29,8 +28,7 @@ _MAX_CACHED: Final = 256
 _Signature = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(NamedTuple):
     signature: _Signature
     table: Document | None
     error: ParseError | None
@@ -68,6 +66,20 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Document 
     if entry.error is not None:
         raise source_error(source, path, entry.error.message, entry.error.line)
     return entry.table
+
+
+def stamp(path: str) -> Hashable:
+    """The version of the file at ``path`` for a source's key, without reading it.
+
+    The signature, ``"missing"`` when there is no file, None when it cannot
+    even be looked at (reading it will fail, and say why).
+    """
+    try:
+        return _signature(os.stat(path))
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError):
+        return None
 
 
 def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -73,6 +72,8 @@ class _Lines:
     """Offsets to 1-based line numbers."""
 
     def __init__(self, text: str) -> None:
+        import re
+
         self._starts = [m.end() for m in re.finditer("\n", text)]
 
     def __call__(self, offset: int) -> int:
@@ -174,7 +175,7 @@ _NO_FLOAT: Final = "beyond the largest float"
 # --- TOML ----------------------------------------------------------------------------
 
 
-_TOML_LINE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TOML_LINE: Final = r"\(at line (\d+), column (\d+)\)"
 
 
 def parse_toml(text: str) -> Table:
@@ -185,10 +186,12 @@ def parse_toml(text: str) -> Table:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        import re
+
         message = str(exc)
-        where = _TOML_LINE.search(message)
+        where = re.search(_TOML_LINE, message)
         line = int(where.group(1)) if where else text.count("\n") + 1  # "at end of document"
-        message = _TOML_LINE.sub(lambda m: f"(column {m.group(2)})", message)
+        message = re.sub(_TOML_LINE, lambda m: f"(column {m.group(2)})", message)
         raise ParseError(f"invalid TOML: {message}", line) from None
     except RecursionError:
         raise ParseError("invalid TOML: nested too deeply") from None
@@ -237,12 +240,12 @@ _CORE_BOOL: Final = {
     "False": False,
     "FALSE": False,
 }
-_CORE_INT: Final = re.compile(r"[-+]?[0-9]+")
-_CORE_OCT: Final = re.compile(r"0o[0-7]+")
-_CORE_HEX: Final = re.compile(r"0x[0-9a-fA-F]+")
-_CORE_FLOAT: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_CORE_INF: Final = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
-_CORE_NAN: Final = re.compile(r"\.(?:nan|NaN|NAN)")
+_CORE_INT: Final = r"[-+]?[0-9]+"
+_CORE_OCT: Final = r"0o[0-7]+"
+_CORE_HEX: Final = r"0x[0-9a-fA-F]+"
+_CORE_FLOAT: Final = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+_CORE_INF: Final = r"[-+]?\.(?:inf|Inf|INF)"
+_CORE_NAN: Final = r"\.(?:nan|NaN|NAN)"
 
 
 def _core_reading(text: str) -> object:
@@ -253,15 +256,17 @@ def _core_reading(text: str) -> object:
         return _CORE_BOOL[text]
     if len(text) > 1000:  # past any field's range; int() would refuse it anyway
         return text
-    if _CORE_INT.fullmatch(text):
+    import re  # only here, with YAML: re caches the patterns
+
+    if re.fullmatch(_CORE_INT, text):
         return int(text)
-    if _CORE_OCT.fullmatch(text):
+    if re.fullmatch(_CORE_OCT, text):
         return int(text[2:], 8)
-    if _CORE_HEX.fullmatch(text):
+    if re.fullmatch(_CORE_HEX, text):
         return int(text[2:], 16)
-    if _CORE_FLOAT.fullmatch(text) or _CORE_INF.fullmatch(text):
+    if re.fullmatch(_CORE_FLOAT, text) or re.fullmatch(_CORE_INF, text):
         return float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf"))
-    if _CORE_NAN.fullmatch(text):
+    if re.fullmatch(_CORE_NAN, text):
         return math.nan
     return text
 

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 
 from budgetconf.schema import Schema, did_you_mean, show_typed
 from budgetconf.sources._base import Layer, Offer, Problem, SourceSpec, SourceStatus
 from budgetconf.sources._formats import Table
 
 
-@dataclass(slots=True)
 class Sections:
     """What a mapping of sections offers, with the problems found on the way."""
 
-    offers: list[Offer] = field(default_factory=list)
-    defined: dict[str, str] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("defined", "offers", "problems", "warnings")
+
+    def __init__(self) -> None:
+        self.offers: list[Offer] = []
+        self.defined: dict[str, str] = {}
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
 
     def layer(self, locator: str) -> Layer:
         return Layer(

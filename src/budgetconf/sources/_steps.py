@@ -8,8 +8,7 @@ the same way, with the step source's options.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from budgetconf.errors import SourceError
 from budgetconf.schema import Unusable, did_you_mean, show_typed
@@ -21,8 +20,7 @@ from budgetconf.sources._formats import Document, Items, Table
 WHOLE_FILE: Final = "."
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """The selected step: its name, the workflow file it is in, and its mapping."""
 
     name: str
@@ -34,8 +32,7 @@ class Step:
         return f"step:{self.name} ({self.path}:{line or self.entry.line})"
 
 
-@dataclass(frozen=True, slots=True)
-class StepFinder:
+class StepFinder(NamedTuple):
     """How a workflow lists its steps, and which keys name them.
 
     ``list_key`` is the top-level key that holds the list of steps, or ``"."``

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar
 
 from budgetconf.schema import Schema, did_you_mean
@@ -24,6 +24,10 @@ class CliSource:
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._flags = schema.by_flag
+
+    def key(self, ctx: Context) -> Hashable:
+        argv = ctx.request.argv
+        return () if argv is None else ("argv", *argv)
 
     def load(self, ctx: Context) -> Layer:
         argv = ctx.request.argv

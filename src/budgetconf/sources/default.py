@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar, Final
 
 from budgetconf.schema import Schema
@@ -23,6 +23,9 @@ class DefaultSource:
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         offers = tuple(Offer(f.path, f.default, LOCATOR) for f in schema)
         self._layer = Layer(SourceStatus.LOADED, LOCATOR, offers)
+
+    def key(self, ctx: Context) -> Hashable:
+        return ()
 
     def load(self, ctx: Context) -> Layer:
         return self._layer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar
 
 from budgetconf.schema import Schema, did_you_mean
@@ -25,7 +25,12 @@ class EnvSource:
         self._ignore = frozenset(spec.options.get("ignore", ()))
         # lowest precedence first, so a field's first-listed variable is offered last
         self._names = tuple((name, f.path) for f in schema for name in reversed(f.env))
+        self._variables = tuple(name for name, _ in self._names)
         self._known = frozenset(schema.by_env)
+
+    def key(self, ctx: Context) -> Hashable:
+        env = ctx.request.env
+        return tuple(map(env.get, self._variables)), self._strays(env)
 
     def load(self, ctx: Context) -> Layer:
         env = ctx.request.env
@@ -34,17 +39,20 @@ class EnvSource:
             for name, path in self._names
             if name in env
         )
-        warnings: tuple[str, ...] = ()
-        if self._prefix:
-            warnings = tuple(self._unknown(env))
-        return Layer(SourceStatus.LOADED, "environment", offers, warnings=warnings)
+        warnings = []
+        for name in sorted(self._strays(env)):
+            hint = did_you_mean(name, sorted(self._known))
+            tail = f"; did you mean {hint}?" if hint else ""
+            warnings.append(f"{name} is not a known variable{tail}")
+        return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
 
-    def _unknown(self, env: Mapping[str, str]) -> list[str]:
-        prefix = self._prefix or ""
-        found = []
-        for name in env:
-            if name.startswith(prefix) and name not in self._known and name not in self._ignore:
-                hint = did_you_mean(name, sorted(self._known))
-                tail = f"; did you mean {hint}?" if hint else ""
-                found.append(f"{name} is not a known variable{tail}")
-        return sorted(found)
+    def _strays(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The variables with the prefix that map to nothing."""
+        prefix, known, ignore = self._prefix, self._known, self._ignore
+        if not prefix:
+            return ()
+        return tuple(
+            name
+            for name in env
+            if name.startswith(prefix) and name not in known and name not in ignore
+        )

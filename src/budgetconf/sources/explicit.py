@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar, Final
 
 from budgetconf.errors import ConfigError
@@ -24,6 +24,17 @@ class ExplicitSource:
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         pass
+
+    def key(self, ctx: Context) -> Hashable:
+        given = ctx.request.explicit
+        if given is None:
+            return ()
+        key = (ctx.request.explicit_is_text, *given.items())
+        try:
+            hash(key)
+        except TypeError:  # a list or another unhashable value: let the resolver judge it afresh
+            return None
+        return key
 
     def load(self, ctx: Context) -> Layer:
         given = ctx.request.explicit

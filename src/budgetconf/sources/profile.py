@@ -43,31 +43,24 @@ class ProfileSource(FileSource):
         self._folder: str = spec.options.get("folder", "{home}/profiles")
         self._from_step: str | None = spec.options.get("from_step")
 
-    def path(self, ctx: Context) -> tuple[str | None, bool]:
+    def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
         profile = ctx.request.profile
-        if profile is None:
+        if profile is not None:
+            if is_path(profile):
+                return ctx.user_path(profile), True
+            return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True
+        if self._from_step is None or ctx.request.step is None:
             return None, False
-        if is_path(profile):
-            return ctx.user_path(profile), True
-        return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True
-
-    def load(self, ctx: Context) -> Layer:
-        if ctx.request.profile is not None or self._from_step is None or ctx.request.step is None:
-            return super().load(ctx)
         assert ctx.steps is not None, "the preset loader refuses from_step without a step source"
         step = ctx.steps.find(ctx, self.KIND)
         if isinstance(step, Layer):
-            return Layer.not_configured()  # the step source reports what is wrong with the step
+            return None, False  # the step source reports what is wrong with the step
         found = self._named_by(step, self._from_step)
-        if found is None:
-            return Layer.not_configured()
-        if isinstance(found, Layer):
-            return found
+        if found is None or isinstance(found, Layer):
+            return (None, False) if found is None else found
         if found.startswith("~"):
-            path = ctx.user_path(found)
-        else:
-            path = os.path.normpath(os.path.join(os.path.dirname(step.path), found))
-        return self.read(ctx, path, named=True)
+            return ctx.user_path(found), True
+        return os.path.normpath(os.path.join(os.path.dirname(step.path), found)), True
 
     def _named_by(self, step: Step, dotted: str) -> str | Layer | None:
         """The text under ``dotted`` in the step, None when it is absent, or why it is no path."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
+from budgetconf.sources._files import stamp
 from budgetconf.sources._sections import read_fields, read_sections
 from budgetconf.sources._steps import StepFinder
 
@@ -32,6 +33,14 @@ class StepSource:
         if self._section is not None and self._section not in schema.sections:
             raise ValueError(f"section: no section {self._section!r} in the fields")
         self._sections = frozenset(schema.sections)
+
+    def key(self, ctx: Context) -> Hashable:
+        step, workflow = ctx.request.step, ctx.request.workflow
+        if step is None or workflow is None:
+            return ()
+        path = ctx.user_path(workflow)
+        version = stamp(path)
+        return None if version is None else (step, path, version)
 
     def load(self, ctx: Context) -> Layer:
         if ctx.request.step is None:

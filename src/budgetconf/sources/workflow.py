@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._file import read_mapping
+from budgetconf.sources._files import stamp
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 
@@ -25,6 +26,14 @@ class WorkflowSource:
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         only = chosen_sections(spec, schema)
         self._only = frozenset(schema.sections) if only is None else only
+
+    def key(self, ctx: Context) -> Hashable:
+        workflow = ctx.request.workflow
+        if workflow is None:
+            return ()
+        path = ctx.user_path(workflow)
+        version = stamp(path)
+        return None if version is None else (path, version)
 
     def load(self, ctx: Context) -> Layer:
         workflow = ctx.request.workflow

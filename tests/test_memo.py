@@ -1,0 +1,297 @@
+"""A resolution is reused only while nothing it read has changed.
+
+resolve() keeps recent results keyed by what each source would read: the
+variables, the arguments, and each file's path and version. Every change to
+an input must be seen at once; a result with errors is never kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import budgetconf
+from budgetconf.presets import load_preset
+
+from conftest import Place
+from seeds import SKILLER_WORKFLOW
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as editors and deploy tools do: a new file moved into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_text(text, encoding="utf-8")
+    os.replace(fresh, path)
+
+
+def _global(place: Place, steps: int) -> Path:
+    path = place.budgetconf_home / "settings.json"
+    _replace_file(path, json.dumps({"loop": {"max_steps": steps}}))
+    return path
+
+
+def test_unchanged_inputs_give_the_very_same_resolution(place: Place) -> None:
+    _global(place, 12)
+    project = place.write("settings.toml", "[loop]\nmax_tool_calls_per_turn = 4\n")
+    first = budgetconf.resolve(env={"HOME": str(place.home)}, project_file=project)
+    again = budgetconf.resolve(env={"HOME": str(place.home)}, project_file=project)
+    assert again is first
+    assert again["loop.max_steps"] == 12
+
+
+Change = Callable[[Place, dict[str, Any]], Any]
+
+
+def _edit_global(place: Place, kwargs: dict[str, Any]) -> int:
+    _global(place, 31)
+    return 31
+
+
+def _remove_global(place: Place, kwargs: dict[str, Any]) -> int:
+    (place.budgetconf_home / "settings.json").unlink()
+    return 40
+
+
+def _move_home(place: Place, kwargs: dict[str, Any]) -> int:
+    moved = place.work / "elsewhere"
+    _replace_file(moved / "settings.json", json.dumps({"loop": {"max_steps": 32}}))
+    kwargs["env"]["BUDGETCONF_HOME"] = str(moved)
+    return 32
+
+
+def _set_variable(place: Place, kwargs: dict[str, Any]) -> int:
+    kwargs["env"]["BUDGETCONF_MAX_STEPS"] = "33"
+    return 33
+
+
+def _set_argument(place: Place, kwargs: dict[str, Any]) -> int:
+    kwargs["explicit"] = {"loop.max_steps": 34}
+    return 34
+
+
+def _set_flag(place: Place, kwargs: dict[str, Any]) -> int:
+    kwargs["argv"] = ["--max-steps", "35"]
+    return 35
+
+
+def _add_project(place: Place, kwargs: dict[str, Any]) -> int:
+    _replace_file(place.work / "settings.toml", "[loop]\nmax_steps = 36\n")
+    return 36
+
+
+def _edit_workflow(place: Place, kwargs: dict[str, Any]) -> int:
+    workflow = place.work / "flow.yaml"
+    _replace_file(workflow, "loop:\n  max_steps: 37\n")
+    kwargs["workflow"] = str(workflow)
+    budgetconf.resolve(**kwargs)  # the workflow as first written is now known
+    _replace_file(workflow, "loop:\n  max_steps: 38\n")
+    return 38
+
+
+def _change_directory(place: Place, kwargs: dict[str, Any]) -> int:
+    # the same relative path names another file once the working directory moves
+    other = place.work / "other"
+    _replace_file(other / "settings.toml", "[loop]\nmax_steps = 39\n")
+    os.chdir(other)
+    return 39
+
+
+CHANGES: dict[str, Change] = {
+    "a changed global file": _edit_global,
+    "a removed global file": _remove_global,
+    "a moved home folder": _move_home,
+    "a variable set": _set_variable,
+    "an argument in code": _set_argument,
+    "a flag": _set_flag,
+    "a project file that appears": _add_project,
+    "a changed workflow file": _edit_workflow,
+    "another working directory": _change_directory,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_every_change_to_what_a_source_reads_is_seen(place: Place, change: Change) -> None:
+    _global(place, 12)
+    kwargs: dict[str, Any] = {
+        "env": {"HOME": str(place.home)},
+        "project_file": "settings.toml",
+    }
+    place.write("settings.toml", "")
+    before = budgetconf.resolve(**kwargs)
+    assert before["loop.max_steps"] == 12
+    expected = change(place, kwargs)
+    after = budgetconf.resolve(**kwargs)
+    assert after is not before
+    assert after["loop.max_steps"] == expected
+
+
+def test_a_profile_named_by_a_workflow_step_is_read_again_when_it_changes(place: Place) -> None:
+    """skiller's step names its profile: the profile's key follows the step to the file."""
+    profile = place.home / ".skiller" / "profiles" / "agent.reviewer.json"
+    _replace_file(profile, json.dumps({"loop": {"max_turns": 20}}))
+    workflow = place.write("workflow.yaml", SKILLER_WORKFLOW)
+    kwargs = {"env": {"HOME": str(place.home)}, "workflow": workflow, "step": "reviewer"}
+    assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 20
+    _replace_file(profile, json.dumps({"loop": {"max_turns": 21}}))
+    assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 21
+
+
+def test_a_resolution_with_errors_is_never_kept(place: Place) -> None:
+    project = place.write("settings.toml", "[loop]\nmax_steps = 0\n")
+    for _ in range(2):
+        with pytest.raises(budgetconf.ConfigError, match="must be >= 1, got 0"):
+            budgetconf.resolve(env={}, project_file=project)
+    _replace_file(project, "[loop]\nmax_steps = 5\n")
+    assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 5
+
+
+def test_warnings_are_given_again_by_a_reused_resolution() -> None:
+    env = {"BUDGETCONF_MAX_STEP": "9"}
+    for _ in range(2):
+        with pytest.warns(budgetconf.BudgetConfWarning, match="BUDGETCONF_MAX_STEP is not a"):
+            budgetconf.resolve(env=env)
+
+
+def test_an_argument_that_cannot_be_a_key_is_judged_afresh_each_time() -> None:
+    for _ in range(2):
+        with pytest.raises(budgetconf.ConfigError, match="not an integer"):
+            budgetconf.resolve(env={}, explicit={"loop.max_steps": [5]})
+    assert budgetconf.resolve(env={}, explicit={"loop.max_steps": 5})["loop.max_steps"] == 5
+
+
+class _Shifting(Mapping[str, str]):
+    """An environment that changes under the resolver: each read of a variable counts up."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __getitem__(self, name: str) -> str:
+        if name != "BUDGETCONF_MAX_STEPS":
+            raise KeyError(name)
+        self.reads += 1
+        return str(self.reads)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["BUDGETCONF_MAX_STEPS"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_inputs_that_change_while_they_are_read_are_not_kept() -> None:
+    env = _Shifting()
+    first = budgetconf.resolve(env=env)
+    again = budgetconf.resolve(env=env)
+    assert again is not first
+
+
+def test_a_resolution_is_read_only() -> None:
+    res = budgetconf.resolve(env={})
+    with pytest.raises(AttributeError, match="read-only"):
+        res.preset = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        res.values["loop.max_steps"] = 1  # type: ignore[index]
+
+
+# Random runs of edits: the resolution after each must be the one a fresh
+# resolver gives. The fresh one uses its own copy of the preset, whose
+# results are forgotten before every call.
+EDITS = st.lists(
+    st.tuples(
+        st.sampled_from(["global", "project", "variable", "argument"]),
+        st.one_of(st.none(), st.integers(min_value=0, max_value=3)),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(edits=EDITS)
+def test_reused_and_fresh_resolutions_agree(
+    place: Place, edits: list[tuple[str, int | None]]
+) -> None:
+    copy = place.write("copy-of-budgetconf.toml", _builtin_text("budgetconf"))
+    env: dict[str, str] = {"HOME": str(place.home)}
+    explicit: dict[str, object] | None = None
+    project = place.work / "settings.toml"
+    for what, value in edits:
+        if what == "global":
+            if value is None:
+                (place.budgetconf_home / "settings.json").unlink(missing_ok=True)
+            else:
+                _global(place, value)
+        elif what == "project":
+            text = "" if value is None else f"[loop]\nmax_tool_calls_per_turn = {value}\n"
+            _replace_file(project, text)
+        elif what == "variable":
+            if value is None:
+                env.pop("BUDGETCONF_MAX_STEPS", None)
+            else:
+                env["BUDGETCONF_MAX_STEPS"] = str(value)
+        else:
+            explicit = None if value is None else {"limits.max_tokens": value}
+        kwargs: dict[str, Any] = {"env": env, "project_file": project, "explicit": explicit}
+        if not project.exists():
+            kwargs.pop("project_file")
+        load_preset(copy).memo.clear()
+        fresh = _outcome(copy, kwargs)
+        reused = _outcome("budgetconf", kwargs)
+        assert reused == fresh
+
+
+def _builtin_text(name: str) -> str:
+    folder = Path(budgetconf.__file__).parent / "presets"
+    return (folder / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def _outcome(preset: str | Path, kwargs: dict[str, Any]) -> object:
+    """What a caller sees: the document without the preset's name, or the error's text."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
+        try:
+            document = budgetconf.resolve(preset, **kwargs).to_dict()
+        except budgetconf.ConfigError as exc:
+            return str(exc)
+    del document["preset"]
+    return document
+
+
+def test_a_factory_sees_each_change_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = budgetconf.factory("agent.max_steps", preset="opendot")
+    assert steps() == 40
+    monkeypatch.setenv("OPENDOT_MAX_STEPS", "7")
+    assert steps() == 7
+    monkeypatch.setenv("OPENDOT_MAX_STEPS", "8")
+    assert steps() == 8
+
+
+def test_a_factory_refuses_a_keyword_resolve_does_not_take() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword arguments: enviroment"):
+        budgetconf.factory("agent.max_steps", preset="opendot", enviroment={})
+
+
+def test_a_factory_checks_its_arguments_against_a_preset_file_that_changed(place: Place) -> None:
+    """A preset file that drops the source an argument feeds makes the factory fail clearly."""
+    text = _builtin_text("opendot").replace('name = "opendot"', 'name = "app"')
+    preset = place.write("app.toml", text)
+    steps = budgetconf.factory("agent.max_steps", preset=preset, explicit={"agent.max_steps": 9})
+    assert steps() == 9
+    without_explicit = text.replace('[[sources]]\nkind = "explicit"\ninvalid = "error"\n', "")
+    assert without_explicit != text
+    _replace_file(preset, without_explicit)
+    with pytest.raises(budgetconf.UsageError, match="has no explicit source"):
+        steps()
