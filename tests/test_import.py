@@ -23,6 +23,12 @@ def test_import_budgetconf_loads_no_heavy_dependency() -> None:
     assert _modules_after("import budgetconf").isdisjoint(HEAVY)
 
 
+def test_import_budgetconf_defines_its_records_without_the_costly_standard_modules() -> None:
+    """typing, re, json and dataclasses (with inspect) wait for the code that needs them."""
+    loaded = _modules_after("import budgetconf")
+    assert loaded.isdisjoint({"typing", "re", "json", "dataclasses", "inspect"})
+
+
 def test_resolving_without_files_loads_no_heavy_dependency() -> None:
     """The factory path (opendot) and a default resolution need none of them."""
     loaded = _modules_after(

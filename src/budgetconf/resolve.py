@@ -24,7 +24,6 @@ import os
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
 from budgetconf.presets import LoopSpec, Preset, is_preset_path, load_preset
@@ -33,9 +32,14 @@ from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
 from budgetconf.sources._base import Problem
 from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeVar
+
+    T = TypeVar("T")
+
 __all__ = ["Resolution", "factory", "resolve"]
 
-T = TypeVar("T")
 PathArg = str | os.PathLike[str]
 _MEMO_SIZE: Final = 64  # resolutions kept per preset
 
@@ -273,7 +277,7 @@ def _settle(
     # unset stays in the trace, shadowed; the value it stands for comes right after.
     other = settled[field.default_from]
     why = f"unset, so it takes the value of {other.field.path}"
-    candidates[at] = candidates[at]._replace(status=Status.SHADOWED, reason=why)
+    candidates[at] = candidates[at].replace(status=Status.SHADOWED, reason=why)
     derived = Candidate(
         source=other.source,
         locator=other.locator,

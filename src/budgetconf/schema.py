@@ -13,7 +13,12 @@ import math
 import operator
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
-from typing import Final, NamedTuple, TypeAlias
+
+from budgetconf._record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, TypeAlias
 
 __all__ = ["Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
 
@@ -120,25 +125,64 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-class Field(NamedTuple):
-    """One knob: its type, constraints, default and the names users set it by."""
+class Field(Record):
+    """One knob: its type, constraints, default and the names users set it by.
 
-    path: str
-    kind: Kind
-    default: Value = None
-    optional: bool = False
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-    choices: tuple[str, ...] = ()
-    env: tuple[str, ...] = ()
-    flags: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()
-    secret: bool = False
-    help: str = ""
-    # unset, the field takes this other field's resolved value
-    default_from: str | None = None
+    ``default_from`` names another field whose resolved value this one takes
+    when it is left unset.
+    """
+
+    __slots__ = (
+        "aliases",
+        "choices",
+        "default",
+        "default_from",
+        "env",
+        "flags",
+        "ge",
+        "gt",
+        "help",
+        "kind",
+        "le",
+        "lt",
+        "optional",
+        "path",
+        "secret",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        kind: Kind,
+        default: Value = None,
+        optional: bool = False,
+        ge: float | None = None,
+        gt: float | None = None,
+        le: float | None = None,
+        lt: float | None = None,
+        choices: tuple[str, ...] = (),
+        env: tuple[str, ...] = (),
+        flags: tuple[str, ...] = (),
+        aliases: tuple[str, ...] = (),
+        secret: bool = False,
+        help: str = "",
+        default_from: str | None = None,
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.default = default
+        self.optional = optional
+        self.ge = ge
+        self.gt = gt
+        self.le = le
+        self.lt = lt
+        self.choices = choices
+        self.env = env
+        self.flags = flags
+        self.aliases = aliases
+        self.secret = secret
+        self.help = help
+        self.default_from = default_from
 
     def __repr__(self) -> str:
         default = "***" if self.secret else repr(self.default)

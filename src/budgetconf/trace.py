@@ -2,8 +2,6 @@
 
 Explain is data first: the resolver keeps every candidate, and these records
 turn themselves into the version-1 explain document. Nothing here prints.
-The records are named tuples: immutable, and cheap to make, since a
-resolution makes many of them and `import budgetconf` defines them all.
 """
 
 from __future__ import annotations
@@ -11,10 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Final, NamedTuple
 
+from budgetconf._record import Record
 from budgetconf.schema import Field, Unusable, Value
 from budgetconf.sources import MergeMode, SourceStatus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
 
@@ -30,7 +32,7 @@ class Status(StrEnum):
     REPLACED = "replaced"
 
 
-class Candidate(NamedTuple):
+class Candidate(Record):
     """One source's value for one field, and what became of it.
 
     ``value`` is the typed value (None when rejected, or when the candidate
@@ -40,16 +42,42 @@ class Candidate(NamedTuple):
     candidate carries, when its field was unset and takes that field's value.
     """
 
-    source: str
-    locator: str
-    status: Status
-    value: Value
-    raw: object
-    text: bool = False
-    reason: str | None = None
-    alias: str | None = None
-    secret: bool = False  # the field's: then value and raw are masked wherever shown
-    derived_from: str | None = None
+    __slots__ = (
+        "alias",
+        "derived_from",
+        "locator",
+        "raw",
+        "reason",
+        "secret",
+        "source",
+        "status",
+        "text",
+        "value",
+    )
+
+    def __init__(
+        self,
+        source: str,
+        locator: str,
+        status: Status,
+        value: Value,
+        raw: object,
+        text: bool = False,
+        reason: str | None = None,
+        alias: str | None = None,
+        secret: bool = False,  # the field's: then value and raw are masked wherever shown
+        derived_from: str | None = None,
+    ) -> None:
+        self.source = source
+        self.locator = locator
+        self.status = status
+        self.value = value
+        self.raw = raw
+        self.text = text
+        self.reason = reason
+        self.alias = alias
+        self.secret = secret
+        self.derived_from = derived_from
 
     @property
     def where(self) -> str:
@@ -79,13 +107,18 @@ class Candidate(NamedTuple):
         return out
 
 
-class FieldTrace(NamedTuple):
+class FieldTrace(Record):
     """All candidates of one field in rank order, lowest first, and the winner."""
 
-    field: Field
-    winner: Candidate
-    candidates: tuple[Candidate, ...]
-    merge: MergeMode
+    __slots__ = ("candidates", "field", "merge", "winner")
+
+    def __init__(
+        self, field: Field, winner: Candidate, candidates: tuple[Candidate, ...], merge: MergeMode
+    ) -> None:
+        self.field = field
+        self.winner = winner
+        self.candidates = candidates
+        self.merge = merge
 
     @property
     def value(self) -> Value:
@@ -109,14 +142,24 @@ class FieldTrace(NamedTuple):
         }
 
 
-class SourceReport(NamedTuple):
+class SourceReport(Record):
     """How one source of the stack fared: its status, where it read, what it offered."""
 
-    source: str
-    status: SourceStatus
-    locator: str | None = None
-    offered: int = 0
-    error: str | None = None
+    __slots__ = ("error", "locator", "offered", "source", "status")
+
+    def __init__(
+        self,
+        source: str,
+        status: SourceStatus,
+        locator: str | None = None,
+        offered: int = 0,
+        error: str | None = None,
+    ) -> None:
+        self.source = source
+        self.status = status
+        self.locator = locator
+        self.offered = offered
+        self.error = error
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Mapping
-from typing import Any, Final, NamedTuple
 
+from budgetconf._record import Record
 from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
-from budgetconf.sources import KINDS, MergeMode, Policy, Source, SourceSpec
+from budgetconf.sources import KINDS, MergeMode, Policy, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
 from budgetconf.sources._steps import StepFinder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    from budgetconf.sources import Source
 
 __all__ = ["LoopSpec", "Preset", "load_preset", "preset_names"]
 
@@ -87,7 +93,7 @@ WRAP_UP_MESSAGE: Final = (
 )
 
 
-class LoopSpec(NamedTuple):
+class LoopSpec(Record):
     """How a preset's loop is bounded: which field holds each budget, and what happens at it.
 
     ``budgets`` maps a budget (``max_steps``, ``max_tokens``, …) to the path
@@ -97,30 +103,83 @@ class LoopSpec(NamedTuple):
     ``max_turns_exhausted``).
     """
 
-    budgets: Mapping[str, str]
-    behaviours: Mapping[str, str]
-    stop_reasons: Mapping[str, str]
-    warn_message: str = WARN_MESSAGE
-    wrap_up_message: str = WRAP_UP_MESSAGE
-    truncated_warning: str | None = None
+    __slots__ = (
+        "behaviours",
+        "budgets",
+        "stop_reasons",
+        "truncated_warning",
+        "warn_message",
+        "wrap_up_message",
+    )
+
+    def __init__(
+        self,
+        budgets: Mapping[str, str],
+        behaviours: Mapping[str, str],
+        stop_reasons: Mapping[str, str],
+        warn_message: str = WARN_MESSAGE,
+        wrap_up_message: str = WRAP_UP_MESSAGE,
+        truncated_warning: str | None = None,
+    ) -> None:
+        self.budgets = budgets
+        self.behaviours = behaviours
+        self.stop_reasons = stop_reasons
+        self.warn_message = warn_message
+        self.wrap_up_message = wrap_up_message
+        self.truncated_warning = truncated_warning
 
 
-class Preset(NamedTuple):
-    """A loaded preset, ready to resolve with."""
+class Preset:
+    """A loaded preset, ready to resolve with.
 
-    name: str
-    summary: str
-    schema: Schema
-    stack: tuple[SourceSpec, ...]
-    sources: tuple[Source, ...]
-    home: str
-    home_env: str | None
-    max_file_bytes: int
-    origin: str  # "built-in" or the file's path
-    # the sources' keys of recent resolutions -> their results (see resolve.resolve_request)
-    memo: dict[tuple[Hashable, ...], Any]
-    loop: LoopSpec | None = None  # None: the preset bounds no loop
-    steps: StepFinder | None = None  # how its step source finds a step; None: it has none
+    ``origin`` is "built-in" or the file's path; ``loop`` None means the
+    preset bounds no loop; ``steps`` is how its step source finds a step (None
+    when it has none). ``memo`` keeps the results of recent resolutions by
+    their sources' keys (see `budgetconf.resolve.resolve_request`).
+    """
+
+    __slots__ = (
+        "home",
+        "home_env",
+        "loop",
+        "max_file_bytes",
+        "memo",
+        "name",
+        "origin",
+        "schema",
+        "sources",
+        "stack",
+        "steps",
+        "summary",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        summary: str,
+        schema: Schema,
+        stack: tuple[SourceSpec, ...],
+        sources: tuple[Source, ...],
+        home: str,
+        home_env: str | None,
+        max_file_bytes: int,
+        origin: str,
+        loop: LoopSpec | None = None,
+        steps: StepFinder | None = None,
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.schema = schema
+        self.stack = stack
+        self.sources = sources
+        self.home = home
+        self.home_env = home_env
+        self.max_file_bytes = max_file_bytes
+        self.origin = origin
+        self.loop = loop
+        self.steps = steps
+        self.memo: dict[tuple[Hashable, ...], Any] = {}
 
     def __repr__(self) -> str:
         return f"Preset({self.name!r}, origin={self.origin!r})"
@@ -281,7 +340,6 @@ def _build(data: Mapping[str, Any], *, origin: str, stem: str) -> Preset:
         home_env=_take(data, "home_env", str, ""),
         max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES,
         origin=origin,
-        memo={},
         loop=_loop(_take(data, "loop", dict, ""), schema),
         steps=StepFinder.from_options(steps.options) if steps else None,
     )
@@ -438,7 +496,7 @@ def _field(path: str, spec: Any) -> Field:
         default = field.check_value(spec["default"])
     except Invalid as exc:
         raise _Bad(f"{where}default: {exc.reason}") from None
-    return field._replace(default=default)
+    return field.replace(default=default)
 
 
 def _check_names(schema: Schema) -> None:
@@ -474,7 +532,7 @@ def _linked(field: Field, schema: Schema) -> Field:
         raise _Bad(where + f"{other.path} may take values this field refuses")
     if other.secret and not field.secret:
         raise _Bad(where + f"{other.path} is secret, so this field must be secret too")
-    return field._replace(default_from=other.path)
+    return field.replace(default_from=other.path)
 
 
 def _within(inner: Field, outer: Field) -> bool:

@@ -6,7 +6,6 @@ A preset's stack names source kinds; `KINDS` maps each kind to its class.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Protocol
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import (
@@ -17,7 +16,6 @@ from budgetconf.sources._base import (
     Policy,
     Problem,
     Request,
-    Source,
     SourceSpec,
     SourceStatus,
 )
@@ -30,6 +28,12 @@ from budgetconf.sources.profile import ProfileSource
 from budgetconf.sources.project import ProjectSource
 from budgetconf.sources.step import StepSource
 from budgetconf.sources.workflow import WorkflowSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, Protocol
+
+    from budgetconf.sources._base import Source
 
 __all__ = [
     "KINDS",
@@ -47,15 +51,17 @@ __all__ = [
 ]
 
 
-class SourceClass(Protocol):
-    """A source class: its preset options, and how it is built for a preset."""
+if TYPE_CHECKING:  # for the type checker only, like `Source`
 
-    #: option name -> accepted type, for the strict check of preset files
-    OPTIONS: Mapping[str, type]
-    #: whether it reads sections, so that a merge mode means something for it
-    DEFINES_SECTIONS: bool
+    class SourceClass(Protocol):
+        """A source class: its preset options, and how it is built for a preset."""
 
-    def __call__(self, spec: SourceSpec, schema: Schema) -> Source: ...
+        #: option name -> accepted type, for the strict check of preset files
+        OPTIONS: Mapping[str, type]
+        #: whether it reads sections, so that a merge mode means something for it
+        DEFINES_SECTIONS: bool
+
+        def __call__(self, spec: SourceSpec, schema: Schema) -> Source: ...
 
 
 #: source kind -> class, in the rank order of the default stack

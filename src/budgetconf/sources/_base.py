@@ -6,11 +6,14 @@ import os
 from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
+from budgetconf._record import Record
 from budgetconf.errors import ConfigError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final, Protocol
+
     from budgetconf.schema import Schema
     from budgetconf.sources._steps import StepFinder
 
@@ -43,31 +46,63 @@ class SourceStatus(StrEnum):
 _NOTHING: Final[Mapping[Any, Any]] = MappingProxyType({})
 
 
-class SourceSpec(NamedTuple):
+class SourceSpec(Record):
     """One entry of a preset's stack, as its file declares it."""
 
-    kind: str
-    invalid: Policy
-    merge: Mapping[str, MergeMode] = _NOTHING
-    options: Mapping[str, Any] = _NOTHING
+    __slots__ = ("invalid", "kind", "merge", "options")
+
+    def __init__(
+        self,
+        kind: str,
+        invalid: Policy,
+        merge: Mapping[str, MergeMode] = _NOTHING,
+        options: Mapping[str, Any] = _NOTHING,
+    ) -> None:
+        self.kind = kind
+        self.invalid = invalid
+        self.merge = merge
+        self.options = options
 
     def merge_mode(self, section: str) -> MergeMode:
         return self.merge.get(section, MergeMode.FIELD)
 
 
-class Request(NamedTuple):
+class Request(Record):
     """Everything one resolution was asked with."""
 
-    env: Mapping[str, str]
-    argv: Sequence[str] | None = None
-    global_file: str | None = None
-    project_file: str | None = None
-    profile: str | None = None
-    workflow: str | None = None
-    step: str | None = None
-    explicit: Mapping[str, object] | None = None
-    # `--set` gives text, code gives typed values
-    explicit_is_text: bool = False
+    __slots__ = (
+        "argv",
+        "env",
+        "explicit",
+        "explicit_is_text",
+        "global_file",
+        "profile",
+        "project_file",
+        "step",
+        "workflow",
+    )
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None = None,
+        global_file: str | None = None,
+        project_file: str | None = None,
+        profile: str | None = None,
+        workflow: str | None = None,
+        step: str | None = None,
+        explicit: Mapping[str, object] | None = None,
+        explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
+    ) -> None:
+        self.env = env
+        self.argv = argv
+        self.global_file = global_file
+        self.project_file = project_file
+        self.profile = profile
+        self.workflow = workflow
+        self.step = step
+        self.explicit = explicit
+        self.explicit_is_text = explicit_is_text
 
 
 class Context:
@@ -139,37 +174,67 @@ class Context:
         return self.user_path(template.replace("{home}", self.home))
 
 
-class Offer(NamedTuple):
+class Offer(Record):
     """One raw value a source offers for a field."""
 
-    field: str
-    value: object
-    locator: str
-    text: bool = False
-    key: str | None = None  # the alias it was set by, when not the field's own name
+    __slots__ = ("field", "key", "locator", "text", "value")
+
+    def __init__(
+        self,
+        field: str,
+        value: object,
+        locator: str,
+        text: bool = False,
+        key: str | None = None,  # the alias it was set by, when not the field's own name
+    ) -> None:
+        self.field = field
+        self.value = value
+        self.locator = locator
+        self.text = text
+        self.key = key
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     """Something wrong with a source's shape, judged by the source's invalid policy."""
 
-    message: str
-    locator: str
-    field: str | None = None
-    raw: object = None
+    __slots__ = ("field", "locator", "message", "raw")
+
+    def __init__(
+        self, message: str, locator: str, field: str | None = None, raw: object = None
+    ) -> None:
+        self.message = message
+        self.locator = locator
+        self.field = field
+        self.raw = raw
 
 
-class Layer(NamedTuple):
-    """What one source gave in one resolution."""
+class Layer(Record):
+    """What one source gave in one resolution.
 
-    status: SourceStatus
-    locator: str | None = None
-    offers: tuple[Offer, ...] = ()
-    # sections the source defines (even empty), with where, for `replace` merging
-    sections: Mapping[str, str] = _NOTHING
-    problems: tuple[Problem, ...] = ()
-    warnings: tuple[str, ...] = ()
-    # errors whatever the policy: a source that cannot be read, an unknown field in code
-    errors: tuple[ConfigError, ...] = ()
+    ``sections`` are the sections the source defines (even empty), with
+    where, for ``replace`` merging; ``errors`` count whatever the policy: a
+    source that cannot be read, an unknown field in code.
+    """
+
+    __slots__ = ("errors", "locator", "offers", "problems", "sections", "status", "warnings")
+
+    def __init__(
+        self,
+        status: SourceStatus,
+        locator: str | None = None,
+        offers: tuple[Offer, ...] = (),
+        sections: Mapping[str, str] = _NOTHING,
+        problems: tuple[Problem, ...] = (),
+        warnings: tuple[str, ...] = (),
+        errors: tuple[ConfigError, ...] = (),
+    ) -> None:
+        self.status = status
+        self.locator = locator
+        self.offers = offers
+        self.sections = sections
+        self.problems = problems
+        self.warnings = warnings
+        self.errors = errors
 
     @classmethod
     def failed(cls, error: ConfigError, locator: str | None) -> Layer:
@@ -180,24 +245,27 @@ class Layer(NamedTuple):
         return cls(SourceStatus.NOT_CONFIGURED)
 
 
-class Source(Protocol):
-    """A provider of raw values. Sources never validate values: the resolver does.
+# The protocol exists for the type checker only: `typing` is not imported at run time.
+if TYPE_CHECKING:
 
-    A source class is built once per preset as ``cls(spec, schema)``. Each
-    resolution asks every source for its key; when the keys match those of an
-    earlier resolution, its result is reused, else every source is loaded.
-    """
+    class Source(Protocol):
+        """A provider of raw values. Sources never validate values: the resolver does.
 
-    def load(self, ctx: Context) -> Layer:
-        """The source's values for this resolution. Raises only `UsageError`."""
-        ...
-
-    def key(self, ctx: Context) -> Hashable:
-        """Everything `load` would read for this resolution, as a hashable value, cheaply.
-
-        Equal keys promise an equal layer: a file's key holds its path and the
-        signature of its current version, the environment's the values of the
-        variables it reads. None when the source cannot promise that (the
-        resolution is then never reused).
+        A source class is built once per preset as ``cls(spec, schema)``. Each
+        resolution asks every source for its key; when the keys match those of an
+        earlier resolution, its result is reused, else every source is loaded.
         """
-        ...
+
+        def load(self, ctx: Context) -> Layer:
+            """The source's values for this resolution. Raises only `UsageError`."""
+            ...
+
+        def key(self, ctx: Context) -> Hashable:
+            """Everything `load` would read for this resolution, as a hashable value, cheaply.
+
+            Equal keys promise an equal layer: a file's key holds its path and the
+            signature of its current version, the environment's the values of the
+            variables it reads. None when the source cannot promise that (the
+            resolution is then never reused).
+            """
+            ...

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import ClassVar
 
 from budgetconf.errors import ConfigError, SourceError
 from budgetconf.schema import Schema
@@ -11,6 +10,10 @@ from budgetconf.sources._base import Context, Layer, Request, SourceSpec, Source
 from budgetconf.sources._files import read_table, source_error, stamp
 from budgetconf.sources._formats import Document, Items, Table
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Document | Layer:

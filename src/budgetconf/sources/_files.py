@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Hashable
-from typing import Final, NamedTuple
 
 from budgetconf.errors import SourceError
 from budgetconf.sources._formats import Document, ParseError, parse_json, parse_toml, parse_yaml
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 PARSERS: Final[dict[str, Callable[[str], Document]]] = {
     "json": parse_json,
@@ -28,10 +31,17 @@ _MAX_CACHED: Final = 256
 _Signature = tuple[int, int, int, int]
 
 
-class _Entry(NamedTuple):
-    signature: _Signature
-    table: Document | None
-    error: ParseError | None
+class _Entry:
+    """One version of a file, parsed: its table, or why it has none."""
+
+    __slots__ = ("error", "signature", "table")
+
+    def __init__(
+        self, signature: _Signature, table: Document | None, error: ParseError | None
+    ) -> None:
+        self.signature = signature
+        self.table = table
+        self.error = error
 
 
 _cache: dict[tuple[str, str, int], _Entry] = {}

@@ -21,15 +21,23 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, TypeAlias
 
 from budgetconf.schema import Unusable, show_typed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
+
+    _Mapping = dict[Any, Any]
+    _List = list[Any]
+else:  # the same classes, without importing `typing` at run time
+    _Mapping, _List = dict, list
 
 MAX_DEPTH: Final = 64
 MAX_ALIAS_EXPANSION: Final = 10_000
 
 
-class Table(dict[Any, Any]):
+class Table(_Mapping):
     """A mapping read from a file that knows the line where each key is written."""
 
     __slots__ = ("line", "lines")
@@ -45,7 +53,7 @@ class Table(dict[Any, Any]):
         self.line = line  # where the mapping itself starts, when known
 
 
-class Items(list[Any]):
+class Items(_List):
     """A list read from a file that knows the line where it starts."""
 
     __slots__ = ("line",)

@@ -8,31 +8,38 @@ the same way, with the step source's options.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
 
+from budgetconf._record import Record
 from budgetconf.errors import SourceError
 from budgetconf.schema import Unusable, did_you_mean, show_typed
 from budgetconf.sources._base import Context, Layer
 from budgetconf.sources._file import read_file
 from budgetconf.sources._formats import Document, Items, Table
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
 #: the ``list`` option's word for a workflow file that is itself the list of steps
 WHOLE_FILE: Final = "."
 
 
-class Step(NamedTuple):
+class Step:
     """The selected step: its name, the workflow file it is in, and its mapping."""
 
-    name: str
-    path: str
-    entry: Table
+    __slots__ = ("entry", "name", "path")
+
+    def __init__(self, name: str, path: str, entry: Table) -> None:
+        self.name = name
+        self.path = path
+        self.entry = entry
 
     def locator(self, line: int | None = None) -> str:
         """``step:NAME (path:line)``, at ``line`` or else where the step starts."""
         return f"step:{self.name} ({self.path}:{line or self.entry.line})"
 
 
-class StepFinder(NamedTuple):
+class StepFinder(Record):
     """How a workflow lists its steps, and which keys name them.
 
     ``list_key`` is the top-level key that holds the list of steps, or ``"."``
@@ -41,8 +48,11 @@ class StepFinder(NamedTuple):
     ``name: true`` is the step ``true``.
     """
 
-    list_key: str = "steps"
-    name_keys: tuple[str, ...] = ("name",)
+    __slots__ = ("list_key", "name_keys")
+
+    def __init__(self, list_key: str = "steps", name_keys: tuple[str, ...] = ("name",)) -> None:
+        self.list_key = list_key
+        self.name_keys = name_keys
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> StepFinder:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import bisect
 import contextlib
 import re
-from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 _BARE_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")
 _SCALAR_END: Final = re.compile(r"[,\]}#\r\n]")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import ClassVar
 
 from budgetconf.schema import Schema, did_you_mean
 from budgetconf.sources._base import Context, Layer, Offer, Problem, SourceSpec, SourceStatus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class CliSource:

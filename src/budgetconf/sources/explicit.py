@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import ClassVar, Final
 
 from budgetconf.errors import ConfigError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar, Final
 
 LOCATOR: Final = "explicit"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import ClassVar
 
 from budgetconf.errors import SourceError
 from budgetconf.schema import Schema, show_typed
@@ -12,6 +11,10 @@ from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._file import FileSource
 from budgetconf.sources._formats import Table
 from budgetconf.sources._steps import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 def is_path(profile: str) -> bool:

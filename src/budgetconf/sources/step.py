@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._files import stamp
 from budgetconf.sources._sections import read_fields, read_sections
 from budgetconf.sources._steps import StepFinder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class StepSource:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import ClassVar
 
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, SourceSpec
 from budgetconf.sources._file import read_mapping
 from budgetconf.sources._files import stamp
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class WorkflowSource:

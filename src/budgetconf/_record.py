@@ -1,0 +1,41 @@
+"""A base for the small records the resolver makes by the hundred.
+
+A dataclass or a named tuple would do, but each costs a fraction of a
+millisecond or more to create when its module is imported, and they bring
+`inspect` or `typing` along; `import budgetconf` defines every record. A
+record here is a class whose ``__slots__`` name its fields, each one a
+keyword of its constructor. Records are not changed once made: a
+resolution, and every record in it, may be handed to more than one caller.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Self
+
+
+class Record:
+    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record) or type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with the fields named in ``changes`` changed."""
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return type(self)(**(fields | changes))
