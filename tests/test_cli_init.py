@@ -185,3 +185,20 @@ def test_a_preset_without_a_default_project_path_needs_one(
     assert "# turns = 5\n" in (place.work / "budget.toml").read_text()
     res = budgetconf.resolve("app.toml", project_file=Path("budget.toml"))
     assert res["agent.turns"] == 5
+
+
+def test_a_file_that_reads_some_sections_lists_only_those(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A project source with `sections = ["agent"]`: the written file leaves the others out."""
+    place.write(
+        "app.toml",
+        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
+        '[[sources]]\nkind = "project"\npath = "app-settings.toml"\nsections = ["agent"]\n'
+        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
+        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
+    )
+    assert main(["init", "--preset", "app.toml"]) == 0
+    text = (place.work / "app-settings.toml").read_text()
+    assert "# [agent]\n" in text
+    assert "server" not in text

@@ -138,14 +138,16 @@ def test_a_source_that_reads_some_sections_leaves_the_rest_of_its_file_open(
         'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
         '[[sources]]\nkind = "project"\npath = "app.toml"\nsections = ["agent"]\n'
         '[[sources]]\nkind = "global"\npath = "g.json"\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n',
+        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
+        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
     )
     project = schema_of(capsys, "--preset", "app.toml", "--kind", "project")
+    assert list(project["properties"]) == ["$schema", "$comment", "agent"]
     assert errors(project, {"agent": {"turns": 3}, "server": {"port": 80}}) == []
     assert errors(project, {"agent": {"turn": 3}}) != []
     global_ = schema_of(capsys, "--preset", "app.toml", "--kind", "global")
-    assert errors(global_, {"server": {}}) == [
-        "Additional properties are not allowed ('server' was unexpected)"
+    assert errors(global_, {"other": {}}) == [
+        "Additional properties are not allowed ('other' was unexpected)"
     ]
 
 

@@ -20,7 +20,7 @@ import tempfile
 import textwrap
 from typing import Final, TextIO
 
-from budgetconf.cli._schema import FILE_KINDS, describe
+from budgetconf.cli._schema import FILE_KINDS, describe, file_sections
 from budgetconf.errors import UsageError
 from budgetconf.presets import Preset
 from budgetconf.schema import Field
@@ -74,7 +74,7 @@ def toml_text(preset: Preset, kind: str) -> str:
         "# `budgetconf explain` to see it win. Values must have their type: 40, not",
         '# "40". `budgetconf schema` gives editors these rules as a JSON Schema.',
     ]
-    for section, fields in preset.schema.sections.items():
+    for section, fields in file_sections(preset, kind).items():
         lines += ["", f"# [{section}]"]
         for f in fields:
             lines += [f"# {line}" for line in textwrap.wrap(_about(f), 76, break_on_hyphens=False)]
@@ -94,7 +94,7 @@ def json_text(preset: Preset, kind: str) -> str:
         'Nothing is set. Add a section to set a value: "loop": {"max_steps": 60}.',
         "`budgetconf schema` gives editors the rules as a JSON Schema.",
     ]
-    notes += [f"{f.path}: {_about(f)}" for f in preset.schema]
+    notes += [f"{f.path}: {_about(f)}" for fs in file_sections(preset, kind).values() for f in fs]
     return json.dumps({"$comment": notes}, indent=2, ensure_ascii=False) + "\n"
 
 

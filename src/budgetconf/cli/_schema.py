@@ -16,6 +16,7 @@ from typing import Any, Final
 from budgetconf._arguments import shown_default
 from budgetconf.presets import Preset
 from budgetconf.schema import Field, Kind
+from budgetconf.sources import SourceSpec
 
 __all__ = ["FILE_KINDS", "json_schema"]
 
@@ -72,16 +73,30 @@ def field_schema(f: Field) -> dict[str, Any]:
     return spec
 
 
+def _file_specs(preset: Preset, kind: str | None) -> list[SourceSpec]:
+    return [s for s in preset.stack if s.kind in FILE_KINDS and kind in (None, s.kind)]
+
+
+def file_sections(preset: Preset, kind: str | None = None) -> dict[str, tuple[Field, ...]]:
+    """The sections that the ``kind`` file (any file, without ``kind``) of ``preset`` may set.
+
+    A source with the ``sections`` option reads only those; one without reads them all.
+    """
+    specs = _file_specs(preset, kind)
+    if not specs or any("sections" not in s.options for s in specs):
+        return dict(preset.schema.sections)
+    names = {name for s in specs for name in s.options["sections"]}
+    return {name: fs for name, fs in preset.schema.sections.items() if name in names}
+
+
 def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the settings files of ``preset``.
 
     ``kind`` (``project``, ``global``, ``profile``) describes that source's
     file; without it, the files of all the preset's file sources.
     """
-    specs = [s for s in preset.stack if s.kind in FILE_KINDS and kind in (None, s.kind)]
-    only = [s.options.get("sections") for s in specs]
     sections = {}
-    for section, fields in preset.schema.sections.items():
+    for section, fields in file_sections(preset, kind).items():
         properties: dict[str, Any] = {}
         for f in fields:
             properties[f.name] = field_schema(f)
@@ -103,5 +118,5 @@ def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
         "type": "object",
         "properties": {**_EDITOR_KEYS, **sections},
         # a source that reads some sections leaves the rest of its file to the application
-        "additionalProperties": any(chosen is not None for chosen in only),
+        "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
     }
