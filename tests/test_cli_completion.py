@@ -139,12 +139,14 @@ def test_zsh_computes_the_same_words(
 def test_each_commands_help_ends_with_examples(
     capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    """`budgetconf COMMAND --help` exits 0 and shows examples, one per line, as written."""
+    """`budgetconf COMMAND --help` exits 0, wraps its text, and ends with examples as written."""
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    examples = out.split("examples:\n", 1)[1].splitlines()
+    text, examples_text = out.split("examples:\n", 1)
+    assert max(len(line) for line in text.splitlines()) <= 80  # the rest is wrapped
+    examples = examples_text.splitlines()
     assert examples
     assert all(" budgetconf " in line or "(budgetconf " in line for line in examples)
 

@@ -39,10 +39,20 @@ class _Usage(Exception):
     """A command line that cannot be carried out as given."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions and epilogs wrapped paragraph by paragraph; examples kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text
+        parts = text.split("\n\n")
+        return "\n\n".join(
+            p if p.startswith("examples:") else fill(p, width, indent) for p in parts
+        )
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, **kwargs: Any) -> None:
-        # the epilogs hold examples, one per line
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(**kwargs)
 
     def error(self, message: str) -> NoReturn:
