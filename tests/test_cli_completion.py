@@ -135,6 +135,64 @@ def test_zsh_computes_the_same_words(
     assert [w for w in words if w.startswith(current)] == offered
 
 
+# An interactive zsh on a pseudo-terminal, with compinit and the script loaded: each line
+# is typed, then Tab twice, and what zsh lists is read back until the awaited word shows.
+ZSH_DRIVER = r"""
+zmodload zsh/zpty
+zpty z 'TERM=dumb zsh -f -i'
+zpty -w z "PS1='%% '; autoload -Uz compinit; compinit -u -D; source ${(q)1}; setopt no_beep"
+read_until() {
+    local chunk i
+    REPLY=''
+    for i in {1..600}; do
+        while zpty -r -t z chunk; do REPLY+=$chunk; done
+        [[ $REPLY == *$1* ]] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+zpty -w z 'print -r -- RE""ADY'
+read_until READY
+shift
+while (( $# )); do
+    zpty -wn z $'\C-u'"$1"$'\t\t'
+    read_until "$2" && print -r -- "<<<$REPLY>>>" || print -r -- '<<<>>>'
+    shift 2
+done
+zpty -d z
+"""
+
+LISTED = [
+    ("budgetconf ", ["completion", "explain", "init", "presets", "run", "schema", "check"]),
+    ("budgetconf completion ", ["bash", "zsh"]),
+    ("budgetconf explain --format ", ["table", "json", "toml"]),
+    ("budgetconf explain --preset pr", ["praisonai", "praisonai-code"]),
+    ("budgetconf init --f", ["--format", "--force"]),
+]
+
+
+@needs_zsh
+def test_zsh_lists_the_words_at_a_real_prompt(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Typed at an interactive zsh with compinit, each line's Tab lists the expected words."""
+    path = place.write("_budgetconf.zsh", script("zsh", capsys))
+    driver = place.write("driver.zsh", ZSH_DRIVER)
+    args = [item for line, words in LISTED for item in (line, words[-1])]
+    done = subprocess.run(
+        ["zsh", "-f", str(driver), str(path), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=place.work,
+    )
+    listings = done.stdout.split("<<<")[1:]
+    assert len(listings) == len(LISTED)
+    for (line, words), listing in zip(LISTED, listings, strict=True):
+        shown = set(listing.split())
+        assert set(words) <= shown, (line, listing)
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_commands_help_ends_with_examples(
     capsys: pytest.CaptureFixture[str], command: str
