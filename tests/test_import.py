@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-HEAVY = frozenset({"rich", "cattrs", "yaml", "tomli_w", "tomllib"})
+HEAVY = frozenset({"rich", "cattrs", "yaml", "tomli_w", "tomllib", "jsonschema"})
 
 
 def _modules_after(code: str) -> set[str]:

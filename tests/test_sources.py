@@ -125,6 +125,15 @@ def test_unknown_keys_in_files_are_warned_about_with_a_suggestion(place: Place) 
     assert res["loop.max_steps"] == 40
 
 
+def test_top_level_keys_beginning_with_a_dollar_are_left_to_editors(place: Place) -> None:
+    """`$schema` at the top of a file is skipped without a word; inside a section it is a key."""
+    place.write("settings.toml", '"$schema" = "./s.json"\n[loop]\nmax_steps = 5\n"$note" = 1\n')
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        res = budgetconf.resolve(env={})
+    assert res["loop.max_steps"] == 5
+    assert res.warnings == (f"loop.$note in {place.work / 'settings.toml'}:4 is not a known key",)
+
+
 CHOSEN = """\
 format = 1
 name = "chosen"

@@ -6,6 +6,7 @@
 40
 """
 
+from budgetconf._arguments import add_arguments, argv_from
 from budgetconf.errors import (
     BudgetConfError,
     BudgetConfWarning,
@@ -24,6 +25,8 @@ __all__ = [
     "Resolution",
     "SourceError",
     "UsageError",
+    "add_arguments",
+    "argv_from",
     "factory",
     "resolve",
 ]

@@ -1,4 +1,4 @@
-"""The ``budgetconf`` command: explain, check, run and list presets.
+"""The ``budgetconf`` command: explain, check, run, and the commands around them.
 
 Exit codes of explain and check: 0 when every field resolved, 1 when a value
 was rejected under the ``error`` policy or a source could not be read
@@ -15,9 +15,10 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Final, NoReturn, TextIO
+from typing import Any, Final, Literal, NoReturn, TextIO, TypeAlias, overload
 
 from budgetconf import __version__
+from budgetconf.cli._schema import FILE_KINDS
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.presets import Preset, is_preset_path, load_preset, preset_names
 from budgetconf.resolve import Resolution, check_request, resolve_request
@@ -29,13 +30,31 @@ EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
 EXIT_USAGE: Final = 64
 PRESET_ENV: Final = "BUDGETCONF_PRESET"
+_PRESET_HELP: Final = (
+    f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)"
+)
 
 
 class _Usage(Exception):
     """A command line that cannot be carried out as given."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions and epilogs wrapped paragraph by paragraph; examples kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text
+        parts = text.split("\n\n")
+        return "\n\n".join(
+            p if p.startswith("examples:") else fill(p, width, indent) for p in parts
+        )
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(**kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise _Usage(message)
 
@@ -44,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="budgetconf",
         description="Resolve and explain agent loop budgets from ranked sources.",
+        epilog=_EXAMPLES["budgetconf"],
     )
     parser.add_argument("--version", action="version", version=f"budgetconf {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -53,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument(
         "--preset",
         metavar="NAME|PATH",
-        help=f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)",
+        help=_PRESET_HELP,
     )
     group.add_argument(
         "--global",
@@ -88,25 +108,33 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("fields", nargs="*", metavar="FIELD", help="fields to show (default: all)")
 
     epilog = "Arguments after -- are parsed as the application's own flags (the cli source)."
-    commands.add_parser(
+    explain = commands.add_parser(
         "explain",
         parents=[resolution, shown],
-        epilog=epilog,
+        epilog=f"{epilog}\n\n{_EXAMPLES['explain']}",
         help="show each value, where it came from and what it overrode",
         description="Show every field's value, the source and locator that set it, "
         "and the candidates it shadowed, replaced or rejected.",
     )
+    explain.add_argument(
+        "--diff",
+        action="store_true",
+        help="compare with a second resolution: the options after --diff, applied on top "
+        "of those before it; show the fields that differ and the source of each value",
+    )
     commands.add_parser(
         "check",
         parents=[resolution, shown],
-        epilog=epilog,
+        epilog=f"{epilog}\n\n{_EXAMPLES['check']}",
         help="exit 1 on any error or warning (for CI)",
         description="Resolve and report problems; exit 1 on any error or warning.",
     )
     run = commands.add_parser(
         "run",
         parents=[resolution],
-        epilog=epilog + " Exit codes: 0 ok, 1 failed, 2 truncated, 3 blocked, 64 usage.",
+        epilog=epilog
+        + " Exit codes: 0 ok, 1 failed, 2 truncated, 3 blocked, 64 usage."
+        + f"\n\n{_EXAMPLES['run']}",
         help="run a scripted agent loop within the resolved budgets",
         description="Run the loop executor with a scripted model and the demo tools echo and "
         "add, within the budgets the options resolve; say what stopped it.",
@@ -129,10 +157,100 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
     commands.add_parser(
         "presets",
+        epilog=_EXAMPLES["presets"],
         help="list the built-in presets",
         description="List the built-in presets, one line each.",
     )
+    _add_file_commands(commands)
     return parser
+
+
+_EXAMPLES: Final = {
+    "budgetconf": """examples:
+  budgetconf explain                      every value and where it came from
+  budgetconf explain loop.max_steps --diff --profile fast
+  budgetconf init                         a commented ./settings.toml
+  budgetconf COMMAND --help               one command's options""",
+    "explain": """examples:
+  budgetconf explain loop.max_steps
+  budgetconf explain --profile fast --format json
+  budgetconf explain --profile fast --diff --profile slow
+  budgetconf explain --workflow agents.yaml --diff --step review
+  budgetconf explain --diff -- --max-steps 100""",
+    "check": """examples:
+  budgetconf check
+  budgetconf check --preset app-budgets.toml --project ci/settings.toml""",
+    "run": """examples:
+  budgetconf run --model script.json 'Say hi'
+  BUDGETCONF_MAX_STEPS=3 budgetconf run --model script.json --output json 'Say hi'""",
+    "presets": """examples:
+  budgetconf presets""",
+    "schema": """examples:
+  budgetconf schema > budgetconf.schema.json
+  budgetconf schema --preset skiller --kind profile""",
+    "init": """examples:
+  budgetconf init                         ./settings.toml, the project file
+  budgetconf init --kind global           ~/.budgetconf/settings.json
+  budgetconf init --kind profile fast     ~/.budgetconf/profiles/fast.json
+  budgetconf init ci/settings.toml --force""",
+    "completion": """examples:
+  source <(budgetconf completion bash)    in ~/.bashrc
+  source <(budgetconf completion zsh)     in ~/.zshrc, after compinit""",
+}
+
+
+def _add_file_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
+    preset = _Parser(add_help=False)
+    preset.add_argument(
+        "--preset",
+        metavar="NAME|PATH",
+        help=_PRESET_HELP,
+    )
+    schema = commands.add_parser(
+        "schema",
+        parents=[preset],
+        epilog=_EXAMPLES["schema"],
+        help="print the JSON Schema of the preset's settings files, for editors",
+        description="Print the JSON Schema (draft 2020-12) of the settings files the preset "
+        "reads: its sections and fields with their types, bounds, defaults and variables.",
+    )
+    schema.add_argument(
+        "--kind", choices=tuple(FILE_KINDS), help="describe only this source's file"
+    )
+    init = commands.add_parser(
+        "init",
+        parents=[preset],
+        epilog=_EXAMPLES["init"],
+        help="write a commented settings file that sets nothing yet",
+        description="Write a settings file for the preset that describes every field and "
+        "sets none, so it changes nothing until edited. Never overwrites without --force.",
+    )
+    init.add_argument(
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="where to write (default: where the preset reads that kind of file); "
+        "for a profile, a NAME or a PATH",
+    )
+    init.add_argument(
+        "--kind",
+        choices=tuple(FILE_KINDS),
+        help="which source's file: project (TOML, the default), global or profile (JSON)",
+    )
+    init.add_argument(
+        "--format",
+        dest="file_format",
+        choices=("toml", "json"),
+        help="toml for the project file, json for the global one (or, with --kind, a check)",
+    )
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    completion = commands.add_parser(
+        "completion",
+        epilog=_EXAMPLES["completion"],
+        help="print a shell completion script",
+        description="Print the completion script for bash or zsh.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -175,6 +293,38 @@ def say(stream: TextIO, line: str) -> None:
 
 
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:
+    from budgetconf.cli._diff import render, split
+
+    args, second = split(args)
+    if second is None:
+        return _command(args, out, err)
+    first = _command(args, out, err, diff=True)
+    if isinstance(first, int):
+        return first
+    after = _command(second, out, err, diff=True)
+    if isinstance(after, int):
+        return after
+    before, fields, _ = first
+    res, _, fmt = after
+    if fmt == "toml":
+        raise _Usage("explain --diff shows a table or json")
+    for error in dict.fromkeys(str(e) for e in (*before.errors, *res.errors)):
+        say(err, f"budgetconf: error: {error}")
+    render(before, res, fields, fmt, out)
+    return EXIT_ERROR if before.errors or res.errors else EXIT_OK
+
+
+_Compared: TypeAlias = tuple[Resolution, list[str], str]
+
+
+@overload
+def _command(args: list[str], out: TextIO, err: TextIO, *, diff: Literal[False] = ...) -> int: ...
+@overload
+def _command(
+    args: list[str], out: TextIO, err: TextIO, *, diff: Literal[True]
+) -> int | _Compared: ...
+def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -> int | _Compared:
+    """Carry out a command; with ``diff``, only resolve and give what explain would show."""
     app_args: list[str] | None = None
     if "--" in args:
         split = args.index("--")
@@ -184,11 +334,19 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     if ns.command is None:
         parser.print_help(err)
         return EXIT_USAGE
+    if diff and ns.command != "explain":
+        raise _Usage("--diff is an option of explain")
+    if ns.command in ("presets", "schema", "init", "completion") and app_args is not None:
+        raise _Usage(f"{ns.command} takes no application arguments")
     if ns.command == "presets":
-        if app_args is not None:
-            raise _Usage("presets takes no application arguments")
         for name in preset_names():
             out.write(f"{name:<16} {load_preset(name).summary}\n")
+        return EXIT_OK
+    if ns.command == "completion":
+        from budgetconf.cli._completion import script
+
+        fields = [f.path for f in load_preset("budgetconf").schema]
+        out.write(script(ns.shell, parser, {"preset": preset_names(), "fields": fields}))
         return EXIT_OK
 
     preset_arg = ns.preset or os.environ.get(PRESET_ENV) or "budgetconf"
@@ -201,7 +359,16 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
             from budgetconf.cli._run import not_run
 
             return not_run([str(exc)], ns.output, out, err)
-        return _preset_failed(preset_arg, exc, ns.format, out, err)
+        return _preset_failed(preset_arg, exc, getattr(ns, "format", "table"), out, err)
+    if ns.command == "schema":
+        from budgetconf.cli._schema import json_schema
+
+        if ns.kind is not None and not preset.has_source(ns.kind):
+            raise _Usage(f"preset {preset.name!r} has no {ns.kind} source")
+        out.write(json.dumps(json_schema(preset, ns.kind), indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    if ns.command == "init":
+        return _init_command(preset, ns, out, err)
 
     request = Request(
         env=os.environ,
@@ -231,7 +398,22 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
             raise _Usage(str(exc)) from None
     if ns.command == "check":
         return _check(res, preset, fields, ns.format, out, err)
+    if diff:
+        return res, fields, ns.format
     return _explain(res, preset, fields, ns.format, out, err)
+
+
+def _init_command(preset: Preset, ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from budgetconf.cli._init import init
+
+    try:
+        init(preset, ns.path, ns.kind, ns.file_format, ns.force, out)
+    except UsageError as exc:
+        raise _Usage(str(exc)) from None
+    except FileExistsError as exc:
+        say(err, f"budgetconf: error: {exc.filename} exists; pass --force to overwrite it")
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 _OPTION_NAMES: Final = {

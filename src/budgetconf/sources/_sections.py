@@ -56,12 +56,14 @@ def read_sections(
 
     ``only`` names the top-level keys to read, others being ignored without a
     word (a workflow file holds more than budgets); when it is None every
-    top-level key is read and an unknown one is reported.
+    top-level key is read and an unknown one is reported, except keys that
+    begin with ``$`` (``$schema``), which are left to editors.
     """
     found = Sections()
     for section, body in table.items():
         if section not in schema.sections:
-            if only is None:
+            # `$schema` names the file's JSON Schema for editors; no section starts with `$`
+            if only is None and not str(section).startswith("$"):
                 where = locate(table.lines.get(section))
                 found.warnings.append(_unknown(str(section), where, schema, top_level=True))
             continue

@@ -1,0 +1,113 @@
+"""An application's own ``argparse`` parser, given a preset's flags, and its answers fed back.
+
+`add_arguments` adds one option per flag of the preset, as text with no
+default, so argparse checks nothing and a flag the user did not give leaves
+``None``. `argv_from` turns the parsed namespace back into the flags that were
+given, for ``resolve(argv=...)``: the ``cli`` source then judges them by the
+preset's rules and policy, and explain names ``--max-steps`` as the locator.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from budgetconf.errors import UsageError
+from budgetconf.presets import Preset, load_preset
+from budgetconf.schema import Field, Kind, show_value
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_arguments", "argv_from"]
+
+
+def _preset(preset: str | os.PathLike[str]) -> Preset:
+    loaded = load_preset(preset)
+    if not loaded.has_source("cli"):
+        raise UsageError(f"preset {loaded.name!r} has no cli source: it reads no flags")
+    return loaded
+
+
+def _dest(flag: str) -> str:
+    """The namespace attribute of a flag, as argparse names it: ``--max-steps`` -> ``max_steps``."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def _flags(preset: Preset) -> dict[str, list[Field]]:
+    """The options for the preset's flags: each field's first flag, with the fields it sets."""
+    found: dict[str, list[Field]] = {}
+    for f in preset.schema:
+        if f.flags:
+            found.setdefault(f.flags[0], []).append(f)
+    return found
+
+
+def _metavar(f: Field) -> str:
+    if f.kind is Kind.ENUM:
+        return "{" + ",".join(f.choices) + "}"
+    return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL"}[f.kind]
+
+
+def shown_default(f: Field) -> str:
+    """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
+    if f.default_from:
+        return f"the value of {f.default_from}"
+    return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
+
+
+def _help(f: Field, *, env: bool) -> str:
+    notes = [f"default: {shown_default(f)}"]
+    if env and f.env:
+        notes.append("env: " + ", ".join(f.env))
+    return f"{f.help} ({'; '.join(notes)})".strip()
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    preset: str | os.PathLike[str] = "budgetconf",
+    *,
+    title: str | None = None,
+) -> argparse._ArgumentGroup:
+    """Add the flags of ``preset`` to ``parser``, in an argument group, and return the group.
+
+    Each flag is text with a ``None`` default: argparse neither converts nor
+    checks it, and a flag the user left out does not hide the sources below
+    the ``cli`` source. The help shows the field's default and environment
+    variable. Pass the parsed namespace to `argv_from` to resolve with it.
+    Raises `UsageError` when the preset has no ``cli`` source.
+    """
+    loaded = _preset(preset)
+    has_env = loaded.has_source("env")
+    group = parser.add_argument_group(title or f"budgets (preset {loaded.name})")
+    options = _flags(loaded)
+    taken = set(options)  # an option's own flag; a field's further flags are its aliases
+    for flag, fields in options.items():
+        first = fields[0]
+        names = [flag, *(name for name in first.flags[1:] if name not in taken)]
+        taken.update(names)
+        group.add_argument(
+            *names,
+            dest=_dest(flag),
+            default=None,
+            metavar=_metavar(first),
+            help=_help(first, env=has_env).replace("%", "%%"),
+        )
+    return group
+
+
+def argv_from(
+    namespace: argparse.Namespace, preset: str | os.PathLike[str] = "budgetconf"
+) -> list[str]:
+    """The flags of ``preset`` that ``namespace`` holds a value for, as ``resolve(argv=...)`` takes.
+
+    ``namespace`` comes from a parser that `add_arguments` filled with the
+    same preset; attributes left ``None`` were not given and are left out.
+    """
+    argv: list[str] = []
+    attributes: dict[str, Any] = vars(namespace)
+    for flag in _flags(_preset(preset)):
+        value = attributes.get(_dest(flag))
+        if value is not None:
+            argv.append(f"{flag}={value}")
+    return argv

@@ -1,0 +1,111 @@
+"""``budgetconf explain --diff``: two resolutions side by side, only where they differ.
+
+The options after ``--diff`` are applied on top of those before it, so the
+second resolution is stated by what changes: ``--profile fast --diff
+--profile slow``, ``--workflow w.yaml --diff --step review``, ``--diff --
+--max-steps 20``. A field differs when its value or the source or locator
+that set it does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TextIO
+
+from budgetconf.resolve import Resolution
+from budgetconf.trace import MASK, FieldTrace
+
+__all__ = ["DIFF", "changes", "render", "split"]
+
+DIFF: Final = "--diff"
+_SIDES: Final = ("before", "after")
+
+
+def split(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """The arguments of the first resolution, and of the second (None without ``--diff``).
+
+    ``--diff`` counts only before ``--``: after it, arguments are the
+    application's. The second resolution's arguments are the first's followed
+    by those after ``--diff``, so that later options override earlier ones.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    if DIFF not in args[:end]:
+        return args, None
+    at = args.index(DIFF)
+    return args[:at], args[:at] + args[at + 1 :]
+
+
+def changes(
+    before: Resolution, after: Resolution, fields: list[str]
+) -> dict[str, tuple[FieldTrace | None, FieldTrace | None]]:
+    """The fields whose value, source or locator differ, with each side's trace (None: no field).
+
+    Fields are in the first resolution's order, then any only the second has.
+    """
+    paths = list(dict.fromkeys(t.field.path for t in (*before.traces(), *after.traces())))
+    found = {}
+    for path in paths:
+        if fields and path not in fields:
+            continue
+        pair = (_trace(before, path), _trace(after, path))
+        if _key(pair[0]) != _key(pair[1]):
+            found[path] = pair
+    return found
+
+
+def _trace(res: Resolution, path: str) -> FieldTrace | None:
+    return res.trace(path) if path in res.schema.by_path else None
+
+
+def _key(trace: FieldTrace | None) -> tuple[object, ...] | None:
+    return None if trace is None else (trace.value, trace.source, trace.locator)
+
+
+def _side(trace: FieldTrace | None) -> dict[str, Any] | None:
+    if trace is None:
+        return None
+    value = MASK if trace.field.secret else trace.value
+    return {"value": value, "source": trace.source, "locator": trace.locator}
+
+
+def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, out: TextIO) -> None:
+    """The differing fields, as a table for people or a JSON document for tools."""
+    found = changes(before, after, fields)
+    if fmt == "json":
+        document = {
+            "version": 1,
+            **{
+                name: {"preset": res.preset, "errors": [str(e) for e in res.errors]}
+                for name, res in zip(_SIDES, (before, after), strict=True)
+            },
+            "fields": {
+                path: dict(zip(_SIDES, map(_side, pair), strict=True))
+                for path, pair in found.items()
+            },
+        }
+        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        return
+    from budgetconf.cli import printable
+    from budgetconf.cli._table import _Shortener, _value
+
+    short = _Shortener()
+    preset = before.preset if before.preset == after.preset else f"{before.preset} → {after.preset}"
+    count = len(found)
+    if not count:
+        out.write(f"preset {preset}: no field differs\n")
+        return
+    differ = "1 field differs" if count == 1 else f"{count} fields differ"
+    out.write(f"preset {preset}: {differ}\n")
+    for path, pair in found.items():
+        rows = []
+        for name, trace in zip(_SIDES, pair, strict=True):
+            if trace is None:
+                rows.append((name, "–", "", "no such field"))
+            else:
+                value = _value(trace.winner, trace.field)
+                rows.append((name, value, trace.source, short(trace.winner.where)))
+        width = max(len(row[1]) for row in rows)
+        out.write(f"\n{printable(path)}\n")
+        for name, value, source, where in rows:
+            line = f"  {name:<6} {value:>{width}}  {source:<8} {where}".rstrip()
+            out.write(printable(line) + "\n")

@@ -1,0 +1,137 @@
+"""``budgetconf init``: a settings file that explains every field and sets none.
+
+A TOML file carries each field as a commented line with its default, so it
+changes nothing until a line is uncommented. JSON has no comments: the file
+holds only a ``$comment`` list (budgetconf skips keys that begin with ``$``)
+that says the same, and ``budgetconf schema`` gives an editor the rest.
+
+The file is written whole or not at all: a temporary file in the same folder,
+flushed to disk, then linked into place (which fails if the file exists) or,
+with ``--force``, renamed over it. The temporary file never outlives the call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import tempfile
+import textwrap
+from typing import Final, TextIO
+
+from budgetconf.cli._schema import FILE_KINDS, describe, file_sections
+from budgetconf.errors import UsageError
+from budgetconf.presets import Preset
+from budgetconf.schema import Field
+from budgetconf.sources import Context, Request
+from budgetconf.sources.profile import is_path
+
+__all__ = ["init"]
+
+_TITLE: Final = {
+    "project": "Project settings",
+    "global": "User-wide settings",
+    "profile": "A profile",
+}
+
+
+def target(preset: Preset, kind: str, path: str | None) -> str:
+    """The file to write: ``path``, else where the preset's ``kind`` source looks for it.
+
+    A profile given by name goes to the preset's profiles folder, as ``--profile NAME`` reads it.
+    """
+    spec = next((s for s in preset.stack if s.kind == kind), None)
+    if spec is None:
+        raise UsageError(f"preset {preset.name!r} has no {kind} source")
+    ctx = Context(Request(env=os.environ), preset.schema, preset.home, preset.home_env, 0)
+    if kind == "profile":
+        if path is None:
+            raise UsageError("init --kind profile needs a NAME or PATH")
+        if not is_path(path):
+            folder = spec.options.get("folder", "{home}/profiles")
+            return ctx.preset_path(os.path.join(folder, path + ".json"))
+    if path is None:
+        if "path" not in spec.options:
+            raise UsageError(f"preset {preset.name!r} names no {kind} file: give a PATH")
+        return ctx.preset_path(spec.options["path"])
+    return ctx.user_path(path)
+
+
+def _about(f: Field) -> str:
+    return " ".join(describe(f, with_rule=True).splitlines())
+
+
+def toml_text(preset: Preset, kind: str) -> str:
+    """Every field as a commented line with its default: the file sets nothing as written."""
+    import tomli_w
+
+    lines = [
+        f"# {_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
+        "#",
+        "# Nothing is set: every value below is commented out and shows the built-in",
+        "# default. To set one, uncomment its section header and its line, then run",
+        "# `budgetconf explain` to see it win. Values must have their type: 40, not",
+        '# "40". `budgetconf schema` gives editors these rules as a JSON Schema.',
+    ]
+    for section, fields in file_sections(preset, kind).items():
+        lines += ["", f"# [{section}]"]
+        for f in fields:
+            lines += [f"# {line}" for line in textwrap.wrap(_about(f), 76, break_on_hyphens=False)]
+            if f.default is None or f.secret:
+                lines.append(f"# {f.name} =")
+            else:
+                lines.append("# " + tomli_w.dumps({f.name: f.default}).strip())
+            lines.append("#")
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def json_text(preset: Preset, kind: str) -> str:
+    """A document that sets nothing and, in ``$comment``, says what each field takes."""
+    notes = [
+        f"{_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
+        'Nothing is set. Add a section to set a value: "loop": {"max_steps": 60}.',
+        "`budgetconf schema` gives editors the rules as a JSON Schema.",
+    ]
+    notes += [f"{f.path}: {_about(f)}" for fs in file_sections(preset, kind).values() for f in fs]
+    return json.dumps({"$comment": notes}, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_new(path: str, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``path`` whole or not at all; `FileExistsError` unless ``force``."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as an ordinary file would be, not mkstemp's 0600
+        if force:
+            os.replace(temporary, path)
+        else:
+            try:
+                os.link(temporary, path)  # atomic, and refuses an existing path
+            except FileExistsError:
+                raise FileExistsError(errno.EEXIST, "file exists", path) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def init(
+    preset: Preset, path: str | None, kind: str | None, fmt: str | None, force: bool, out: TextIO
+) -> None:
+    """Write the settings file and say where. Raises `UsageError`, `FileExistsError`."""
+    if kind is None:
+        kind = "global" if fmt == "json" else "project"
+    if fmt is not None and FILE_KINDS[kind] != fmt:
+        raise UsageError(f"the {kind} file is {FILE_KINDS[kind].upper()}, not {fmt.upper()}")
+    where = target(preset, kind, path)
+    text = toml_text(preset, kind) if FILE_KINDS[kind] == "toml" else json_text(preset, kind)
+    write_new(where, text, force=force)
+    out.write(f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet\n")

@@ -1,0 +1,122 @@
+"""``budgetconf schema``: the JSON Schema of a preset's settings files, for editors.
+
+The schema is as strict as ``budgetconf check``: an unknown section or key is
+a warning to budgetconf and an error to the editor, so a typo is caught as it
+is typed. When a file source of the preset reads only some ``sections``, the
+rest of its file belongs to the application and other top-level keys are
+allowed. budgetconf skips keys that begin with ``$``; the schema knows
+``$schema`` (which names it to editors) and ``$comment`` (notes, which
+``budgetconf init`` writes in JSON files).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from budgetconf._arguments import shown_default
+from budgetconf.presets import Preset
+from budgetconf.schema import Field, Kind
+from budgetconf.sources import SourceSpec
+
+__all__ = ["FILE_KINDS", "json_schema"]
+
+DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
+#: the sources that read a settings file of sections, with the format of that file
+FILE_KINDS: Final = {"project": "toml", "global": "json", "profile": "json"}
+_TYPES: Final = {Kind.INT: "integer", Kind.NUMBER: "number", Kind.BOOL: "boolean"}
+# keys budgetconf skips (any that begins with `$`); these two are the ones in use
+_EDITOR_KEYS: Final = {
+    "$schema": {"type": "string", "description": "The JSON Schema of this file, for editors."},
+    "$comment": {"description": "Notes for people; budgetconf skips this key."},
+}
+_OPS: Final = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+_BOUNDS: Final = {
+    "ge": "minimum",
+    "gt": "exclusiveMinimum",
+    "le": "maximum",
+    "lt": "exclusiveMaximum",
+}
+
+
+def rule(f: Field) -> str:
+    """What the field takes, in words: ``an integer >= 1``."""
+    bounds = [
+        f"{op} {getattr(f, bound):g}" for bound, op in _OPS.items() if getattr(f, bound) is not None
+    ]
+    return f.noun + (" " + ", ".join(bounds) if bounds else "")
+
+
+def describe(f: Field, *, with_rule: bool = False) -> str:
+    """The field's help, then its default, variables and flags: what an editor shows on hover."""
+    lines = [f.help, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
+    if f.env:
+        lines.append("Environment: " + ", ".join(f.env) + ".")
+    if f.flags:
+        lines.append("Flags: " + ", ".join(f.flags) + ".")
+    return "\n".join(line for line in lines if line)
+
+
+def field_schema(f: Field) -> dict[str, Any]:
+    """The schema of one field's value: its type, bounds or choices, default and description."""
+    spec: dict[str, Any] = {"description": describe(f)}
+    if f.kind is Kind.ENUM:
+        spec["enum"] = [*f.choices, *([None] if f.optional else [])]
+    else:
+        kind = _TYPES[f.kind]
+        spec["type"] = [kind, "null"] if f.optional else kind
+    for bound, keyword in _BOUNDS.items():
+        limit = getattr(f, bound)
+        if limit is not None:
+            spec[keyword] = int(limit) if float(limit).is_integer() else limit
+    if f.default is not None and not f.secret:
+        spec["default"] = f.default
+    return spec
+
+
+def _file_specs(preset: Preset, kind: str | None) -> list[SourceSpec]:
+    return [s for s in preset.stack if s.kind in FILE_KINDS and kind in (None, s.kind)]
+
+
+def file_sections(preset: Preset, kind: str | None = None) -> dict[str, tuple[Field, ...]]:
+    """The sections that the ``kind`` file (any file, without ``kind``) of ``preset`` may set.
+
+    A source with the ``sections`` option reads only those; one without reads them all.
+    """
+    specs = _file_specs(preset, kind)
+    if not specs or any("sections" not in s.options for s in specs):
+        return dict(preset.schema.sections)
+    names = {name for s in specs for name in s.options["sections"]}
+    return {name: fs for name, fs in preset.schema.sections.items() if name in names}
+
+
+def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the settings files of ``preset``.
+
+    ``kind`` (``project``, ``global``, ``profile``) describes that source's
+    file; without it, the files of all the preset's file sources.
+    """
+    sections = {}
+    for section, fields in file_sections(preset, kind).items():
+        properties: dict[str, Any] = {}
+        for f in fields:
+            properties[f.name] = field_schema(f)
+            for alias in f.aliases:
+                spec = field_schema(f)
+                spec["description"] = f"Another name for {f.path}.\n" + spec["description"]
+                properties[alias] = spec
+        sections[section] = {
+            "type": "object",
+            "description": f"The {section} section of preset {preset.name}.",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+    where = f"{kind} file" if kind else "settings files"
+    return {
+        "$schema": DRAFT,
+        "title": f"budgetconf {where} (preset {preset.name})",
+        "description": 'Sections of fields; values must have their type (40, not "40").',
+        "type": "object",
+        "properties": {**_EDITOR_KEYS, **sections},
+        # a source that reads some sections leaves the rest of its file to the application
+        "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
+    }

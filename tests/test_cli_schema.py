@@ -1,0 +1,167 @@
+"""budgetconf schema: a JSON Schema that accepts what budgetconf reads, and flags the rest."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+import budgetconf
+from budgetconf.cli import main
+
+from conftest import Place
+
+ROOT = Path(__file__).parent.parent
+_NAMED = re.compile(r"^```(json|toml) (\S+)\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
+
+
+def schema_of(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["schema", *args]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator.check_schema(document)
+    return document
+
+
+def errors(schema: dict[str, Any], document: object) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    return [error.message for error in validator.iter_errors(document)]
+
+
+def _settings_examples() -> list[tuple[str, object]]:
+    """Every settings file that docs/ shows under a name (```json ~/.budgetconf/settings.json)."""
+    found = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for language, name, body in _NAMED.findall(page.read_text()):
+            if "settings" in name or "profiles/" in name:
+                loaded = json.loads(body) if language == "json" else tomllib.loads(body)
+                found.append((f"{page.name}: {name}", loaded))
+    return found
+
+
+def _uncommented(text: str) -> str:
+    """A commented settings file with every `# key = value` and `# [section]` line switched on."""
+    pattern = re.compile(r"^# (\[\w+\]|\w+ = .+)$", flags=re.MULTILINE)
+    return pattern.sub(r"\1", text)
+
+
+def test_the_schema_describes_every_field_with_its_rules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Types, bounds, choices, defaults, aliases and a description naming the env var and flag."""
+    schema = schema_of(capsys)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    loop = schema["properties"]["loop"]["properties"]
+    assert loop["max_steps"]["type"] == "integer"
+    assert loop["max_steps"]["minimum"] == 1
+    assert loop["max_steps"]["default"] == 40
+    assert "BUDGETCONF_MAX_STEPS" in loop["max_steps"]["description"]
+    assert "--max-steps" in loop["max_steps"]["description"]
+    assert loop["max_turns"]["description"].startswith("Another name for loop.max_steps.")
+    assert loop["last_turn"]["enum"] == ["warn", "wrap_up", "none"]
+    limits = schema["properties"]["limits"]["properties"]
+    assert limits["max_cost_usd"] == {
+        "description": limits["max_cost_usd"]["description"],
+        "type": ["number", "null"],
+        "exclusiveMinimum": 0,
+    }
+
+
+@pytest.mark.parametrize(("where", "document"), _settings_examples())
+def test_the_settings_examples_in_docs_validate(
+    capsys: pytest.CaptureFixture[str], where: str, document: object
+) -> None:
+    """Each settings file the docs show is valid for the default preset."""
+    assert errors(schema_of(capsys), document) == [], where
+
+
+def test_the_docs_show_settings_examples_of_each_format() -> None:
+    """The parametrised test above has JSON and TOML examples to check."""
+    names = [where for where, _ in _settings_examples()]
+    assert any(n.endswith(".json") for n in names)
+    assert any(n.endswith(".toml") for n in names)
+
+
+def test_the_repositorys_settings_toml_validates_with_every_line_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """settings.toml as shipped (all comments) and with every example line uncommented."""
+    text = (ROOT / "settings.toml").read_text()
+    schema = schema_of(capsys)
+    assert errors(schema, tomllib.loads(text)) == []
+    switched_on = tomllib.loads(_uncommented(text))
+    assert switched_on["loop"]["max_steps"] == 40
+    assert errors(schema, switched_on) == []
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"loop": {"max_steps": "40"}}, "'40' is not of type 'integer'"),
+        ({"loop": {"max_steps": 0}}, "0 is less than the minimum of 1"),
+        ({"loop": {"max_steps": True}}, "True is not of type 'integer'"),
+        ({"loop": {"last_turn": "wrapup"}}, "'wrapup' is not one of"),
+        ({"loop": {"max_step": 4}}, "'max_step' was unexpected"),
+        ({"lop": {"max_steps": 4}}, "'lop' was unexpected"),
+        ({"limits": {"max_cost_usd": 0}}, "0 is less than or equal to the minimum of 0"),
+        ({"loop": 7}, "7 is not of type 'object'"),
+    ],
+)
+def test_bad_documents_fail(
+    capsys: pytest.CaptureFixture[str], document: object, message: str
+) -> None:
+    """What budgetconf rejects or warns about, the schema flags."""
+    found = errors(schema_of(capsys), document)
+    assert len(found) == 1
+    assert message in found[0]
+
+
+def test_what_the_schema_accepts_budgetconf_reads_without_a_warning(place: Place) -> None:
+    """The docs' settings.json, `$schema` included, resolves cleanly as the global file."""
+    (_, document), *_ = [e for e in _settings_examples() if e[0].endswith("settings.json")]
+    place.write("settings.json", json.dumps(document))
+    res = budgetconf.resolve(env={}, global_file="settings.json")
+    assert res.warnings == ()
+    assert (res["loop.max_steps"], res["limits.timeout_seconds"]) == (60, None)
+
+
+def test_a_source_that_reads_some_sections_leaves_the_rest_of_its_file_open(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `sections`, other top-level keys belong to the application: the schema allows them."""
+    place.write(
+        "app.toml",
+        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
+        '[[sources]]\nkind = "project"\npath = "app.toml"\nsections = ["agent"]\n'
+        '[[sources]]\nkind = "global"\npath = "g.json"\n'
+        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
+        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
+    )
+    project = schema_of(capsys, "--preset", "app.toml", "--kind", "project")
+    assert list(project["properties"]) == ["$schema", "$comment", "agent"]
+    assert errors(project, {"agent": {"turns": 3}, "server": {"port": 80}}) == []
+    assert errors(project, {"agent": {"turn": 3}}) != []
+    global_ = schema_of(capsys, "--preset", "app.toml", "--kind", "global")
+    assert errors(global_, {"other": {}}) == [
+        "Additional properties are not allowed ('other' was unexpected)"
+    ]
+
+
+def test_a_field_that_follows_another_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """praisonai's max_steps, unset, takes max_iter's value: the description says that."""
+    schema = schema_of(capsys, "--preset", "praisonai")
+    max_steps = schema["properties"]["execution"]["properties"]["max_steps"]
+    assert "Default: the value of execution.max_iter." in max_steps["description"]
+    assert "default" not in max_steps
+
+
+def test_a_kind_the_preset_lacks_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """opendot reads no project file: exit 64 and one line."""
+    assert main(["schema", "--preset", "opendot", "--kind", "project"]) == 64
+    assert capsys.readouterr().err == (
+        "budgetconf: usage error: preset 'opendot' has no project source\n"
+    )
