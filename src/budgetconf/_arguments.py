@@ -10,14 +10,15 @@ preset's rules and policy, and explain names ``--max-steps`` as the locator.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from budgetconf.errors import UsageError
 from budgetconf.presets import Preset, load_preset
 from budgetconf.schema import Field, Kind, show_value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 __all__ = ["add_arguments", "argv_from"]
 
