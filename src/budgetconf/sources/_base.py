@@ -68,6 +68,7 @@ class Request(NamedTuple):
     explicit: Mapping[str, object] | None = None
     # `--set` gives text, code gives typed values
     explicit_is_text: bool = False
+    dynaconf: object = None  # an application's dynaconf settings object
 
 
 class Context:
