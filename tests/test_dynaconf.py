@@ -205,15 +205,16 @@ def test_a_key_that_is_not_a_table_is_a_problem_of_the_source(place: Place) -> N
         budgetconf.resolve(preset, env={}, dynaconf=settings)
 
 
-def test_a_missing_key_is_a_missing_layer(place: Place) -> None:
-    """Settings without the key resolve as if the layer were empty, and say it is missing."""
-    preset = _preset(place, 'key = "budgets.agent"\n')
+@pytest.mark.parametrize("key", ["budgets.agent", "name.budgets"])
+def test_a_missing_key_is_a_missing_layer(place: Place, key: str) -> None:
+    """Settings without the key (or with text on its way) give nothing, and say it is missing."""
+    preset = _preset(place, f'key = "{key}"\n')
 
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
 
     assert res.trace("loop.max_steps").source == "default"
     (report,) = [s for s in res.sources if s.source == "dynaconf"]
-    assert (report.status, report.locator) == ("missing", "dynaconf:budgets.agent")
+    assert (report.status, report.locator) == ("missing", f"dynaconf:{key}")
 
 
 def test_without_settings_the_source_is_not_configured(place: Place) -> None:

@@ -215,13 +215,30 @@ def test_a_server_that_does_not_answer_times_out(mode: str) -> None:
     )
 
 
-def test_a_completion_without_choices_is_an_error(mode: str) -> None:
-    """An answer with an empty ``choices`` list fails the run with a clear line."""
-    empty = {**reply("x"), "choices": []}
-    with serving([empty]) as chat:
+@pytest.mark.parametrize(
+    "answer",
+    [{**reply("x"), "choices": []}, {**reply("x"), "choices": [{"index": 0}]}, "oops"],
+    ids=["no-choices", "no-message", "text"],
+)
+def test_an_answer_that_is_no_completion_is_an_error(mode: str, answer: Any) -> None:
+    """An answer without a first choice's message fails the run with a clear line."""
+    with serving([answer]) as chat:
         result = _loop(mode, chat)
 
-    assert "ModelError: the server answered with no choices" in result.message
+    assert "ModelError: the server's answer is not a chat completion: " in result.message
+
+
+def test_a_strict_clients_validation_error_is_one_line() -> None:
+    """Any other error of the openai client is a `ModelError` naming the server too."""
+    with serving(["oops"]) as chat:
+        settings: dict[str, Any] = {"_strict_response_validation": True, "max_retries": 0}
+        with openai.OpenAI(base_url=chat.url, api_key="k", **settings) as client:
+            result = LoopExecutor(OpenAIModel("m", client=client)).run("hi")
+
+    assert result.message == (
+        f"failed: the model raised ModelError: {chat.url}:"
+        " Data returned by API invalid for expected schema. (turn 1)"
+    )
 
 
 def test_an_unknown_finish_reason_is_a_malformed_response(mode: str) -> None:

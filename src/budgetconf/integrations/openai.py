@@ -90,21 +90,27 @@ class AsyncOpenAIModel(_Base):
 def _response(completion: Any) -> dict[str, Any]:
     """The first choice as the executor reads a response; it reads the call objects itself."""
     choices = getattr(completion, "choices", None)
-    if not choices:
-        raise ModelError("the server answered with no choices")
-    choice = choices[0]
-    message = choice.message
-    content = message.content
-    finish = choice.finish_reason
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ModelError(f"the server's answer is not a chat completion: {_show(completion)}")
+    content = getattr(message, "content", None)
+    calls = getattr(message, "tool_calls", None)
+    finish = getattr(choice, "finish_reason", None)
     refusal = getattr(message, "refusal", None)
-    if refusal and not content and not message.tool_calls:
+    if refusal and not content and not calls:
         content, finish = refusal, "refusal"  # the API's refusal ends with "stop"
     return {
         "content": content,
-        "tool_calls": message.tool_calls,
+        "tool_calls": calls,
         "finish_reason": finish,
-        "usage": completion.usage,
+        "usage": getattr(completion, "usage", None),
     }
+
+
+def _show(value: object) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _error(exc: openai.OpenAIError, base_url: object) -> ModelError:
