@@ -320,3 +320,29 @@ def test_bad_options_are_preset_errors(place: Place, options: str, problem: str)
     """The source's options are checked when the preset loads."""
     with warnings.catch_warnings(), pytest.raises(budgetconf.PresetError, match=problem):
         budgetconf.resolve(_preset(place, options), env={})
+
+
+def test_any_object_with_get_will_do(place: Place) -> None:
+    """A plain dict of sections is read the same way: dynaconf is duck-typed, never imported."""
+    preset = _preset(place, 'key = "budgets"\n')
+
+    res = budgetconf.resolve(preset, env={}, dynaconf={"budgets": {"loop": {"max_steps": 3}}})
+
+    assert (res["loop.max_steps"], res.trace("loop.max_steps").locator) == (
+        3,
+        "dynaconf:budgets.loop.max_steps",
+    )
+
+
+def test_a_factory_reads_the_settings_at_every_construction(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``factory(..., dynaconf=settings)`` follows a change dynaconf sees after it was made."""
+    settings = _settings(place)
+    make = budgetconf.factory(
+        "loop.max_steps", _preset(place, 'key = "budgets"\n'), env={}, dynaconf=settings
+    )
+    first = make()
+    settings.set("budgets.loop.max_steps", 31)
+
+    assert (first, make()) == (30, 31)
