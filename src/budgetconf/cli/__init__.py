@@ -138,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--max-retries",
         metavar="N",
-        help="retries of a request that failed to connect or was refused (default: 2)",
+        help="retries of a request that could not connect or met a server error (default: 2)",
     )
     run.add_argument(
         "--output",
@@ -246,10 +246,11 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
         raise _Usage(exc.args[0]) from None
     res = resolve_request(preset, request)
     if ns.command == "run":
-        from budgetconf.cli._run import chosen_model, run
+        from budgetconf.cli._run import chosen_model, opened, run
 
-        try:
-            return run(res, chosen_model(ns), ns.prompt, ns.output, ns.events, out, err)
+        try:  # a usage error goes first: nothing else matters
+            with opened(chosen_model(ns)) as model:
+                return run(res, model, ns.prompt, ns.output, ns.events, out, err)
         except UsageError as exc:
             raise _Usage(str(exc)) from None
     if ns.command == "check":

@@ -20,7 +20,7 @@ from budgetconf.errors import PresetError, UsageError
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 from budgetconf.resolve import Resolution
 
-__all__ = ["Server", "chosen_model", "not_run", "run"]
+__all__ = ["Server", "chosen_model", "not_run", "opened", "run"]
 
 EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
 
@@ -90,8 +90,8 @@ def _count(text: str) -> int:
 
 
 @contextmanager
-def _opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
-    """The model for the run; a server's client is closed when the run is over."""
+def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
+    """The model of a run; a server's client is closed when the run is over."""
     if isinstance(choice, str):
         yield ScriptedModel.from_file(choice, record=False)  # nothing reads what it was sent
         return
@@ -115,19 +115,6 @@ def _opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
 
 
 def run(
-    res: Resolution,
-    choice: str | Server,
-    prompt: str,
-    output: str,
-    events_path: str | None,
-    out: TextIO,
-    err: TextIO,
-) -> int:
-    with _opened(choice) as model:  # a usage error goes first: nothing else matters
-        return _run(res, model, prompt, output, events_path, out, err)
-
-
-def _run(
     res: Resolution,
     model: Callable[..., Any],
     prompt: str,
