@@ -62,7 +62,9 @@ class OpenAIModel(_Base):
         super().__init__(model, options)
         self.client = openai.OpenAI() if client is None else client
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         try:
             completion = self.client.chat.completions.create(**self._request(messages, tools))
         except openai.OpenAIError as exc:
@@ -79,7 +81,9 @@ class AsyncOpenAIModel(_Base):
         super().__init__(model, options)
         self.client = openai.AsyncOpenAI() if client is None else client
 
-    async def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         try:
             completion = await self.client.chat.completions.create(**self._request(messages, tools))
         except openai.OpenAIError as exc:
