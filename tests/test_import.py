@@ -58,3 +58,12 @@ def test_explain_json_needs_neither_rich_nor_cattrs() -> None:
         "with contextlib.redirect_stdout(io.StringIO()): main(['explain', '--format', 'json'])"
     )
     assert loaded.isdisjoint({"rich", "cattrs", "yaml"})
+
+
+def test_no_adapter_dependency_loads_without_its_adapter() -> None:
+    """The package, its CLI and its loop load neither openai nor dynaconf."""
+    loaded = _modules_after(
+        "import budgetconf, budgetconf.cli, budgetconf.loop, budgetconf.integrations\n"
+        "budgetconf.resolve(env={})"
+    )
+    assert loaded.isdisjoint({"dynaconf", "openai", "httpx", "httpx2", "pydantic"})

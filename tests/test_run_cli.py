@@ -210,7 +210,7 @@ def test_a_provider_block_is_blocked_with_exit_3(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "go"], "the following arguments are required: --model"),
+        (["run", "go"], "one of the arguments --model --base-url is required"),
         (["run", "--model", "ok.json"], "the following arguments are required: PROMPT"),
         (["run", "--model", "missing.json", "go"], "model script missing.json: No such file"),
         (["run", "--model", "prose.json", "go"], "model script prose.json: not JSON"),

@@ -13,6 +13,7 @@ __all__ = [
     "BudgetConfError",
     "BudgetConfWarning",
     "ConfigError",
+    "ModelError",
     "PresetError",
     "SourceError",
     "UsageError",
@@ -95,6 +96,20 @@ class UsageError(ConfigError):
     """
 
     __module__ = "budgetconf"
+
+
+class ModelError(BudgetConfError):
+    """A model adapter's request that failed: the server was not reached, or answered an error.
+
+    ``status`` is the HTTP status when the server answered. The loop executor
+    ends the run with ``error`` and quotes the message.
+    """
+
+    __module__ = "budgetconf"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class BudgetConfWarning(UserWarning):

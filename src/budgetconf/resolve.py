@@ -381,6 +381,7 @@ def resolve(
     workflow: PathArg | None = None,
     step: str | None = None,
     explicit: Mapping[str, object] | None = None,
+    dynaconf: object = None,
 ) -> Resolution:
     """Resolve every field of ``preset`` from its ranked sources.
 
@@ -390,7 +391,8 @@ def resolve(
     `BudgetConfWarning`. Problems under the ``error`` policy raise: one problem
     as itself (a `SourceError` for a source that cannot be read), several as
     one `ConfigError` that lists them all and holds each in ``errors``. An
-    argument the preset has no source for raises `UsageError`.
+    argument the preset has no source for raises `UsageError`. ``dynaconf`` is
+    an application's dynaconf settings object, for the ``dynaconf`` source.
     """
     loaded = load_preset(preset)
     request = _request(
@@ -402,6 +404,7 @@ def resolve(
         workflow=workflow,
         step=step,
         explicit=explicit,
+        dynaconf=dynaconf,
     )
     check_request(loaded, request)
     return _resolved(loaded, request)
@@ -417,6 +420,7 @@ def _request(
     workflow: PathArg | None = None,
     step: str | None = None,
     explicit: Mapping[str, object] | None = None,
+    dynaconf: object = None,
 ) -> Request:
     return Request(
         env=os.environ if env is None else env,  # the live mapping: later changes are seen
@@ -427,6 +431,7 @@ def _request(
         workflow=_text(workflow),
         step=step,
         explicit=explicit,
+        dynaconf=dynaconf,
     )
 
 
@@ -449,6 +454,7 @@ _ARGUMENT_SOURCES: Final = {
     "workflow": "yaml",
     "step": "step",
     "explicit": "explicit",
+    "dynaconf": "dynaconf",
 }
 _PATHS: Final = ("global_file", "project_file", "profile", "workflow", "step")
 

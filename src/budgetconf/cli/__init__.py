@@ -135,15 +135,38 @@ def _parser() -> argparse.ArgumentParser:
         epilog=epilog
         + " Exit codes: 0 ok, 1 failed, 2 truncated, 3 blocked, 64 usage."
         + f"\n\n{_EXAMPLES['run']}",
-        help="run a scripted agent loop within the resolved budgets",
-        description="Run the loop executor with a scripted model and the demo tools echo and "
-        "add, within the budgets the options resolve; say what stopped it.",
+        help="run an agent loop within the resolved budgets",
+        description="Run the loop executor with a scripted model, or a model on an "
+        "OpenAI-compatible server, and the demo tools echo and add, within the budgets the "
+        "options resolve; say what stopped it.",
     )
-    run.add_argument(
+    model = run.add_mutually_exclusive_group(required=True)
+    model.add_argument(
         "--model",
-        required=True,
         metavar="SCRIPT.json",
         help='a scripted model: {"responses": [...]}; the last response repeats',
+    )
+    model.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible server's API (http://127.0.0.1:8000/v1), with --model-name",
+    )
+    server = run.add_argument_group("server options (with --base-url)")
+    server.add_argument("--model-name", metavar="NAME", help="the model the server runs")
+    server.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="the variable that holds the API key (default: OPENAI_API_KEY); never printed",
+    )
+    server.add_argument(
+        "--request-timeout",
+        metavar="SECONDS",
+        help="how long one request may take (default: 60)",
+    )
+    server.add_argument(
+        "--max-retries",
+        metavar="N",
+        help="retries of a request that could not connect or met a server error (default: 2)",
     )
     run.add_argument(
         "--output",
@@ -390,10 +413,11 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
         raise _Usage(exc.args[0]) from None
     res = resolve_request(preset, request)
     if ns.command == "run":
-        from budgetconf.cli._run import run
+        from budgetconf.cli._run import chosen_model, opened, run
 
-        try:
-            return run(res, ns.model, ns.prompt, ns.output, ns.events, out, err)
+        try:  # a usage error goes first: nothing else matters
+            with opened(chosen_model(ns)) as model:
+                return run(res, model, ns.prompt, ns.output, ns.events, out, err)
         except UsageError as exc:
             raise _Usage(str(exc)) from None
     if ns.command == "check":

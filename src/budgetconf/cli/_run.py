@@ -1,4 +1,4 @@
-"""``budgetconf run``: the loop executor with a scripted model and two demo tools.
+"""``budgetconf run``: the loop executor with a scripted model, or a server's, and two demo tools.
 
 Exit codes follow the run's status: 0 ok, 1 failed (a configuration that did
 not resolve is a failed run too), 2 truncated, 3 blocked; 64 is a usage error.
@@ -6,8 +6,13 @@ not resolve is a failed run too), 2 truncated, 3 blocked; 64 is a usage error.
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Callable, Mapping
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf.cli import printable, say
@@ -15,7 +20,7 @@ from budgetconf.errors import PresetError, UsageError
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 from budgetconf.resolve import Resolution
 
-__all__ = ["not_run", "run"]
+__all__ = ["Server", "chosen_model", "not_run", "opened", "run"]
 
 EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
 
@@ -33,17 +38,91 @@ def add(a: float, b: float) -> float:
 DEMO_TOOLS: Final[Mapping[str, Callable[..., Any]]] = {"echo": echo, "add": add}
 
 
+@dataclass(frozen=True, slots=True)
+class Server:
+    """The OpenAI-compatible server of ``--base-url``, and how to talk to it."""
+
+    url: str
+    model: str
+    key_env: str
+    timeout: float
+    retries: int
+
+
+_SERVER_OPTIONS: Final = ("model_name", "api_key_env", "request_timeout", "max_retries")
+
+
+def chosen_model(ns: argparse.Namespace) -> str | Server:
+    """The model the command line asks for: a script's path, or a server. Raises `UsageError`."""
+    if ns.model is not None:
+        for name in _SERVER_OPTIONS:
+            if getattr(ns, name) is not None:
+                raise UsageError(f"--{name.replace('_', '-')} goes with --base-url, not --model")
+        return str(ns.model)
+    scheme, _, rest = ns.base_url.partition("://")
+    if scheme not in ("http", "https") or not rest.strip("/"):
+        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {ns.base_url!r}")
+    if not ns.model_name:
+        raise UsageError("--base-url needs --model-name: the model the server runs")
+    return Server(
+        ns.base_url,
+        ns.model_name,
+        key_env=ns.api_key_env or "OPENAI_API_KEY",
+        timeout=60.0 if ns.request_timeout is None else _seconds(ns.request_timeout),
+        retries=2 if ns.max_retries is None else _count(ns.max_retries),
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"--request-timeout: expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise UsageError(f"--max-retries: expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
+@contextmanager
+def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
+    """The model of a run; a server's client is closed when the run is over."""
+    if isinstance(choice, str):
+        yield ScriptedModel.from_file(choice, record=False)  # nothing reads what it was sent
+        return
+    try:
+        from budgetconf.integrations.openai import OpenAIModel
+    except ImportError as exc:
+        raise UsageError(f"--base-url: {exc}") from None
+    import openai
+
+    key = os.environ.get(choice.key_env)
+    if not key:
+        raise UsageError(
+            f"--base-url: no API key in ${choice.key_env}: set it (a local server takes any"
+            " value), or name another variable with --api-key-env"
+        )
+    client = openai.OpenAI(
+        base_url=choice.url, api_key=key, timeout=choice.timeout, max_retries=choice.retries
+    )
+    with client:
+        yield OpenAIModel(choice.model, client=client)
+
+
 def run(
     res: Resolution,
-    script: str,
+    model: Callable[..., Any],
     prompt: str,
     output: str,
     events_path: str | None,
     out: TextIO,
     err: TextIO,
 ) -> int:
-    # a usage error goes first: nothing else matters; nothing reads what the model was sent
-    model = ScriptedModel.from_file(script, record=False)
     for warning in res.warnings:
         say(err, f"budgetconf: warning: {warning}")
     if res.errors:

@@ -21,6 +21,7 @@ from budgetconf.sources._base import (
 )
 from budgetconf.sources.cli import CliSource
 from budgetconf.sources.default import DefaultSource
+from budgetconf.sources.dynaconf import DynaconfSource
 from budgetconf.sources.env import EnvSource
 from budgetconf.sources.explicit import ExplicitSource
 from budgetconf.sources.global_file import GlobalSource
@@ -75,4 +76,5 @@ KINDS: Final[Mapping[str, SourceClass]] = {
     "cli": CliSource,
     "step": StepSource,
     "explicit": ExplicitSource,
+    "dynaconf": DynaconfSource,  # in no built-in stack: an application places it
 }

@@ -72,6 +72,7 @@ class Request(Record):
 
     __slots__ = (
         "argv",
+        "dynaconf",
         "env",
         "explicit",
         "explicit_is_text",
@@ -93,6 +94,7 @@ class Request(Record):
         step: str | None = None,
         explicit: Mapping[str, object] | None = None,
         explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
+        dynaconf: object = None,  # an application's dynaconf settings object
     ) -> None:
         self.env = env
         self.argv = argv
@@ -103,6 +105,7 @@ class Request(Record):
         self.step = step
         self.explicit = explicit
         self.explicit_is_text = explicit_is_text
+        self.dynaconf = dynaconf
 
 
 class Context:

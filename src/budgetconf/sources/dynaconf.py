@@ -1,0 +1,133 @@
+"""The ``dynaconf`` source: a part of an application's dynaconf settings object.
+
+dynaconf is never imported: the source reads any object with a ``get``
+method, as a dynaconf ``Dynaconf``/``LazySettings`` object has, and the
+mappings it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from budgetconf.errors import SourceError, UsageError
+from budgetconf.schema import Schema, show_typed
+from budgetconf.sources._base import Context, Layer, Problem, SourceSpec, SourceStatus
+from budgetconf.sources._formats import Table
+from budgetconf.sources._sections import read_fields, read_sections
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
+
+class DynaconfSource:
+    """``dynaconf=settings``: the sections (or one section's fields) under a key of it.
+
+    ``key`` is the dotted key of the mapping that holds the sections
+    (``budgets`` for ``settings.budgets.loop.max_steps``); without it the
+    preset's sections are read from the top level and the application's other
+    keys are ignored. With ``section``, the mapping at ``key`` holds that
+    section's fields directly, beside the application's own keys
+    (``settings.agent.max_steps``). Keys match whatever their case, as in
+    dynaconf; values keep the type dynaconf gave them. A value's locator is
+    ``dynaconf:`` and its dotted key.
+    """
+
+    OPTIONS: ClassVar[Mapping[str, type]] = {"key": str, "section": str}
+    DEFINES_SECTIONS: ClassVar[bool] = True
+
+    def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        self._key: str | None = spec.options.get("key")
+        self._section: str | None = spec.options.get("section")
+        if self._key is not None and not all(self._key.split(".")):
+            raise ValueError(f"key: expected a dotted key, got {self._key!r}")
+        if self._section is not None:
+            if self._section not in schema.sections:
+                raise ValueError(f"section: no section {self._section!r} in the fields")
+            if self._key is None:
+                raise ValueError("section: needs a key, the mapping that holds the fields")
+        self._sections = tuple(schema.sections)
+
+    def key(self, ctx: Context) -> Hashable:
+        # a settings object can change under it at any time (``settings.set``, a
+        # reload): a resolution that reads one is never reused
+        return () if ctx.request.dynaconf is None else None
+
+    def load(self, ctx: Context) -> Layer:
+        settings: Any = ctx.request.dynaconf
+        if settings is None:
+            return Layer.not_configured()
+        if not callable(getattr(settings, "get", None)):
+            raise UsageError(
+                f"dynaconf=: expected a dynaconf settings object, got {type(settings).__name__}"
+            )
+        where = f"dynaconf:{self._key}" if self._key else "dynaconf"
+        keys = _Keys()
+        try:
+            if self._key is None:
+                present = {s: v for s in self._sections if (v := settings.get(s)) is not None}
+                table = keys.table(present, None, depth=2)
+            else:
+                node = _lookup(settings, self._key)
+                if node is None:
+                    return Layer(SourceStatus.MISSING, where)
+                if not isinstance(node, Mapping):
+                    what = "sections" if self._section is None else f"{self._section} fields"
+                    problem = Problem(f"must be a table of {what}, got {show_typed(node)}", where)
+                    return Layer(SourceStatus.LOADED, where, problems=(problem,))
+                table = keys.table(node, self._key, depth=1 if self._section else 2)
+        except Exception as exc:  # the application's settings failed to evaluate a value
+            message = f"{where}: cannot read the settings: {type(exc).__name__}: {exc}"
+            return Layer.failed(SourceError(message, source="dynaconf", locator=where), where)
+        if self._section is not None:
+            return read_fields(table, self._section, ctx.schema, keys.locate).layer(where)
+        only = self._sections if self._key is None else None  # the top level is the app's
+        return read_sections(table, ctx.schema, keys.locate, only=only).layer(where)
+
+
+def _lookup(settings: Any, key: str) -> object:
+    """The value at a dotted key, or None; each mapping on the way is asked with ``get``."""
+    node: object = settings
+    for part in key.split("."):
+        get = getattr(node, "get", None)
+        if not callable(get):
+            return None
+        node = get(part)
+    return node
+
+
+class _Keys:
+    """The dotted keys read, numbered.
+
+    A `Table` knows the line of each of its keys; here a key's "line" is its
+    number in this list, so the readers shared with the file sources name each
+    value by its dynaconf key.
+    """
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+
+    def locate(self, number: int | None) -> str:
+        return f"dynaconf:{self._names[number - 1]}" if number else "dynaconf"
+
+    def _number(self, name: str) -> int:
+        self._names.append(name)
+        return len(self._names)  # from 1: no line at all is None or 0
+
+    def table(self, node: Mapping[Any, Any], prefix: str | None, depth: int) -> Table:
+        """``node`` as a `Table` whose keys are lower case, down to ``depth`` levels.
+
+        Each value is read by indexing, so that dynaconf evaluates a lazy one.
+        """
+        items: dict[Any, Any] = {}
+        lines: dict[Any, int] = {}
+        for key in node:
+            name = key if prefix is None else f"{prefix}.{key}"
+            folded = key.lower() if isinstance(key, str) else key
+            value = node[key]
+            if depth > 1 and isinstance(value, Mapping):
+                value = self.table(value, name, depth - 1)
+            items[folded] = value
+            lines[folded] = self._number(name)
+        line = None if prefix is None else self._number(prefix)
+        return Table(items, lines, line)

@@ -1,0 +1,149 @@
+"""A chat-completions server on 127.0.0.1 for the OpenAI adapter's tests.
+
+It plays a script of replies, one per request (the last one repeats), and
+records every request it receives: its path, its headers and its JSON body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A reply that is an HTTP error: the status and the JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+
+class Silence:
+    """A reply never sent: the request is held until the server stops."""
+
+
+Reply = dict[str, Any] | Failure | Silence
+
+
+def reply(
+    content: str | None = None,
+    *,
+    calls: Sequence[tuple[str, str, dict[str, Any] | str]] = (),
+    finish: str | None = None,
+    usage: tuple[int, int] | None = None,
+    refusal: str | None = None,
+) -> dict[str, Any]:
+    """A chat.completion: ``calls`` are (id, name, arguments); arguments go as JSON text."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for call_id, name, args in calls
+        ]
+    if finish is None:
+        finish = "tool_calls" if calls else "stop"
+    completion: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+    }
+    if usage is not None:
+        prompt, completion_tokens = usage
+        completion["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        }
+    return completion
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class ChatServer:
+    """The script of replies and what the server received; ``url`` is the base URL (``/v1``)."""
+
+    replies: list[Reply]
+    url: str = ""
+    received: list[Received] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.received]
+
+    def _next(self) -> Reply:
+        return self.replies[min(len(self.received), len(self.replies)) - 1]
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with lock:
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                server.received.append(Received(self.path, headers, body))
+                answer = server._next()
+            if isinstance(answer, Silence):
+                server.stopping.wait(30)
+                return
+            if self.path != "/v1/chat/completions":
+                status, data = 404, {"error": {"message": f"no route {self.path}"}}
+            elif isinstance(answer, Failure):
+                status, data = answer.status, answer.body
+            else:
+                status, data = 200, answer
+            payload = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # a test's output is its own
+
+    return Handler
+
+
+@contextmanager
+def serving(replies: Sequence[Reply]) -> Iterator[ChatServer]:
+    """A `ChatServer` listening on a free port of 127.0.0.1 while the block runs."""
+    chat = ChatServer(list(replies))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(chat))
+    httpd.daemon_threads = True
+    chat.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    # a short poll, so that stopping the server does not wait half a second
+    thread = threading.Thread(
+        target=httpd.serve_forever, args=(0.02,), name="chat-server", daemon=True
+    )
+    thread.start()
+    try:
+        yield chat
+    finally:
+        chat.stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
