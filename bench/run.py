@@ -404,6 +404,10 @@ def startup_rows(fx: Fixture, mode: Mode) -> list[Row]:
         "start-up: budgetconf explain (table)": [*cli, "explain"],
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith(OURS)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # compiled modules kept in the fixture: the warm-up writes them, the timed runs read them,
+    # as an installed package's are, whether or not the source tree may hold a __pycache__
+    env["PYTHONPYCACHEPREFIX"] = str(fx.folder / "pycache")
     env.update(fx.env)
     expected = dict(budgetconf.resolve(env=fx.env, project_file=fx.project_file).values)
 
@@ -421,7 +425,7 @@ def startup_rows(fx: Fixture, mode: Mode) -> list[Row]:
 
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for name, command in commands.items():
-        run(name, command)  # warm up: the file system's caches, compiled bytecode
+        run(name, command)  # warm up: compile to bytecode, fill the file system's caches
     for _ in range(mode.startups):
         for name, command in commands.items():
             samples[name].append(run(name, command))
