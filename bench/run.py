@@ -688,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'quick' if mode.quick else 'full'} run in {time.perf_counter() - began:.0f} s:"
         f" {mode.rounds} interleaved rounds in process, {mode.startups} start-ups of each"
         f" command, {mode.loop_repeat} loops of {mode.turns} turns",
-        f"budgetconf's commands run {startup}",
+        f"budgetconf's commands run {startup}, in the fixture's folder with its variables",
+        "start-ups read compiled modules from a PYTHONPYCACHEPREFIX that the warm-up run fills",
     ]
     print(render(groups, header))
     if args.json:
