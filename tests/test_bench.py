@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +18,7 @@ def _load(name: str) -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 
@@ -33,3 +35,65 @@ def test_the_loop_overhead_benchmark_reports_every_row(
     for name, row in report["rows"].items():
         assert name in printed
         assert row["per_turn_us"] > 0
+
+
+IN_PROCESS = [
+    "resolve(), warm",
+    "resolve(), cold: project file changed",
+    'factory("agent.max_steps", preset="opendot")()',
+    'floor: int(os.environ.get("OPENDOT_MAX_STEPS", "40"))',
+    "dynaconf: Dynaconf(...).loop.max_steps",
+    "pydantic-settings: Settings().loop.max_steps",
+    "json.load(settings.json)",
+    "tomllib.load(settings.toml)",
+    "yaml.safe_load(workflow.yaml)",
+]
+START_UP = [
+    "start-up: python -c pass",
+    'start-up: python -c "import budgetconf"',
+    "start-up: budgetconf explain --format json",
+    "start-up: budgetconf explain (table)",
+]
+LOOP = [
+    "loop: hand-written loop, per turn",
+    "loop: LoopExecutor.run, per turn",
+    "loop: LoopExecutor.arun, per turn",
+]
+SCALE = [
+    *(
+        f"scale: {fields:,} fields × {size} source{'s' if size > 1 else ''}"
+        for fields in (10, 100, 1000)
+        for size in range(1, 10)
+    ),
+    "scale: per field×source, median of cells",
+]
+TARGETS = [  # the rows that carry an issue's target, and say whether it holds
+    "resolve(), warm",
+    'factory("agent.max_steps", preset="opendot")()',
+    "dynaconf: Dynaconf(...).loop.max_steps",
+    "pydantic-settings: Settings().loop.max_steps",
+    'start-up: python -c "import budgetconf"',
+    "start-up: budgetconf explain --format json",
+    "scale: per field×source, median of cells",
+]
+
+
+def test_the_benchmark_reports_every_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quick prints one table and writes the same rows, with the machine's facts, as JSON."""
+    out = tmp_path / "run.json"
+    assert _load("run").main(["--quick", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert list(report["rows"]) == IN_PROCESS + START_UP + LOOP + SCALE
+    for name, row in report["rows"].items():
+        assert name in printed
+        assert row["median_us"] > 0
+        assert row["samples"] >= 1
+    for name in TARGETS:
+        assert report["rows"][name]["target"]
+        assert isinstance(report["rows"][name]["holds"], bool)
+    assert report["mode"] == "quick"
+    assert report["machine"]["cpu_count"] >= 1
+    assert report["machine"]["python"] in printed
