@@ -10,8 +10,8 @@ and one run, medians of many repetitions taken with `time.perf_counter_ns`:
   `int(os.environ.get(...))`;
 - dynaconf and pydantic-settings reading the same files and variables;
 - plain `json.load`, `tomllib.load` and `yaml.safe_load` of the fixture files;
-- whole-process start-up: a bare interpreter, `import budgetconf`, and
-  `budgetconf explain` in both formats;
+- whole-process start-up: a bare interpreter, `import budgetconf` alone and
+  with a first `factory()` call, and `budgetconf explain` in both formats;
 - the loop executor's cost per turn (the functions of loop_overhead.py);
 - how a resolution scales with fields x sources (generated presets).
 
@@ -394,12 +394,17 @@ def budgetconf_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "budgetconf"], f"{sys.executable} -m budgetconf"
 
 
+FIRST_USE = "import budgetconf; budgetconf.factory('agent.max_steps', preset='opendot')()"
+
+
 def startup_rows(fx: Fixture, mode: Mode) -> list[Row]:
     """Whole processes, run in the fixture's folder with its variables; interleaved."""
     cli, _ = budgetconf_command()
     commands = {
         "start-up: python -c pass": [sys.executable, "-c", "pass"],
         'start-up: python -c "import budgetconf"': [sys.executable, "-c", "import budgetconf"],
+        # the first resolution reads the preset file, which brings tomllib (and typing) along
+        "start-up: import budgetconf, factory(...)()": [sys.executable, "-c", FIRST_USE],
         "start-up: budgetconf explain --format json": [*cli, "explain", "--format", "json"],
         "start-up: budgetconf explain (table)": [*cli, "explain"],
     }

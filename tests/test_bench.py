@@ -51,6 +51,7 @@ IN_PROCESS = [
 START_UP = [
     "start-up: python -c pass",
     'start-up: python -c "import budgetconf"',
+    "start-up: import budgetconf, factory(...)()",
     "start-up: budgetconf explain --format json",
     "start-up: budgetconf explain (table)",
 ]
