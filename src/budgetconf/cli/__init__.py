@@ -327,12 +327,14 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     after = _command(second, out, err, diff=True)
     if isinstance(after, int):
         return after
-    before, fields, _ = first
-    res, _, fmt = after
+    before = first[0]
+    res, fields, fmt = after  # the second side's fields: the first's and any after --diff
     if fmt == "toml":
         raise _Usage("explain --diff shows a table or json")
     for error in dict.fromkeys(str(e) for e in (*before.errors, *res.errors)):
         say(err, f"budgetconf: error: {error}")
+    for warning in dict.fromkeys(str(w) for w in (*before.warnings, *res.warnings)):
+        say(err, f"budgetconf: warning: {warning}")
     render(before, res, fields, fmt, out)
     return EXIT_ERROR if before.errors or res.errors else EXIT_OK
 
@@ -353,7 +355,11 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
         split = args.index("--")
         args, app_args = args[:split], args[split + 1 :]
     parser = _parser()
-    ns = parser.parse_args(args)
+    ns, extra = parser.parse_known_args(args)
+    if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
+        ns.fields += extra
     if ns.command is None:
         parser.print_help(err)
         return EXIT_USAGE

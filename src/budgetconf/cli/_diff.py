@@ -75,7 +75,11 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
         document = {
             "version": 1,
             **{
-                name: {"preset": res.preset, "errors": [str(e) for e in res.errors]}
+                name: {
+                    "preset": res.preset,
+                    "warnings": [str(w) for w in res.warnings],
+                    "errors": [str(e) for e in res.errors],
+                }
                 for name, res in zip(_SIDES, (before, after), strict=True)
             },
             "fields": {
