@@ -264,7 +264,8 @@ def _add_file_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--format",
         dest="file_format",
         choices=("toml", "json"),
-        help="toml for the project file, json for the global one (or, with --kind, a check)",
+        help="toml for the project file, json for the global one (default: from PATH's "
+        "extension; a check against --kind and PATH)",
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(
@@ -434,14 +435,14 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
 
 
 def _init_command(preset: Preset, ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from budgetconf.cli._init import init
+    from budgetconf.cli._init import WriteError, init
 
     try:
         init(preset, ns.path, ns.kind, ns.file_format, ns.force, out)
     except UsageError as exc:
         raise _Usage(str(exc)) from None
-    except FileExistsError as exc:
-        say(err, f"budgetconf: error: {exc.filename} exists; pass --force to overwrite it")
+    except WriteError as exc:
+        say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     return EXIT_OK
 
