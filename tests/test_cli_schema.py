@@ -6,7 +6,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import jsonschema
 import pytest
@@ -151,12 +151,69 @@ def test_a_source_that_reads_some_sections_leaves_the_rest_of_its_file_open(
     ]
 
 
-def test_a_field_that_follows_another_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    """praisonai's max_steps, unset, takes max_iter's value: the description says that."""
-    schema = schema_of(capsys, "--preset", "praisonai")
-    max_steps = schema["properties"]["execution"]["properties"]["max_steps"]
-    assert "Default: the value of execution.max_iter." in max_steps["description"]
-    assert "default" not in max_steps
+APP: Final = """format = 1
+name = "app"
+[[sources]]
+kind = "default"
+[[sources]]
+kind = "project"
+path = "settings.toml"
+[fields."agent.cap"]
+type = "int"
+ge = 1
+default = 20
+help = "The cap."
+[fields."agent.turns"]
+type = "int"
+ge = 1
+optional = true
+default_from = "agent.cap"
+help = "Turns; unset, the cap."
+[fields."agent.budget"]
+type = "number"
+gt = 0.5
+le = 2500000
+default = 5.0
+help = "money"
+"""
+
+
+def test_a_field_that_follows_another_says_so(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A field that, unset, takes another's value: the description says that, with no default."""
+    place.write("app.toml", APP)
+    schema = schema_of(capsys, "--preset", "app.toml")
+    turns = schema["properties"]["agent"]["properties"]["turns"]
+    assert "Default: the value of agent.cap." in turns["description"]
+    assert "default" not in turns
+
+
+def test_bounds_are_whole_numbers_and_help_ends_its_sentence(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``le = 2500000`` is written so, not ``2.5e+06``; a help text without a stop gets one."""
+    place.write("app.toml", APP)
+    budget = schema_of(capsys, "--preset", "app.toml")["properties"]["agent"]["properties"]
+    assert budget["budget"]["maximum"] == 2500000
+    assert budget["budget"]["description"].startswith("money.\nDefault: 5.0.")
+
+    assert main(["init", "--preset", "app.toml"]) == 0
+    text = (place.work / "settings.toml").read_text()
+    assert "# money. Takes a number > 0.5, <= 2500000. Default: 5.0.\n" in text
+
+
+@pytest.mark.parametrize("preset", ["opendot", "praisonai"])
+def test_a_preset_without_settings_files_has_no_schema(
+    capsys: pytest.CaptureFixture[str], preset: str
+) -> None:
+    """A preset that reads no settings file (a workflow YAML is not one): exit 64, one line."""
+    assert main(["schema", "--preset", preset]) == 64
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (
+        "",
+        f"budgetconf: usage error: preset {preset!r} reads no settings files\n",
+    )
 
 
 def test_a_kind_the_preset_lacks_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

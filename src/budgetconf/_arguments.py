@@ -13,7 +13,7 @@ import os
 
 from budgetconf.errors import UsageError
 from budgetconf.presets import Preset, load_preset
-from budgetconf.schema import Field, Kind, show_value
+from budgetconf.schema import Field, Kind, shown_default
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,13 +48,6 @@ def _metavar(f: Field) -> str:
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
     return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL"}[f.kind]
-
-
-def shown_default(f: Field) -> str:
-    """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
-    if f.default_from:
-        return f"the value of {f.default_from}"
-    return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
 
 
 def _help(f: Field, *, env: bool) -> str:

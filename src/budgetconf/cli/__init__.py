@@ -395,6 +395,8 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
 
         if ns.kind is not None and not preset.has_source(ns.kind):
             raise _Usage(f"preset {preset.name!r} has no {ns.kind} source")
+        if not any(preset.has_source(kind) for kind in FILE_KINDS):
+            raise _Usage(f"preset {preset.name!r} reads no settings files")
         out.write(json.dumps(json_schema(preset, ns.kind), indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     if ns.command == "init":

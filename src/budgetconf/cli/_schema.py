@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from budgetconf._arguments import shown_default
 from budgetconf.presets import Preset
-from budgetconf.schema import Field, Kind
+from budgetconf.schema import Field, Kind, plain_number, shown_default
 from budgetconf.sources import SourceSpec
 
 __all__ = ["FILE_KINDS", "json_schema"]
@@ -41,14 +40,18 @@ _BOUNDS: Final = {
 def rule(f: Field) -> str:
     """What the field takes, in words: ``an integer >= 1``."""
     bounds = [
-        f"{op} {getattr(f, bound):g}" for bound, op in _OPS.items() if getattr(f, bound) is not None
+        f"{op} {plain_number(getattr(f, bound))}"
+        for bound, op in _OPS.items()
+        if getattr(f, bound) is not None
     ]
     return f.noun + (" " + ", ".join(bounds) if bounds else "")
 
 
 def describe(f: Field, *, with_rule: bool = False) -> str:
     """The field's help, then its default, variables and flags: what an editor shows on hover."""
-    lines = [f.help, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
+    # a help text without a final full stop would run into the next sentence
+    about = f.help if not f.help or f.help.endswith((".", "!", "?", ":")) else f.help + "."
+    lines = [about, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
     if f.env:
         lines.append("Environment: " + ", ".join(f.env) + ".")
     if f.flags:
