@@ -288,12 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as exc:
         say(sys.stderr, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
-    except OSError as exc:  # the working directory was removed, and the like
-        say(sys.stderr, f"budgetconf: error: {exc}")
-        return EXIT_ERROR
-    except BrokenPipeError:
+    except BrokenPipeError:  # before OSError, its base class
         # the reader went away (`| head`); stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except OSError as exc:  # the working directory was removed, and the like
+        say(sys.stderr, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
