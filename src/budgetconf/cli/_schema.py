@@ -4,9 +4,9 @@ The schema is as strict as ``budgetconf check``: an unknown section or key is
 a warning to budgetconf and an error to the editor, so a typo is caught as it
 is typed. When a file source of the preset reads only some ``sections``, the
 rest of its file belongs to the application and other top-level keys are
-allowed. budgetconf skips keys that begin with ``$``; the schema knows
-``$schema`` (which names it to editors) and ``$comment`` (notes, which
-``budgetconf init`` writes in JSON files).
+allowed. budgetconf skips top-level keys that begin with ``$``, and so does
+the schema; it describes ``$schema`` (which names it to editors) and
+``$comment`` (notes, which ``budgetconf init`` writes in JSON files).
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
         "description": 'Sections of fields; values must have their type (40, not "40").',
         "type": "object",
         "properties": {**_EDITOR_KEYS, **sections},
+        "patternProperties": {"^\\$": {}},  # any top-level `$` key, as the readers skip them
         # a source that reads some sections leaves the rest of its file to the application
         "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
     }
