@@ -90,9 +90,9 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return
     from budgetconf.cli import printable
-    from budgetconf.cli._table import _Shortener, _value
+    from budgetconf.cli._table import Shortener, candidate_text
 
-    short = _Shortener()
+    short = Shortener()
     preset = before.preset if before.preset == after.preset else f"{before.preset} → {after.preset}"
     count = len(found)
     if not count:
@@ -106,7 +106,7 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
             if trace is None:
                 rows.append((name, "–", "", "no such field"))
             else:
-                value = _value(trace.winner, trace.field)
+                value = candidate_text(trace.winner, trace.field)
                 rows.append((name, value, trace.source, short(trace.winner.where)))
         width = max(len(row[1]) for row in rows)
         out.write(f"\n{printable(path)}\n")
