@@ -205,6 +205,7 @@ _EXAMPLES: Final = {
   budgetconf check --preset app-budgets.toml --project ci/settings.toml""",
     "run": """examples:
   budgetconf run --model script.json 'Say hi'
+  budgetconf run --base-url http://127.0.0.1:8000/v1 --model-name NAME 'Say hi'
   BUDGETCONF_MAX_STEPS=3 budgetconf run --model script.json --output json 'Say hi'""",
     "presets": """examples:
   budgetconf presets""",
