@@ -158,12 +158,16 @@ def test_a_failed_write_leaves_no_file_behind(
         (["--preset", "opendot"], "preset 'opendot' has no project source"),
         (["--preset", "nope"], "unknown preset"),
         (["--", "--max-steps", "3"], "init takes no application arguments"),
+        (["--kind", "profile", "./p.toml"], "the profile file is JSON, not TOML: ./p.toml"),
+        (["--kind", "project", "x.json"], "the project file is TOML, not JSON: x.json"),
+        (["--format", "toml", "y.json"], "--format toml, but y.json is a JSON file name"),
+        (["--format", "json", "y.toml"], "--format json, but y.toml is a TOML file name"),
     ],
 )
 def test_usage_errors_exit_64_with_one_line(
     place: Place, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    """A request init cannot carry out writes nothing."""
+    """A request init cannot carry out (an extension against --kind or --format) writes nothing."""
     code, out, err = run(["init", *args], capsys)
     assert (code, out) == (64, "")
     assert re.fullmatch(rf"budgetconf: usage error: .*{re.escape(message)}.*\n", err)
@@ -226,25 +230,6 @@ def test_the_extension_gives_the_format(
         assert "$comment" in json.loads(text)
     else:
         assert tomllib.loads(text) == {}
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--kind", "profile", "./p.toml"], "the profile file is JSON, not TOML: ./p.toml"),
-        (["--kind", "project", "x.json"], "the project file is TOML, not JSON: x.json"),
-        (["--format", "toml", "y.json"], "--format toml, but y.json is a JSON file name"),
-        (["--format", "json", "y.toml"], "--format json, but y.toml is a TOML file name"),
-    ],
-)
-def test_an_extension_that_contradicts_the_options_is_a_usage_error(
-    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], message: str
-) -> None:
-    """--kind or --format against the file's extension: exit 64, one line, nothing written."""
-    code, out, err = run(["init", *args], capsys)
-    assert (code, out) == (64, "")
-    assert err == f"budgetconf: usage error: {message}\n"
-    assert list(place.work.iterdir()) == []
 
 
 def test_force_writes_through_a_symbolic_link(
