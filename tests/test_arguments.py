@@ -85,6 +85,9 @@ def test_an_applications_preset_file_gives_its_own_flags(place: Place) -> None:
         warnings.simplefilter("error")
         res = budgetconf.resolve(preset, argv=budgetconf.argv_from(args, preset=preset))
     assert res["agent.turns"] == 9
+    # the alias the user typed is the locator, as resolve(argv=["--t", "9"]) gives it
+    direct = budgetconf.resolve(preset, argv=["--t", "9"]).trace("agent.turns").locator
+    assert res.trace("agent.turns").locator == direct == "--t"
 
 
 def test_a_flag_that_sets_two_fields_is_one_option_and_sets_both() -> None:

@@ -392,6 +392,27 @@ def test_a_closed_pipe_ends_quietly(place: Place) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("args", [["explain", "--format", "json"], ["presets"]])
+def test_a_pipe_closed_before_the_output_ends_quietly_with_exit_1(
+    place: Place, args: list[str]
+) -> None:
+    """The reader is gone before a byte is written: exit 1 and nothing on stderr, not an error."""
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails with EPIPE, whenever it happens
+    try:
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("budgetconf")), *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            cwd=place.work,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")
+
+
 # --- nothing from a file reaches the terminal as a command, nothing ends in a traceback ---
 
 

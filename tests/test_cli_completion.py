@@ -209,6 +209,14 @@ def test_each_commands_help_ends_with_examples(
     assert all(" budgetconf " in line or "(budgetconf " in line for line in examples)
 
 
+def test_run_help_shows_a_server_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """`budgetconf run --help` shows --base-url with --model-name among its examples."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    examples = capsys.readouterr().out.split("examples:\n", 1)[1]
+    assert "  budgetconf run --base-url http://127.0.0.1:8000/v1 --model-name NAME " in examples
+
+
 def test_the_top_level_help_lists_every_command_and_examples(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

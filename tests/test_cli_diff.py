@@ -58,7 +58,7 @@ def test_the_json_form_gives_tools_the_same_evidence(
     document: dict[str, Any] = json.loads(out)
     slow = str(profiles.home / ".budgetconf/profiles/slow.json")
     assert document["version"] == 1
-    assert document["before"] == {"preset": "budgetconf", "errors": []}
+    assert document["before"] == {"preset": "budgetconf", "warnings": [], "errors": []}
     assert document["fields"]["loop.last_turn"] == {
         "before": {"value": "wrap_up", "source": "default", "locator": "built-in default"},
         "after": {"value": "warn", "source": "profile", "locator": f"{slow}:2"},
@@ -188,3 +188,75 @@ def test_a_preset_file_that_cannot_be_loaded_on_either_side_exits_1(
     assert (code, out) == (1, "")
     assert err.startswith("budgetconf: error: ")
     assert "gone.toml" in err
+
+
+def test_both_sides_warnings_go_to_stderr_once(
+    profiles: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A warning of either side is printed on stderr, one line, as ``--format toml`` does."""
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPZ", "3")
+    profiles.write(".budgetconf/profiles/odd.json", '{"lop": {}}\n', base=profiles.home)
+    code, _, err = run(["explain", "--profile", "fast", "--diff", "--profile", "odd"], capsys)
+
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("budgetconf: warning: BUDGETCONF_MAX_STEPZ ")
+    assert lines[1].startswith("budgetconf: warning: ")
+    assert "lop" in lines[1]
+
+
+def test_the_json_form_lists_each_sides_warnings(
+    profiles: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The document's ``before`` and ``after`` each carry their resolution's warnings."""
+    profiles.write(".budgetconf/profiles/odd.json", '{"lop": {}}\n', base=profiles.home)
+    args = ["explain", "--profile", "fast", "--diff", "--profile", "odd", "--format", "json"]
+    code, out, err = run(args, capsys)
+
+    document: dict[str, Any] = json.loads(out)
+    assert code == 0
+    assert document["before"]["warnings"] == []
+    (warning,) = document["after"]["warnings"]
+    assert "lop" in warning
+    assert err == f"budgetconf: warning: {warning}\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["loop.max_steps", "--diff", "loop.last_turn", "--profile", "slow"],
+        ["--profile", "fast", "loop.max_steps", "--diff", "--profile", "slow", "loop.last_turn"],
+    ],
+    ids=["fields-together", "fields-after-options"],
+)
+def test_fields_after_diff_join_those_before_it(
+    profiles: Place, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """A field named after ``--diff`` is compared too, with those named before it."""
+    code, out, err = run(["explain", *args], capsys)
+
+    assert (code, err) == (0, "")
+    assert [line for line in out.splitlines() if line.startswith("loop.")] == [
+        "loop.max_steps",
+        "loop.last_turn",
+    ]
+
+
+def test_fields_may_follow_options_without_diff(
+    profiles: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``explain --profile fast loop.max_steps`` and a field after an option: both shown."""
+    args = ["explain", "loop.max_steps", "--profile", "fast", "loop.last_turn", "--format", "json"]
+    code, out, _ = run(args, capsys)
+
+    assert code == 0
+    assert list(json.loads(out)["fields"]) == ["loop.max_steps", "loop.last_turn"]
+
+
+def test_an_unknown_option_is_still_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Arguments argparse does not know, other than field names, exit 64 as before."""
+    code, out, err = run(["explain", "loop.max_steps", "--bogus", "x"], capsys)
+
+    assert (code, out) == (64, "")
+    assert err == "budgetconf: usage error: unrecognized arguments: --bogus x\n"

@@ -144,7 +144,9 @@ def test_a_failed_write_leaves_no_file_behind(
     monkeypatch.setattr(_init.os, "fsync", full)
     code, _, err = run(["init"], capsys)
     assert code == 1
-    assert err == "budgetconf: error: [Errno 28] No space left on device\n"
+    assert err == (
+        f"budgetconf: error: cannot write {place.work / 'settings.toml'}: No space left on device\n"
+    )
     assert list(place.work.iterdir()) == []
 
 
@@ -156,12 +158,16 @@ def test_a_failed_write_leaves_no_file_behind(
         (["--preset", "opendot"], "preset 'opendot' has no project source"),
         (["--preset", "nope"], "unknown preset"),
         (["--", "--max-steps", "3"], "init takes no application arguments"),
+        (["--kind", "profile", "./p.toml"], "the profile file is JSON, not TOML: ./p.toml"),
+        (["--kind", "project", "x.json"], "the project file is TOML, not JSON: x.json"),
+        (["--format", "toml", "y.json"], "--format toml, but y.json is a JSON file name"),
+        (["--format", "json", "y.toml"], "--format json, but y.toml is a TOML file name"),
     ],
 )
 def test_usage_errors_exit_64_with_one_line(
     place: Place, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    """A request init cannot carry out writes nothing."""
+    """A request init cannot carry out (an extension against --kind or --format) writes nothing."""
     code, out, err = run(["init", *args], capsys)
     assert (code, out) == (64, "")
     assert re.fullmatch(rf"budgetconf: usage error: .*{re.escape(message)}.*\n", err)
@@ -202,3 +208,79 @@ def test_a_file_that_reads_some_sections_lists_only_those(
     text = (place.work / "app-settings.toml").read_text()
     assert "# [agent]\n" in text
     assert "server" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "name", "kind"),
+    [
+        (["x.json"], "x.json", "global"),
+        (["y.toml"], "y.toml", "project"),
+        (["--kind", "profile", "./p.json"], "p.json", "profile"),
+    ],
+)
+def test_the_extension_gives_the_format(
+    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], name: str, kind: str
+) -> None:
+    """Without --format, ``x.json`` is written as JSON (the global file) and ``y.toml`` as TOML."""
+    code, out, _ = run(["init", *args], capsys)
+    assert code == 0
+    assert out.startswith(f"wrote {place.work / name}: {kind} settings")
+    text = (place.work / name).read_text()
+    if name.endswith(".json"):
+        assert "$comment" in json.loads(text)
+    else:
+        assert tomllib.loads(text) == {}
+
+
+def test_force_writes_through_a_symbolic_link(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--force on a link: the link stays, and its target gets the new text."""
+    real = place.write("real.toml", "[loop]\nmax_steps = 3\n")
+    link = place.work / "settings.toml"
+    link.symlink_to(real.name)
+
+    code, _, err = run(["init"], capsys)
+    assert (code, err) == (1, f"budgetconf: error: {link} exists; pass --force to overwrite it\n")
+    assert run(["init", "--force"], capsys)[0] == 0
+    assert link.is_symlink()
+    assert os.readlink(link) == real.name
+    assert tomllib.loads(real.read_text()) == {}
+    assert sorted(p.name for p in place.work.iterdir()) == ["real.toml", "settings.toml"]
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["new", "force"])
+def test_a_directory_is_named_as_one(
+    place: Place, capsys: pytest.CaptureFixture[str], force: list[str]
+) -> None:
+    """``init somedir``: "is a directory", exit 1, with or without --force; nothing left."""
+    (place.work / "somedir").mkdir()
+    code, _, err = run(["init", "somedir", *force], capsys)
+    assert (code, err) == (1, f"budgetconf: error: {place.work / 'somedir'} is a directory\n")
+    assert [p.name for p in place.work.iterdir()] == ["somedir"]
+    assert list((place.work / "somedir").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [("/proc/nope.toml", "No such file or directory"), ("a-file/x.toml", "Not a directory")],
+    ids=["proc", "under-a-file"],
+)
+def test_a_file_that_cannot_be_written_is_named_not_the_temporary(
+    place: Place, capsys: pytest.CaptureFixture[str], where: str, reason: str
+) -> None:
+    """A folder that takes no file: "cannot write PATH: reason", exit 1, no temporary name."""
+    place.write("a-file", "")
+    code, _, err = run(["init", where], capsys)
+    assert (code, err) == (1, f"budgetconf: error: cannot write {place.work / where}: {reason}\n")
+    assert sorted(p.name for p in place.work.iterdir()) == ["a-file"]
+
+
+def test_an_exclusive_create_never_overwrites(place: Place) -> None:
+    """Where hard links fail, the fallback writes a new file and refuses an existing one."""
+    path = str(place.work / "new.toml")
+    _init.create_new(path, "# new\n")
+    assert Path(path).read_text() == "# new\n"
+    with pytest.raises(FileExistsError):
+        _init.create_new(path, "# other\n")
+    assert Path(path).read_text() == "# new\n"

@@ -188,9 +188,7 @@ def test_an_http_error_fails_the_run_with_one_line(
         result = _loop(mode, chat)
 
     assert (result.status, result.stop_reason) == ("failed", "error")
-    assert result.message == (
-        f"failed: the model raised ModelError: {chat.url} answered {said} (turn 1)"
-    )
+    assert result.message == f"failed: {chat.url} answered {said} (turn 1)"
     assert "sk-test" not in result.message
 
 
@@ -201,7 +199,7 @@ def test_an_unreachable_server_fails_the_run(mode: str) -> None:
     result = _loop(mode, chat)
 
     assert (result.status, result.stop_reason) == ("failed", "error")
-    assert f"ModelError: cannot reach {chat.url}: " in result.message
+    assert f"failed: cannot reach {chat.url}: " in result.message
     assert "\n" not in result.message
 
 
@@ -210,9 +208,7 @@ def test_a_server_that_does_not_answer_times_out(mode: str) -> None:
     with serving([Silence()]) as chat:
         result = _loop(mode, chat, timeout=0.2)
 
-    assert result.message == (
-        f"failed: the model raised ModelError: {chat.url} did not answer in time (turn 1)"
-    )
+    assert result.message == f"failed: {chat.url} did not answer in time (turn 1)"
 
 
 @pytest.mark.parametrize(
@@ -225,7 +221,7 @@ def test_an_answer_that_is_no_completion_is_an_error(mode: str, answer: Any) -> 
     with serving([answer]) as chat:
         result = _loop(mode, chat)
 
-    assert "ModelError: the server's answer is not a chat completion: " in result.message
+    assert "failed: the server's answer is not a chat completion: " in result.message
 
 
 def test_a_strict_clients_validation_error_is_one_line() -> None:
@@ -236,8 +232,7 @@ def test_a_strict_clients_validation_error_is_one_line() -> None:
             result = LoopExecutor(OpenAIModel("m", client=client)).run("hi")
 
     assert result.message == (
-        f"failed: the model raised ModelError: {chat.url}:"
-        " Data returned by API invalid for expected schema. (turn 1)"
+        f"failed: {chat.url}: Data returned by API invalid for expected schema. (turn 1)"
     )
 
 

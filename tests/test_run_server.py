@@ -102,9 +102,7 @@ def test_a_refused_connection_is_one_line_and_exit_1(capsys: pytest.CaptureFixtu
 
     assert (code, out) == (1, "")
     assert err.count("\n") == 1
-    assert err.startswith(
-        f"budgetconf: failed: the model raised ModelError: cannot reach {chat.url}"
-    )
+    assert err.startswith(f"budgetconf: failed: cannot reach {chat.url}")
 
 
 def test_the_console_script_fails_without_a_traceback(place: Place) -> None:
@@ -132,10 +130,7 @@ def test_an_http_error_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None
         code, _, err = run([*server(chat.url), "go"], capsys)
 
     assert code == 1
-    assert err == (
-        f"budgetconf: failed: the model raised ModelError: {chat.url} answered HTTP 500:"
-        " out of memory (turn 1)\n"
-    )
+    assert err == f"budgetconf: failed: {chat.url} answered HTTP 500: out of memory (turn 1)\n"
 
 
 def test_the_request_timeout_bounds_each_request(capsys: pytest.CaptureFixture[str]) -> None:
@@ -238,3 +233,47 @@ def test_without_the_extra_the_usage_error_says_what_to_install(
     assert code == 64
     assert err.count("\n") == 1
     assert "pip install 'budgetconf[openai]'" in err
+
+
+def test_the_urls_user_and_password_are_shown_nowhere(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A URL with ``user:password@``: the error line, the document and the events name the host."""
+    with serving([reply()]) as chat:
+        pass  # stopped: its port now refuses connections
+    url = chat.url.replace("://", "://u:hunter2@")
+    code, out, err = run([*server(url), "go"], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"budgetconf: failed: cannot reach {chat.url}: ")
+
+    events = place.work / "events.jsonl"
+    code, out, err = run([*server(url, "--output", "json", "--events", str(events)), "go"], capsys)
+    assert code == 1
+    assert json.loads(out)["message"].startswith(f"failed: cannot reach {chat.url}: ")
+    for shown in (out, err, events.read_text(encoding="utf-8")):
+        assert "hunter2" not in shown
+        assert "u:" not in shown
+
+
+def test_a_bad_url_is_shown_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    """The usage error about a URL that is not http(s) leaves its user and password out."""
+    code, _, err = run([*server("ftp://u:hunter2@127.0.0.1:9/v1"), "go"], capsys)
+
+    assert code == 64
+    assert err == (
+        "budgetconf: usage error: --base-url: expected an http:// or https:// URL,"
+        " got 'ftp://127.0.0.1:9/v1'\n"
+    )
+
+
+def test_the_key_is_masked_in_the_servers_own_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that repeats the key in its error text: the line shows ``***`` in its place."""
+    said = {"error": {"message": f"Incorrect API key provided: {KEY}."}}
+    with serving([Failure(401, said)]) as chat:
+        code, _, err = run([*server(chat.url), "go"], capsys)
+
+    assert code == 1
+    assert err == (
+        f"budgetconf: failed: {chat.url} answered HTTP 401:"
+        " Incorrect API key provided: ***. (turn 1)\n"
+    )

@@ -3,8 +3,9 @@
 `add_arguments` adds one option per flag of the preset, as text with no
 default, so argparse checks nothing and a flag the user did not give leaves
 ``None``. `argv_from` turns the parsed namespace back into the flags that were
-given, for ``resolve(argv=...)``: the ``cli`` source then judges them by the
-preset's rules and policy, and explain names ``--max-steps`` as the locator.
+given, for ``resolve(argv=...)``, each as the user typed it (an alias stays
+an alias): the ``cli`` source then judges them by the preset's rules and
+policy, and explain names ``--max-steps`` as the locator.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 
 from budgetconf.errors import UsageError
 from budgetconf.presets import Preset, load_preset
-from budgetconf.schema import Field, Kind, show_value
+from budgetconf.schema import Field, Kind, shown_default
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,17 +45,35 @@ def _flags(preset: Preset) -> dict[str, list[Field]]:
     return found
 
 
+class _Given(str):
+    """A flag's text that keeps the option the user typed: ``--t``, not ``--turns``."""
+
+    flag: str
+
+
+def _given_action() -> type[argparse.Action]:
+    """An action that stores the text as a `_Given`; argparse is imported only when it is used."""
+    import argparse
+
+    class Given(argparse.Action):
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            option_string: str | None = None,
+        ) -> None:
+            given = _Given(values)
+            given.flag = option_string or self.option_strings[0]
+            setattr(namespace, self.dest, given)
+
+    return Given
+
+
 def _metavar(f: Field) -> str:
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
     return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL"}[f.kind]
-
-
-def shown_default(f: Field) -> str:
-    """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
-    if f.default_from:
-        return f"the value of {f.default_from}"
-    return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
 
 
 def _help(f: Field, *, env: bool) -> str:
@@ -83,12 +102,14 @@ def add_arguments(
     group = parser.add_argument_group(title or f"budgets (preset {loaded.name})")
     options = _flags(loaded)
     taken = set(options)  # an option's own flag; a field's further flags are its aliases
+    action = _given_action()
     for flag, fields in options.items():
         first = fields[0]
         names = [flag, *(name for name in first.flags[1:] if name not in taken)]
         taken.update(names)
         group.add_argument(
             *names,
+            action=action,
             dest=_dest(flag),
             default=None,
             metavar=_metavar(first),
@@ -109,6 +130,6 @@ def argv_from(
     attributes: dict[str, Any] = vars(namespace)
     for flag in _flags(_preset(preset)):
         value = attributes.get(_dest(flag))
-        if value is not None:
-            argv.append(f"{flag}={value}")
+        if value is not None:  # the flag as typed, so the locator is the one the user wrote
+            argv.append(f"{getattr(value, 'flag', flag)}={value}")
     return argv

@@ -105,6 +105,13 @@ def show_value(value: Value) -> str:
     return "unset" if value is None else show_typed(value)
 
 
+def shown_default(f: Field) -> str:
+    """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
+    if f.default_from:
+        return f"the value of {f.default_from}"
+    return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
+
+
 def _type_name(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
@@ -293,7 +300,7 @@ class Field(Record):
         for bound, holds, op in _BOUNDS:
             limit = getattr(self, bound)
             if limit is not None and not holds(number, limit):
-                raise Invalid(f"must be {op} {_plain(limit)}, got {self.show_raw(raw, text)}")
+                raise Invalid(f"must be {op} {plain_number(limit)}, got {self.show_raw(raw, text)}")
         return number
 
     def _suggest(self, text: str) -> str:
@@ -311,7 +318,8 @@ _BOUNDS: Final = (
 )
 
 
-def _plain(number: float) -> str:
+def plain_number(number: float) -> str:
+    """A bound for people: ``2500000``, not ``2.5e+06``; ``0.5`` as it is."""
     return str(int(number)) if float(number).is_integer() else str(number)
 
 

@@ -205,6 +205,7 @@ _EXAMPLES: Final = {
   budgetconf check --preset app-budgets.toml --project ci/settings.toml""",
     "run": """examples:
   budgetconf run --model script.json 'Say hi'
+  budgetconf run --base-url http://127.0.0.1:8000/v1 --model-name NAME 'Say hi'
   BUDGETCONF_MAX_STEPS=3 budgetconf run --model script.json --output json 'Say hi'""",
     "presets": """examples:
   budgetconf presets""",
@@ -264,7 +265,8 @@ def _add_file_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--format",
         dest="file_format",
         choices=("toml", "json"),
-        help="toml for the project file, json for the global one (or, with --kind, a check)",
+        help="toml for the project file, json for the global one (default: from PATH's "
+        "extension; a check against --kind and PATH)",
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(
@@ -287,12 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as exc:
         say(sys.stderr, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
-    except OSError as exc:  # the working directory was removed, and the like
-        say(sys.stderr, f"budgetconf: error: {exc}")
-        return EXIT_ERROR
-    except BrokenPipeError:
+    except BrokenPipeError:  # before OSError, its base class
         # the reader went away (`| head`); stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except OSError as exc:  # the working directory was removed, and the like
+        say(sys.stderr, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
@@ -327,12 +329,14 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     after = _command(second, out, err, diff=True)
     if isinstance(after, int):
         return after
-    before, fields, _ = first
-    res, _, fmt = after
+    before = first[0]
+    res, fields, fmt = after  # the second side's fields: the first's and any after --diff
     if fmt == "toml":
         raise _Usage("explain --diff shows a table or json")
     for error in dict.fromkeys(str(e) for e in (*before.errors, *res.errors)):
         say(err, f"budgetconf: error: {error}")
+    for warning in dict.fromkeys(str(w) for w in (*before.warnings, *res.warnings)):
+        say(err, f"budgetconf: warning: {warning}")
     render(before, res, fields, fmt, out)
     return EXIT_ERROR if before.errors or res.errors else EXIT_OK
 
@@ -353,7 +357,11 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
         split = args.index("--")
         args, app_args = args[:split], args[split + 1 :]
     parser = _parser()
-    ns = parser.parse_args(args)
+    ns, extra = parser.parse_known_args(args)
+    if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
+        ns.fields += extra
     if ns.command is None:
         parser.print_help(err)
         return EXIT_USAGE
@@ -388,6 +396,8 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
 
         if ns.kind is not None and not preset.has_source(ns.kind):
             raise _Usage(f"preset {preset.name!r} has no {ns.kind} source")
+        if not any(preset.has_source(kind) for kind in FILE_KINDS):
+            raise _Usage(f"preset {preset.name!r} reads no settings files")
         out.write(json.dumps(json_schema(preset, ns.kind), indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     if ns.command == "init":
@@ -428,14 +438,14 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
 
 
 def _init_command(preset: Preset, ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from budgetconf.cli._init import init
+    from budgetconf.cli._init import WriteError, init
 
     try:
         init(preset, ns.path, ns.kind, ns.file_format, ns.force, out)
     except UsageError as exc:
         raise _Usage(str(exc)) from None
-    except FileExistsError as exc:
-        say(err, f"budgetconf: error: {exc.filename} exists; pass --force to overwrite it")
+    except WriteError as exc:
+        say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     return EXIT_OK
 

@@ -75,7 +75,11 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
         document = {
             "version": 1,
             **{
-                name: {"preset": res.preset, "errors": [str(e) for e in res.errors]}
+                name: {
+                    "preset": res.preset,
+                    "warnings": [str(w) for w in res.warnings],
+                    "errors": [str(e) for e in res.errors],
+                }
                 for name, res in zip(_SIDES, (before, after), strict=True)
             },
             "fields": {
@@ -86,9 +90,9 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return
     from budgetconf.cli import printable
-    from budgetconf.cli._table import _Shortener, _value
+    from budgetconf.cli._table import Shortener, candidate_text
 
-    short = _Shortener()
+    short = Shortener()
     preset = before.preset if before.preset == after.preset else f"{before.preset} → {after.preset}"
     count = len(found)
     if not count:
@@ -102,7 +106,7 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
             if trace is None:
                 rows.append((name, "–", "", "no such field"))
             else:
-                value = _value(trace.winner, trace.field)
+                value = candidate_text(trace.winner, trace.field)
                 rows.append((name, value, trace.source, short(trace.winner.where)))
         width = max(len(row[1]) for row in rows)
         out.write(f"\n{printable(path)}\n")

@@ -27,7 +27,7 @@ from budgetconf.schema import Field
 from budgetconf.sources import Context, Request
 from budgetconf.sources.profile import is_path
 
-__all__ = ["init"]
+__all__ = ["WriteError", "init"]
 
 _TITLE: Final = {
     "project": "Project settings",
@@ -98,10 +98,31 @@ def json_text(preset: Preset, kind: str) -> str:
     return json.dumps({"$comment": notes}, indent=2, ensure_ascii=False) + "\n"
 
 
+class WriteError(Exception):
+    """A settings file that was not written: the one line that says why."""
+
+
 def write_new(path: str, text: str, *, force: bool) -> None:
-    """Write ``text`` to ``path`` whole or not at all; `FileExistsError` unless ``force``."""
+    """Write ``text`` to ``path`` whole or not at all. Raises `WriteError`.
+
+    A symbolic link is written through: its target gets the text, the link stays.
+    """
+    if os.path.isdir(path):
+        raise WriteError(f"{path} is a directory")
+    try:
+        _write(os.path.realpath(path), text, force=force)
+    except FileExistsError:
+        raise WriteError(f"{path} exists; pass --force to overwrite it") from None
+    except OSError as exc:  # name the file asked for, never the temporary one
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write(path: str, text: str, *, force: bool) -> None:
     folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:  # a file where the folder should be
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
@@ -117,21 +138,60 @@ def write_new(path: str, text: str, *, force: bool) -> None:
             try:
                 os.link(temporary, path)  # atomic, and refuses an existing path
             except FileExistsError:
-                raise FileExistsError(errno.EEXIST, "file exists", path) from None
+                raise
+            except OSError:  # a file system without hard links
+                create_new(path, text)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
 
 
-def init(
-    preset: Preset, path: str | None, kind: str | None, fmt: str | None, force: bool, out: TextIO
-) -> None:
-    """Write the settings file and say where. Raises `UsageError`, `FileExistsError`."""
+def create_new(path: str, text: str) -> None:
+    """Write ``text`` to a file made for it: `FileExistsError` if ``path`` exists.
+
+    Where a file cannot be linked into place, an exclusive create still never
+    overwrites; a write that fails removes the file it made.
+    """
+    with open(path, "x", encoding="utf-8") as stream:
+        try:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        except BaseException:
+            os.unlink(path)
+            raise
+
+
+_EXTENSIONS: Final = {".toml": "toml", ".json": "json"}
+
+
+def _format(kind: str | None, fmt: str | None, path: str | None) -> tuple[str, str]:
+    """The kind of file and its format, from the options and the file's extension."""
+    named = None
+    if path is not None and (kind != "profile" or is_path(path)):
+        named = _EXTENSIONS.get(os.path.splitext(path)[1].lower())
+    if fmt is not None and named is not None and fmt != named:
+        raise UsageError(f"--format {fmt}, but {path} is a {named.upper()} file name")
+    fmt = fmt or named
     if kind is None:
         kind = "global" if fmt == "json" else "project"
     if fmt is not None and FILE_KINDS[kind] != fmt:
-        raise UsageError(f"the {kind} file is {FILE_KINDS[kind].upper()}, not {fmt.upper()}")
+        given = path if named is not None else f"--format {fmt}"
+        raise UsageError(
+            f"the {kind} file is {FILE_KINDS[kind].upper()}, not {fmt.upper()}: {given}"
+        )
+    return kind, FILE_KINDS[kind]
+
+
+def init(
+    preset: Preset, path: str | None, kind: str | None, fmt: str | None, force: bool, out: TextIO
+) -> None:
+    """Write the settings file and say where. Raises `UsageError`, `WriteError`.
+
+    Without ``fmt``, a PATH ending in ``.toml`` or ``.json`` gives the format.
+    """
+    kind, fmt = _format(kind, fmt, path)
     where = target(preset, kind, path)
-    text = toml_text(preset, kind) if FILE_KINDS[kind] == "toml" else json_text(preset, kind)
+    text = toml_text(preset, kind) if fmt == "toml" else json_text(preset, kind)
     write_new(where, text, force=force)
     out.write(f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet\n")

@@ -17,6 +17,7 @@ from typing import Any, Final, TextIO
 
 from budgetconf.cli import printable, say
 from budgetconf.errors import PresetError, UsageError
+from budgetconf.integrations import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 from budgetconf.resolve import Resolution
 
@@ -61,7 +62,8 @@ def chosen_model(ns: argparse.Namespace) -> str | Server:
         return str(ns.model)
     scheme, _, rest = ns.base_url.partition("://")
     if scheme not in ("http", "https") or not rest.strip("/"):
-        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {ns.base_url!r}")
+        shown = shown_url(ns.base_url)
+        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {shown!r}")
     if not ns.model_name:
         raise UsageError("--base-url needs --model-name: the model the server runs")
     return Server(

@@ -4,18 +4,17 @@ The schema is as strict as ``budgetconf check``: an unknown section or key is
 a warning to budgetconf and an error to the editor, so a typo is caught as it
 is typed. When a file source of the preset reads only some ``sections``, the
 rest of its file belongs to the application and other top-level keys are
-allowed. budgetconf skips keys that begin with ``$``; the schema knows
-``$schema`` (which names it to editors) and ``$comment`` (notes, which
-``budgetconf init`` writes in JSON files).
+allowed. budgetconf skips top-level keys that begin with ``$``, and so does
+the schema; it describes ``$schema`` (which names it to editors) and
+``$comment`` (notes, which ``budgetconf init`` writes in JSON files).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from budgetconf._arguments import shown_default
 from budgetconf.presets import Preset
-from budgetconf.schema import Field, Kind
+from budgetconf.schema import Field, Kind, plain_number, shown_default
 from budgetconf.sources import SourceSpec
 
 __all__ = ["FILE_KINDS", "json_schema"]
@@ -41,14 +40,18 @@ _BOUNDS: Final = {
 def rule(f: Field) -> str:
     """What the field takes, in words: ``an integer >= 1``."""
     bounds = [
-        f"{op} {getattr(f, bound):g}" for bound, op in _OPS.items() if getattr(f, bound) is not None
+        f"{op} {plain_number(getattr(f, bound))}"
+        for bound, op in _OPS.items()
+        if getattr(f, bound) is not None
     ]
     return f.noun + (" " + ", ".join(bounds) if bounds else "")
 
 
 def describe(f: Field, *, with_rule: bool = False) -> str:
     """The field's help, then its default, variables and flags: what an editor shows on hover."""
-    lines = [f.help, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
+    # a help text without a final full stop would run into the next sentence
+    about = f.help if not f.help or f.help.endswith((".", "!", "?", ":")) else f.help + "."
+    lines = [about, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
     if f.env:
         lines.append("Environment: " + ", ".join(f.env) + ".")
     if f.flags:
@@ -117,6 +120,7 @@ def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
         "description": 'Sections of fields; values must have their type (40, not "40").',
         "type": "object",
         "properties": {**_EDITOR_KEYS, **sections},
+        "patternProperties": {"^\\$": {}},  # any top-level `$` key, as the readers skip them
         # a source that reads some sections leaves the rest of its file to the application
         "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
     }

@@ -24,6 +24,8 @@ from budgetconf.schema import Field, show_typed
 from budgetconf.sources import SourceStatus
 from budgetconf.trace import MASK, Candidate, FieldTrace, Status
 
+__all__ = ["Shortener", "candidate_text", "render"]
+
 _STYLE: Final = {
     Status.WON: "bold cyan",
     Status.SHADOWED: "dim",
@@ -48,7 +50,7 @@ def _cell(text: str | None, style: str = "") -> Text:
 
 
 def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) -> None:
-    short = _Shortener()
+    short = Shortener()
     origin = "built-in" if preset.origin == "built-in" else short(preset.origin)
     console.print(
         Text.assemble(("preset ", "dim"), (preset.name, "bold"), (f"  ({origin})", "dim"))
@@ -94,12 +96,12 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
         console.print(notes)
 
 
-def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
+def _add_field(grid: Table, trace: FieldTrace, short: Shortener) -> None:
     field = trace.field
     winner = trace.winner
     grid.add_row(
         _cell(field.path, "bold"),
-        _cell(_value(winner, field), _STYLE[Status.WON]),
+        _cell(candidate_text(winner, field), _STYLE[Status.WON]),
         _cell(short(winner.where)),
     )
     for candidate in reversed(trace.candidates):
@@ -108,14 +110,14 @@ def _add_field(grid: Table, trace: FieldTrace, short: _Shortener) -> None:
         style = _STYLE[candidate.status]
         grid.add_row(
             _cell(f"  {candidate.status.value}", style),
-            _cell(_value(candidate, field), style),
+            _cell(candidate_text(candidate, field), style),
             _cell(short(candidate.where)),
         )
         if candidate.reason:
             grid.add_row(Text(""), Text(""), _cell(short(candidate.reason), style))
 
 
-def _value(candidate: Candidate, field: Field) -> str:
+def candidate_text(candidate: Candidate, field: Field) -> str:
     """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected raw quoted."""
     if candidate.status is Status.REJECTED:
         shown = field.show_raw(candidate.raw, candidate.text)
@@ -128,7 +130,7 @@ def _value(candidate: Candidate, field: Field) -> str:
     return value if isinstance(value, str) else show_typed(value)
 
 
-class _Shortener:
+class Shortener:
     """Absolute paths as a person reads them: ``./settings.toml``, ``~/.budgetconf/…``."""
 
     def __init__(self) -> None:

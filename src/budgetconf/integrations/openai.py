@@ -24,6 +24,8 @@ except ImportError:
     ) from None
 
 from budgetconf.errors import ModelError, UsageError
+from budgetconf.integrations import shown_url
+from budgetconf.trace import MASK
 
 __all__ = ["AsyncOpenAIModel", "ModelError", "OpenAIModel"]
 
@@ -68,7 +70,7 @@ class OpenAIModel(_Base):
         try:
             completion = self.client.chat.completions.create(**self._request(messages, tools))
         except openai.OpenAIError as exc:
-            raise _error(exc, self.client.base_url) from exc
+            raise _error(exc, self.client.base_url, self.client.api_key) from exc
         return _response(completion)
 
 
@@ -87,7 +89,7 @@ class AsyncOpenAIModel(_Base):
         try:
             completion = await self.client.chat.completions.create(**self._request(messages, tools))
         except openai.OpenAIError as exc:
-            raise _error(exc, self.client.base_url) from exc
+            raise _error(exc, self.client.base_url, self.client.api_key) from exc
         return _response(completion)
 
 
@@ -117,22 +119,28 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _error(exc: openai.OpenAIError, base_url: object) -> ModelError:
-    """One line for a failed request, naming the server; the API key is never in it."""
-    where = str(base_url).rstrip("/")
+def _error(exc: openai.OpenAIError, base_url: object, api_key: str) -> ModelError:
+    """One line for a failed request, naming the server; the API key is never in it.
+
+    The URL is shown without its user name and password, and the key is masked
+    in whatever the server or the connection said.
+    """
+    where = shown_url(base_url)
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(f"{where} did not answer in time")
     if isinstance(exc, openai.APIConnectionError):
-        return ModelError(f"cannot reach {where}: {_reason(exc)}")
-    if isinstance(exc, openai.APIStatusError):
+        message = f"cannot reach {where}: {_reason(exc)}"
+        status = None
+    elif isinstance(exc, openai.APIStatusError):
         body = exc.body
         detail = body.get("message") if isinstance(body, Mapping) else None
         if not isinstance(detail, str) or not detail:
             detail = exc.response.reason_phrase or "no reason given"
-        return ModelError(
-            f"{where} answered HTTP {exc.status_code}: {detail}", status=exc.status_code
-        )
-    return ModelError(f"{where}: {exc}")
+        message = f"{where} answered HTTP {exc.status_code}: {detail}"
+        status = exc.status_code
+    else:
+        message, status = f"{where}: {exc}", None
+    return ModelError(message.replace(api_key, MASK) if api_key else message, status=status)
 
 
 def _reason(exc: BaseException) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetconf.errors import ModelError
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
 from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
@@ -91,11 +92,13 @@ class RunResult:
         }
 
 
-def describe(exc: BaseException) -> str:
-    """``Type: message`` on one line, at most 300 characters."""
+def describe(exc: BaseException, *, named: bool = True) -> str:
+    """``Type: message`` on one line, at most 300 characters; without ``named``, the message."""
     text = " ".join(str(exc).split())
     if len(text) > 300:
         text = text[:299] + "…"
+    if not named and text:
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -162,6 +165,8 @@ class Run:
                 return self._budget_stop(StopReason.TIMEOUT)
             except Interrupted:
                 return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+            except ModelError as exc:  # an adapter's own message says what failed
+                return self._fail(describe(exc, named=False))
             except Exception as exc:
                 return self._fail(f"the model raised {describe(exc)}")
             try:
