@@ -571,3 +571,19 @@ def test_yaml_scalars_read_alike_by_1_1_and_1_2_are_plain_values(
     assert not isinstance(value, Unusable)
     assert value == expected
     assert type(value) is type(expected)
+
+
+def test_toml_hex_integer_past_the_digit_limit_is_an_unusable_value() -> None:
+    """0x with 5,000 digits parses (hex has no digit limit) and stands as an unusable value."""
+    table = parse_toml("[loop]\nmax_steps = 0x" + "f" * 5000 + "\n")
+    value = table["loop"]["max_steps"]
+    assert isinstance(value, Unusable)
+    assert (value.what, value.hint) == ("out of range", "too many digits to read")
+    assert value.text == "398027684033796659235430…"  # 16**5000 - 1, its first 24 digits
+
+
+def test_toml_decimal_integer_past_the_digit_limit_is_a_parse_error() -> None:
+    """tomllib refuses 5,000 decimal digits; the error says so without Python's advice."""
+    with pytest.raises(ParseError) as caught:
+        parse_toml("[loop]\nmax_steps = " + "9" * 5000 + "\n")
+    assert caught.value.message == "invalid TOML: an integer with too many digits to read"

@@ -177,6 +177,7 @@ def parse_json(text: str) -> Table:
 _JSON_BETWEEN: Final = frozenset(" \t\n\r,")
 _MAX_LITERAL_DIGITS: Final = 1000  # far past any field's range, far below Python's conversion limit
 _TOO_LONG: Final = "too many digits to read"
+_LONG_BITS: Final = int(_MAX_LITERAL_DIGITS / math.log10(2))
 _NO_FLOAT: Final = "beyond the largest float"
 
 
@@ -203,8 +204,8 @@ def parse_toml(text: str) -> Table:
         raise ParseError(f"invalid TOML: {message}", line) from None
     except RecursionError:
         raise ParseError("invalid TOML: nested too deeply") from None
-    except ValueError as exc:  # an integer past Python's digit limit
-        raise ParseError(f"invalid TOML: {exc}") from None
+    except ValueError:  # an integer past Python's digit limit
+        raise ParseError(f"invalid TOML: an integer with {_TOO_LONG}") from None
     lines = toml_lines(text)
     located = _locate(data, lines, ())
     assert isinstance(located, Table)
@@ -224,7 +225,25 @@ def _locate(value: Any, lines: Mapping[tuple[Any, ...], int], path: tuple[Any, .
         return table
     if isinstance(value, list):
         return [_locate(item, lines, (*path, i)) for i, item in enumerate(value)]
+    if isinstance(value, int) and not isinstance(value, bool) and is_long(value):
+        return long_int(value)  # 0x... has no digit limit
     return value
+
+
+def is_long(number: int) -> bool:
+    """Whether ``number`` has more digits than any value is read with."""
+    return abs(number).bit_length() > _LONG_BITS
+
+
+def long_int(number: int) -> Unusable:
+    """An integer too long for any field, shown by its first digits.
+
+    ``str()`` refuses integers past Python's digit limit, so the digits shown
+    are those of the number divided down to a size that it accepts.
+    """
+    digits = int(abs(number).bit_length() * math.log10(2))  # one short at most
+    head = str(abs(number) // 10 ** max(digits - 24, 0))[:24]
+    return Unusable(("-" if number < 0 else "") + head + "…", "out of range", _TOO_LONG)
 
 
 # --- YAML ----------------------------------------------------------------------------
