@@ -94,30 +94,54 @@ def stamp(path: str) -> Hashable:
 
 def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise source_error(source, path, "is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise source_error(source, path, "not a regular file")
-        if st.st_size > max_bytes:
-            raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
-        data = _read(fd, max_bytes + 1)
-    except OSError as exc:
-        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:  # it grew after the stat
-        raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
+        data, st = read_limited(path, max_bytes)
+    except FileProblem as exc:
+        raise source_error(source, path, exc.problem) from None
     signature = _signature(st)
     try:
         return _Entry(signature, PARSERS[fmt](_decode(data)), None)
     except ParseError as exc:
         return _Entry(signature, None, exc)
+
+
+class FileProblem(Exception):
+    """A file that cannot be read whole: ``problem`` says why, in a few words."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def read_limited(path: str, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``path``, and its status as read.
+
+    Raises `FileProblem` for a directory, a device, a FIFO or a socket (which
+    could block or never end), a file larger than ``max_bytes``, or one that
+    cannot be opened or read.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise FileProblem(f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise FileProblem(f"cannot read: {exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileProblem("is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem("not a regular file")
+        if st.st_size > max_bytes:
+            raise FileProblem(f"larger than the limit of {max_bytes} bytes")
+        data = _read(fd, max_bytes + 1)
+    except OSError as exc:
+        raise FileProblem(f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # it grew after the stat
+        raise FileProblem(f"larger than the limit of {max_bytes} bytes")
+    return data, st
 
 
 def _read(fd: int, limit: int) -> bytes:
