@@ -206,6 +206,17 @@ def test_unknown_budgetconf_variables_are_reported_with_a_suggestion() -> None:
     )
 
 
+def test_a_budgetconf_variable_in_the_wrong_case_is_reported() -> None:
+    """budgetconf_max_steps is ignored like any unknown name, but not silently."""
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        res = budgetconf.resolve(env={"budgetconf_max_steps": "9", "Budgetconf_Home": "/x"})
+    assert res["loop.max_steps"] == 40
+    assert res.warnings == (
+        "Budgetconf_Home is not a known variable; did you mean BUDGETCONF_HOME?",
+        "budgetconf_max_steps is not a known variable; did you mean BUDGETCONF_MAX_STEPS?",
+    )
+
+
 def test_the_environment_is_read_on_every_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without env=, os.environ is read afresh each time."""
     monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "6")

@@ -44,18 +44,21 @@ class EnvSource:
         )
         warnings = []
         for name in sorted(self._strays(env)):
-            hint = did_you_mean(name, sorted(self._known))
+            upper = name.upper()
+            spelled = upper in self._known or upper in self._ignore
+            hint = upper if spelled else did_you_mean(name, sorted(self._known))
             tail = f"; did you mean {hint}?" if hint else ""
             warnings.append(f"{name} is not a known variable{tail}")
         return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
 
     def _strays(self, env: Mapping[str, str]) -> tuple[str, ...]:
-        """The variables with the prefix that map to nothing."""
+        """The variables with the prefix, in any case, that map to nothing."""
         prefix, known, ignore = self._prefix, self._known, self._ignore
         if not prefix:
             return ()
+        prefix = prefix.upper()  # budgetconf_max_steps is a typo, not another name
         return tuple(
             name
             for name in env
-            if name.startswith(prefix) and name not in known and name not in ignore
+            if name.upper().startswith(prefix) and name not in known and name not in ignore
         )
