@@ -9,7 +9,7 @@ from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceSt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import ClassVar, Final
 
 
 class EnvSource:
@@ -32,11 +32,11 @@ class EnvSource:
         self._known = frozenset(schema.by_env)
 
     def key(self, ctx: Context) -> Hashable:
-        env = ctx.request.env
+        env = snapshot(ctx.request.env)
         return tuple(map(env.get, self._variables)), self._strays(env)
 
     def load(self, ctx: Context) -> Layer:
-        env = ctx.request.env
+        env = snapshot(ctx.request.env)
         offers = tuple(
             Offer(path, env[name], f"env:{name}", text=True)
             for name, path in self._names
@@ -62,3 +62,21 @@ class EnvSource:
             for name in env
             if name.upper().startswith(prefix) and name not in known and name not in ignore
         )
+
+
+_TRIES: Final = 100
+
+
+def snapshot(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env``, whole even while another thread sets and unsets variables.
+
+    Iterating ``os.environ`` as it changes size raises RuntimeError, and a
+    variable unset between seeing its name and reading it raises KeyError:
+    the copy is then taken again.
+    """
+    for _ in range(_TRIES - 1):
+        try:
+            return dict(env)
+        except (RuntimeError, KeyError):
+            continue
+    return dict(env)
