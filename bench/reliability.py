@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import budgetconf
-from budgetconf.loop import LoopExecutor, ScriptedModel
+from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 
 TOOLS_VAR = "BUDGETCONF_MAX_TOOL_CALLS_PER_TURN"
 COST_VAR = "BUDGETCONF_MAX_COST_USD"  # set and unset: the environment changes size too
@@ -197,7 +197,7 @@ class SoakReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _runs(budget: budgetconf.Resolution) -> Iterator[tuple[str, Callable[[], Any], str]]:
+def _runs(budget: Budget) -> Iterator[tuple[str, Callable[[], Any], str]]:
     tools = {"echo": _echo, "boom": _boom}
     while True:
         for name, responses, reason in SCRIPTS:
@@ -213,8 +213,10 @@ def soak(runs: int = 10_000, warmup: int = 500, *, trace: bool = True) -> SoakRe
     allocation down).
     """
     report = SoakReport(runs)
-    budget = budgetconf.resolve(
-        env={}, explicit={"loop.max_steps": 3, "loop.max_tool_calls_per_turn": 2}
+    budget = Budget.from_resolution(
+        budgetconf.resolve(
+            env={}, explicit={"loop.max_steps": 3, "loop.max_tool_calls_per_turn": 2}
+        )
     )
     scripted = _runs(budget)
     prompt = [{"role": "user", "content": "go"}]
