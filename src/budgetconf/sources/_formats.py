@@ -225,25 +225,21 @@ def _locate(value: Any, lines: Mapping[tuple[Any, ...], int], path: tuple[Any, .
         return table
     if isinstance(value, list):
         return [_locate(item, lines, (*path, i)) for i, item in enumerate(value)]
-    if isinstance(value, int) and not isinstance(value, bool) and is_long(value):
-        return long_int(value)  # 0x... has no digit limit
     return value
 
 
-def is_long(number: int) -> bool:
-    """Whether ``number`` has more digits than any value is read with."""
-    return abs(number).bit_length() > _LONG_BITS
+def readable(value: object) -> object:
+    """``value``, or an unusable value for an integer too long for any field.
 
-
-def long_int(number: int) -> Unusable:
-    """An integer too long for any field, shown by its first digits.
-
-    ``str()`` refuses integers past Python's digit limit, so the digits shown
-    are those of the number divided down to a size that it accepts.
+    An integer reaches a source without a digit limit from TOML's ``0x…``, from
+    code or from a dynaconf object; past Python's 4,300 digits ``str()``
+    refuses it, so it is shown by its first digits, found by dividing it down.
     """
-    digits = int(abs(number).bit_length() * math.log10(2))  # one short at most
-    head = str(abs(number) // 10 ** max(digits - 24, 0))[:24]
-    return Unusable(("-" if number < 0 else "") + head + "…", "out of range", _TOO_LONG)
+    if type(value) is not int or abs(value).bit_length() <= _LONG_BITS:
+        return value
+    digits = int(abs(value).bit_length() * math.log10(2))  # one short at most
+    head = str(abs(value) // 10 ** max(digits - 24, 0))[:24]
+    return Unusable(("-" if value < 0 else "") + head + "…", "out of range", _TOO_LONG)
 
 
 # --- YAML ----------------------------------------------------------------------------
