@@ -66,15 +66,11 @@ _REPEAT: Final = re.compile(r"⟨(.*?)\*(\d+)⟩", re.DOTALL)
 _EXIT: Final = {"error": 1, "rejected": 0, "warning": 0, "ignored": 0, "usage": 64}
 
 
-def _load() -> list[dict[str, Any]]:
-    cases = []
-    for manifest in sorted(DATA.glob("*.toml")):
-        for case in tomllib.loads(manifest.read_text(encoding="utf-8"))["case"]:
-            cases.append({**case, "manifest": manifest.name})
-    return cases
-
-
-CASES: Final = _load()
+CASES: Final = [
+    case
+    for manifest in sorted(DATA.glob("*.toml"))
+    for case in tomllib.loads(manifest.read_text(encoding="utf-8"))["case"]
+]
 
 
 def _expand(value: Any) -> Any:
@@ -123,8 +119,6 @@ def _build(path: Path, how: str) -> None:
             chunk = b"# padding " * 104_858  # 1 MiB and a bit
             for _ in range(50):
                 handle.write(chunk)
-    elif how == "not-a-directory":  # a path through a regular file
-        path.parent.mkdir(exist_ok=True)
     elif how == "missing":
         pass
     else:  # pragma: no cover - a typo in a manifest
