@@ -10,6 +10,7 @@ import ast
 import collections
 import json
 import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Final
@@ -19,6 +20,7 @@ import yaml
 
 import budgetconf
 from budgetconf.cli import main
+from budgetconf.schema import Invalid
 
 from conftest import Place
 
@@ -252,3 +254,29 @@ def test_set_good_text_wins(capsys: pytest.CaptureFixture[str], case: dict[str, 
         ("shadowed", None),
         ("won", case["input"]),
     ]
+
+
+def test_an_integer_past_the_digit_limit_in_code_is_rejected_not_a_crash() -> None:
+    """An explicit int too long for str() is an error that shows its first digits."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    huge = int("7" * 5000)
+    sys.set_int_max_str_digits(limit)
+
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={}, explicit={"limits.max_cost_usd": -huge})
+
+    reason = "out of range: -" + "7" * 24 + "… (too many digits to read)"
+    assert str(caught.value) == f"limits.max_cost_usd from explicit: {reason}"
+    assert caught.value.raw == "-" + "7" * 24 + "…"
+
+
+@pytest.mark.parametrize(("text", "value"), [("0" * 5000 + "7", 7), ("-" + "0" * 5000, 0)])
+def test_leading_zeros_past_the_digit_limit_are_read_as_the_number(text: str, value: int) -> None:
+    """Thousands of leading zeros do not reach int()'s digit limit: the number is judged."""
+    field = budgetconf.resolve(env={}).schema.lookup("loop.max_steps")
+    if value >= 1:
+        assert field.parse_text(text) == value
+    else:
+        with pytest.raises(Invalid, match="must be >= 1"):
+            field.parse_text(text)

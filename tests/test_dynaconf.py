@@ -346,3 +346,15 @@ def test_a_factory_reads_the_settings_at_every_construction(
     settings.set("budgets.loop.max_steps", 31)
 
     assert (first, make()) == (30, 31)
+
+
+def test_an_integer_past_pythons_digit_limit_is_out_of_range_not_a_crash(place: Place) -> None:
+    """A settings file's 0x… of 5,000 digits reaches the source as an int; it is shown cut."""
+    preset = _preset(place, 'key = "budgets"\n')
+    settings = _settings(place, "[default.budgets.loop]\nmax_steps = 0x" + "f" * 5000 + "\n")
+
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(preset, env={}, dynaconf=settings)
+
+    reason = "out of range: 398027684033796659235430… (too many digits to read)"
+    assert str(caught.value) == f"loop.max_steps from dynaconf:budgets.loop.max_steps: {reason}"

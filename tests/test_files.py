@@ -127,6 +127,64 @@ def test_file_replaced_by_rename_is_read_again(place: Place, parsed: list[str]) 
     assert parsed == ["toml", "toml"]
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every time a file's bytes are read."""
+    calls: list[str] = []
+    real = _files.read_limited
+
+    def counting(path: str, max_bytes: int) -> tuple[bytes, os.stat_result]:
+        calls.append(path)
+        return real(path, max_bytes)
+
+    monkeypatch.setattr(_files, "read_limited", counting)
+    return calls
+
+
+def test_a_rewrite_within_one_clock_tick_is_seen_though_the_signature_holds(
+    place: Place, parsed: list[str]
+) -> None:
+    """Same size, same inode and, on a coarse clock, the same mtime: the new bytes still count."""
+    path = place.write("settings.toml", "a = 1\n")
+    assert _read(path) == {"a": 1}
+    before = path.stat()
+    path.write_text("a = 2\n", encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as a 2-second clock would
+    after = path.stat()
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        before.st_mtime_ns,
+        before.st_size,
+        before.st_ino,
+    )
+    assert _read(path) == {"a": 2}
+    assert parsed == ["toml", "toml"]
+
+
+def test_a_recent_file_is_read_again_but_parsed_once(
+    place: Place, parsed: list[str], reads: list[str]
+) -> None:
+    """Until its mtime has aged, an unchanged file's bytes are compared, not parsed again."""
+    path = place.write("settings.toml", "a = 1\n")
+    first = _read(path)
+    assert _read(path) is first
+    assert parsed == ["toml"]
+    assert reads == [str(path), str(path)]
+
+
+def test_an_aged_file_is_trusted_by_its_signature(
+    place: Place, parsed: list[str], reads: list[str]
+) -> None:
+    """A file older than any clock's tick when read is not read again while its stat holds."""
+    path = place.write("settings.toml", "a = 1\n")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10_000_000_000))
+    first = _read(path)
+    assert _read(path) is first
+    assert _read(path) is first
+    assert parsed == ["toml"]
+    assert reads == [str(path)]
+
+
 def test_deleted_file_is_none_again(place: Place) -> None:
     """A cached file that is deleted is reported missing, not served from the cache."""
     path = place.write("settings.toml", "a = 1\n")

@@ -17,6 +17,7 @@ from budgetconf.sources._formats import (
     parse_json,
     parse_toml,
     parse_yaml,
+    readable,
 )
 
 # --- JSON ----------------------------------------------------------------------------------
@@ -571,3 +572,21 @@ def test_yaml_scalars_read_alike_by_1_1_and_1_2_are_plain_values(
     assert not isinstance(value, Unusable)
     assert value == expected
     assert type(value) is type(expected)
+
+
+def test_an_integer_past_the_digit_limit_is_read_as_an_unusable_value() -> None:
+    """TOML's 0x with 5,000 digits parses (hex has no digit limit); its offer is unusable."""
+    value = parse_toml("[loop]\nmax_steps = 0x" + "f" * 5000 + "\n")["loop"]["max_steps"]
+    unusable = readable(value)
+    assert isinstance(unusable, Unusable)
+    assert (unusable.what, unusable.hint) == ("out of range", "too many digits to read")
+    assert unusable.text == "398027684033796659235430…"  # 16**5000 - 1, its first 24 digits
+    assert readable(-value) == Unusable("-398027684033796659235430…", "out of range", unusable.hint)
+    assert readable(2**63) == 2**63  # long, but not past what is read: judged by its field
+
+
+def test_toml_decimal_integer_past_the_digit_limit_is_a_parse_error() -> None:
+    """tomllib refuses 5,000 decimal digits; the error says so without Python's advice."""
+    with pytest.raises(ParseError) as caught:
+        parse_toml("[loop]\nmax_steps = " + "9" * 5000 + "\n")
+    assert caught.value.message == "invalid TOML: an integer with too many digits to read"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from budgetconf import UsageError
-from budgetconf.loop import LoopExecutor, ScriptedModel
+from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel
 
 from loops import Driver, answer, budget, call, calls, types
 
@@ -295,3 +295,105 @@ def test_a_result_that_cannot_be_turned_into_text_is_the_tools_error(drive: Driv
     )
     assert result.status == "ok"
     assert result.messages[2]["content"] == "error: ValueError: Circular reference detected"
+
+
+# --- every fault, one table: a RunResult, the caller's list unchanged, the transcript kept ----
+
+_CALLER = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "go"},
+]
+_FIRST = {"tool_calls": [{"id": "first", "name": "echo", "arguments": {"text": "one"}}]}
+
+
+def _fault_model(fault: Any, gate: threading.Event, drive: Driver) -> Any:
+    """A model that answers ``_FIRST``, then commits the fault on every later turn."""
+    script = ScriptedModel([_FIRST])
+    hang = drive.hang(gate, answer())
+
+    def model(messages: Any, tools: Any) -> Any:
+        if not script.received:
+            return script(messages, tools)
+        if fault == "hang":
+            return hang(messages, tools)
+        if isinstance(fault, BaseException):
+            raise fault
+        return fault
+
+    async def awaiting(messages: Any, tools: Any) -> Any:
+        if script.received and fault == "hang":
+            return await hang(messages, tools)
+        return model(messages, tools)
+
+    return awaiting if drive.mode == "async" else model
+
+
+_FAULTS = [
+    # (name, the second response or what the model does, tools, stop reason)
+    ("model raises", ConnectionError("down"), {}, "error"),
+    ("model interrupted", KeyboardInterrupt(), {}, "cancelled"),
+    ("model hangs", "hang", {}, "timeout"),
+    ("response not a dict", ["content"], {}, "error"),
+    ("tool_calls not a list", {"tool_calls": {"name": "echo"}}, {}, "error"),
+    ("call without a name", {"tool_calls": [{"arguments": {}}]}, {}, "error"),
+    ("duplicate call ids", {"tool_calls": [{"id": "x", "name": "echo"}] * 2}, {}, "error"),
+    ("unknown finish reason", {"content": "x", "finish_reason": "eof"}, {}, "error"),
+    ("usage not numbers", {"content": "x", "usage": {"total_tokens": "lots"}}, {}, "error"),
+    (
+        "arguments not JSON",
+        {"tool_calls": [call("echo", text="x") | {"arguments": "{"}]},
+        {},
+        "max_steps",
+    ),
+    (
+        "arguments a JSON list",
+        {"tool_calls": [call("echo") | {"arguments": "[1]"}]},
+        {},
+        "max_steps",
+    ),
+    ("unknown tool", {"tool_calls": [call("rm", path="/")]}, {}, "max_steps"),
+    ("tool raises", {"tool_calls": [call("explode")]}, {"explode": "raise"}, "max_steps"),
+    ("tool interrupted", {"tool_calls": [call("explode")]}, {"explode": "interrupt"}, "cancelled"),
+    ("tool hangs", {"tool_calls": [call("explode")]}, {"explode": "hang"}, "timeout"),
+    ("missing keys: an empty response", {}, {}, "completed"),
+]
+
+
+def _tools(kind: str | None, gate: threading.Event, drive: Driver) -> dict[str, Any]:
+    tools: dict[str, Any] = {"echo": lambda text="": text}
+    if kind == "raise":
+        tools["explode"] = lambda **kw: 1 / 0
+    elif kind == "interrupt":
+
+        def interrupt(**kw: Any) -> Any:
+            raise KeyboardInterrupt
+
+        tools["explode"] = interrupt
+    elif kind == "hang":
+        tools["explode"] = drive.hang(gate, "late")
+    return tools
+
+
+@pytest.mark.parametrize(
+    ("fault", "extra", "reason"),
+    [pytest.param(f, t.get("explode"), r, id=name) for name, f, t, r in _FAULTS],
+)
+def test_every_fault_ends_in_a_result_with_the_callers_list_unchanged(
+    drive: Driver, gate: threading.Event, fault: Any, extra: str | None, reason: str
+) -> None:
+    """Whatever the model or a tool does on turn 2, the run returns; turn 1 stays recorded."""
+    caller = [dict(m) for m in _CALLER]
+    model = _fault_model(fault, gate, drive)
+    limits = budget(max_steps=3, timeout_seconds=0.3)
+    ex = drive.executor(model, _tools(extra, gate, drive), limits)
+
+    result = drive.run(ex, caller)
+
+    assert isinstance(result, RunResult)
+    assert result.stop_reason == reason, result.message
+    assert caller == _CALLER  # the caller's list and its messages are untouched
+    assert result.messages[:2] == _CALLER
+    assert result.messages[2]["tool_calls"][0]["id"] == "first"  # turn 1's transcript is kept
+    assert result.messages[3] == {"role": "tool", "tool_call_id": "first", "content": "one"}
+    assert result.turns == (3 if reason == "max_steps" else 2)  # a refused call lets it go on
+    assert result.message

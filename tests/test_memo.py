@@ -39,9 +39,16 @@ def _global(place: Place, steps: int) -> Path:
     return path
 
 
+def _aged(path: Path) -> Path:
+    """Date the file 10 s back: a file that has just changed is not keyed by its signature."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10_000_000_000))
+    return path
+
+
 def test_unchanged_inputs_give_the_very_same_resolution(place: Place) -> None:
-    _global(place, 12)
-    project = place.write("settings.toml", "[loop]\nmax_tool_calls_per_turn = 4\n")
+    _aged(_global(place, 12))
+    project = _aged(place.write("settings.toml", "[loop]\nmax_tool_calls_per_turn = 4\n"))
     first = budgetconf.resolve(env={"HOME": str(place.home)}, project_file=project)
     again = budgetconf.resolve(env={"HOME": str(place.home)}, project_file=project)
     assert again is first
@@ -295,3 +302,14 @@ def test_a_factory_checks_its_arguments_against_a_preset_file_that_changed(place
     _replace_file(preset, without_explicit)
     with pytest.raises(budgetconf.UsageError, match="has no explicit source"):
         steps()
+
+
+def test_a_rewrite_with_the_same_signature_is_not_served_from_memory(place: Place) -> None:
+    """Same size, inode and mtime (a coarse clock): a recent file is never keyed, so it is seen."""
+    project = place.write("settings.toml", "[loop]\nmax_steps = 5\n")
+    assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 5
+    before = project.stat()
+    project.write_text("[loop]\nmax_steps = 6\n", encoding="utf-8")
+    os.utime(project, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert project.stat().st_ino == before.st_ino
+    assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 6

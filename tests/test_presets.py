@@ -520,3 +520,25 @@ def test_default_from_on_an_enum_needs_its_choices(place: Place) -> None:
     assert str(caught.value).endswith(
         'fields."agent.plan_mode".default_from: agent.mode may take values this field refuses'
     )
+
+
+@pytest.mark.parametrize("make", ["fifo", "device"])
+def test_a_preset_path_that_is_not_a_regular_file_is_refused_at_once(
+    place: Place, make: str
+) -> None:
+    """A FIFO would block and /dev/zero never ends: both are refused before any read."""
+    if make == "fifo":
+        path = str(place.work / "app.toml")
+        os.mkfifo(path)
+    else:
+        path = os.devnull
+    with pytest.raises(budgetconf.PresetError) as caught:
+        budgetconf.resolve(path, env={})
+    assert str(caught.value) == f"preset {path}: not a regular file"
+
+
+def test_a_preset_file_past_the_size_limit_is_refused(place: Place) -> None:
+    """A preset file is read whole, so one larger than 1 MiB is refused."""
+    path = place.write("app.toml", MINIMAL + "#" * (1 << 20))
+    with pytest.raises(budgetconf.PresetError, match="larger than the limit of 1048576 bytes"):
+        budgetconf.resolve(path, env={})

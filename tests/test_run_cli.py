@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -212,7 +213,10 @@ def test_a_provider_block_is_blocked_with_exit_3(
     [
         (["run", "go"], "one of the arguments --model --base-url is required"),
         (["run", "--model", "ok.json"], "the following arguments are required: PROMPT"),
-        (["run", "--model", "missing.json", "go"], "model script missing.json: No such file"),
+        (
+            ["run", "--model", "missing.json", "go"],
+            "model script missing.json: cannot read: No such file",
+        ),
         (["run", "--model", "prose.json", "go"], "model script prose.json: not JSON"),
         (["run", "--model", "empty.json", "go"], "needs a non-empty list of responses"),
         (["run", "--model", "other.json", "go"], 'expected {"responses": [...]}'),
@@ -755,3 +759,16 @@ def test_control_codes_in_the_answer_are_escaped_but_lines_kept(
     answer = {"content": "line one\nline \x1b[31mtwo"}
     code, out, _ = run(["run", "--model", script(place, answer), "go"], capsys)
     assert (code, out) == (0, "line one\nline \\x1b[31mtwo\n")
+
+
+@pytest.mark.parametrize("script", ["/dev/zero", "fifo.json"])
+def test_a_model_script_that_is_not_a_regular_file_is_a_usage_error(
+    place: Place, capsys: pytest.CaptureFixture[str], script: str
+) -> None:
+    """/dev/zero never ends and a FIFO would wait for a writer: both are refused at once."""
+    if script == "fifo.json":
+        os.mkfifo(place.work / script)
+    assert main(["run", "--model", script, "go"]) == 64
+    assert capsys.readouterr().err == (
+        f"budgetconf: usage error: model script {script}: not a regular file\n"
+    )

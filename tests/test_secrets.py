@@ -127,3 +127,41 @@ def test_every_explain_format_masks_secrets(
     _assert_masked(out)
     _assert_masked(err)
     assert "***" in out + err
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_secret_budget_that_stops_a_run_is_masked_in_its_result_events_and_output(
+    place: Place, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    """The stop message, the limit, every event and both run outputs show *** for it."""
+    preset = Path(budgetconf.__file__).parent / "presets" / "budgetconf.toml"
+    text = preset.read_text().replace(
+        '[fields."limits.max_cost_usd"]', '[fields."limits.max_cost_usd"]\nsecret = true'
+    )
+    vault = place.write("secret-cost.toml", text.replace('name = "budgetconf"', 'name = "vault"'))
+    model = place.write(
+        "model.json",
+        json.dumps({"responses": [{"tool_calls": [{"name": "echo"}], "cost_usd": 0.01}]}),
+    )
+    events = place.work / "events.jsonl"
+    code = main(
+        [
+            "run",
+            "--preset",
+            str(vault),
+            "--set",
+            "limits.max_cost_usd=0.0137",
+            "--model",
+            str(model),
+            "--output",
+            output,
+            "--events",
+            str(events),
+            "go",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2
+    for shown in (out, err, events.read_text()):
+        assert "0.0137" not in shown
+    assert "***" in out + err

@@ -242,9 +242,11 @@ class Field(Record):
             digits = text[1:] if text[:1] in ("+", "-") else text
             if not (digits.isascii() and digits.isdigit()):
                 raise self._not_a(raw, True)
-            if len(digits.lstrip("0")) > _MAX_DIGITS:  # before int(): 4300-digit limit
+            digits = digits.lstrip("0") or "0"  # int() counts leading zeros too
+            if len(digits) > _MAX_DIGITS:  # before int(): 4300-digit limit
                 raise self._out_of_range(raw, True)
-            return self._check(int(text), raw, True)
+            number = int(digits)
+            return self._check(-number if text[0] == "-" else number, raw, True)
         if self.kind is Kind.NUMBER:
             import re  # re caches the pattern; `import budgetconf` does not load re
 

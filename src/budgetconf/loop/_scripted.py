@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from budgetconf.errors import UsageError
 
 __all__ = ["ScriptedModel"]
+
+MAX_SCRIPT_BYTES: Final = 16 << 20  # a script is read whole; /dev/zero must not be
 
 
 class ScriptedModel:
@@ -34,11 +36,12 @@ class ScriptedModel:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, record: bool = True) -> ScriptedModel:
         """The model of a script file: ``{"responses": [{"content": ..., "tool_calls": ...}]}``."""
+        from budgetconf.sources._files import FileProblem, read_limited
+
         try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except OSError as exc:
-            raise UsageError(f"model script {os.fspath(path)}: {exc.strerror}") from None
+            data = json.loads(read_limited(os.fspath(path), MAX_SCRIPT_BYTES)[0])
+        except FileProblem as exc:
+            raise UsageError(f"model script {os.fspath(path)}: {exc.problem}") from None
         except (ValueError, RecursionError) as exc:
             raise UsageError(f"model script {os.fspath(path)}: not JSON: {exc}") from None
         responses = data.get("responses") if isinstance(data, dict) else None

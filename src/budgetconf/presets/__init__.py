@@ -17,6 +17,7 @@ from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.sources import KINDS, MergeMode, Policy, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
+from budgetconf.sources._files import FileProblem, read_limited
 from budgetconf.sources._steps import StepFinder
 
 TYPE_CHECKING = False
@@ -246,9 +247,11 @@ def _load_file(path: str, *, origin: str) -> Preset:
     import tomllib
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = tomllib.loads(handle.read())
-    except (OSError, UnicodeDecodeError) as exc:
+        # bounded: a preset path may name a FIFO or /dev/zero
+        data = tomllib.loads(read_limited(path, DEFAULT_MAX_FILE_BYTES)[0].decode("utf-8"))
+    except FileProblem as exc:
+        raise PresetError(f"preset {path}: {exc.problem}") from None
+    except UnicodeDecodeError as exc:
         raise PresetError(f"preset {path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PresetError(f"preset {path}: invalid TOML: {exc}") from None

@@ -6,12 +6,21 @@ Each resolution stats the path again; a different signature means the file
 changed, and it is read anew. The signature stored is taken from the open file
 itself (`fstat`), so a file replaced between the stat and the read is never
 cached under the old version's signature.
+
+A signature alone cannot tell apart two versions written within one tick of
+the file system's clock (as coarse as 2 s on some), when the second has the
+same size and a recycled inode (a rename over the file frees the old inode,
+and the next new file may get it). So a version read while its mtime was that
+recent is not trusted by its signature: until it has aged, each resolution
+reads its bytes again, and parses them only if they differ; and `stamp` gives
+no key for it, so no resolution is reused on its account.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Callable, Hashable
 
 from budgetconf.errors import SourceError
@@ -29,19 +38,29 @@ PARSERS: Final[dict[str, Callable[[str], Document]]] = {
 _MAX_CACHED: Final = 256
 
 _Signature = tuple[int, int, int, int]
+#: older than this when read, a file's signature is trusted: coarser than any file clock
+_SETTLED_NS: Final = 3_000_000_000
 
 
 class _Entry:
-    """One version of a file, parsed: its table, or why it has none."""
+    """One version of a file, parsed: its table, or why it has none.
 
-    __slots__ = ("error", "signature", "table")
+    ``data`` keeps the bytes while the version is too recent to trust its signature.
+    """
+
+    __slots__ = ("data", "error", "signature", "table")
 
     def __init__(
-        self, signature: _Signature, table: Document | None, error: ParseError | None
+        self,
+        signature: _Signature,
+        table: Document | None,
+        error: ParseError | None,
+        data: bytes | None,
     ) -> None:
         self.signature = signature
         self.table = table
         self.error = error
+        self.data = data
 
 
 _cache: dict[tuple[str, str, int], _Entry] = {}
@@ -68,8 +87,8 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Document 
         raise source_error(source, path, f"cannot read: {exc}") from None
     key = (path, fmt, max_bytes)
     entry = _cache.get(key)
-    if entry is None or entry.signature != _signature(st):
-        entry = _load(path, fmt, source, max_bytes)
+    if entry is None or entry.signature != _signature(st) or entry.data is not None:
+        entry = _load(path, fmt, source, max_bytes, entry)
         if len(_cache) >= _MAX_CACHED:
             _cache.clear()
         _cache[key] = entry
@@ -82,42 +101,75 @@ def stamp(path: str) -> Hashable:
     """The version of the file at ``path`` for a source's key, without reading it.
 
     The signature, ``"missing"`` when there is no file, None when it cannot
-    even be looked at (reading it will fail, and say why).
+    even be looked at (reading it will fail, and say why) or when it changed
+    too recently for its signature to tell its versions apart.
     """
     try:
-        return _signature(os.stat(path))
+        st = os.stat(path)
     except FileNotFoundError:
         return "missing"
     except (OSError, ValueError):
         return None
+    if time.time_ns() - st.st_mtime_ns < _SETTLED_NS:
+        return None
+    return _signature(st)
 
 
-def _load(path: str, fmt: str, source: str, max_bytes: int) -> _Entry:
+def _load(path: str, fmt: str, source: str, max_bytes: int, known: _Entry | None) -> _Entry:
+    """The entry for the file as it is now; ``known``'s parse when it is the same version."""
+    now = time.time_ns()
+    try:
+        data, st = read_limited(path, max_bytes)
+    except FileProblem as exc:
+        raise source_error(source, path, exc.problem) from None
+    signature = _signature(st)
+    recent = data if now - st.st_mtime_ns < _SETTLED_NS else None
+    if known is not None and known.signature == signature and known.data == data:
+        return _Entry(signature, known.table, known.error, recent)
+    try:
+        return _Entry(signature, PARSERS[fmt](_decode(data)), None, recent)
+    except ParseError as exc:
+        return _Entry(signature, None, exc, recent)
+
+
+class FileProblem(Exception):
+    """A file that cannot be read whole: ``problem`` says why, in a few words."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def read_limited(path: str, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``path``, and its status as read.
+
+    Raises `FileProblem` for a directory, a device, a FIFO or a socket (which
+    could block or never end), a file larger than ``max_bytes``, or one that
+    cannot be opened or read.
+    """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
+        raise FileProblem(f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise FileProblem(f"cannot read: {exc}") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise source_error(source, path, "is a directory, not a file")
+            raise FileProblem("is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
-            raise source_error(source, path, "not a regular file")
+            raise FileProblem("not a regular file")
         if st.st_size > max_bytes:
-            raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
+            raise FileProblem(f"larger than the limit of {max_bytes} bytes")
         data = _read(fd, max_bytes + 1)
     except OSError as exc:
-        raise source_error(source, path, f"cannot read: {exc.strerror}") from None
+        raise FileProblem(f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # it grew after the stat
-        raise source_error(source, path, f"larger than the limit of {max_bytes} bytes")
-    signature = _signature(st)
-    try:
-        return _Entry(signature, PARSERS[fmt](_decode(data)), None)
-    except ParseError as exc:
-        return _Entry(signature, None, exc)
+        raise FileProblem(f"larger than the limit of {max_bytes} bytes")
+    return data, st
 
 
 def _read(fd: int, limit: int) -> bytes:

@@ -177,6 +177,7 @@ def parse_json(text: str) -> Table:
 _JSON_BETWEEN: Final = frozenset(" \t\n\r,")
 _MAX_LITERAL_DIGITS: Final = 1000  # far past any field's range, far below Python's conversion limit
 _TOO_LONG: Final = "too many digits to read"
+_LONG_BITS: Final = int(_MAX_LITERAL_DIGITS / math.log10(2))
 _NO_FLOAT: Final = "beyond the largest float"
 
 
@@ -203,8 +204,8 @@ def parse_toml(text: str) -> Table:
         raise ParseError(f"invalid TOML: {message}", line) from None
     except RecursionError:
         raise ParseError("invalid TOML: nested too deeply") from None
-    except ValueError as exc:  # an integer past Python's digit limit
-        raise ParseError(f"invalid TOML: {exc}") from None
+    except ValueError:  # an integer past Python's digit limit
+        raise ParseError(f"invalid TOML: an integer with {_TOO_LONG}") from None
     lines = toml_lines(text)
     located = _locate(data, lines, ())
     assert isinstance(located, Table)
@@ -225,6 +226,20 @@ def _locate(value: Any, lines: Mapping[tuple[Any, ...], int], path: tuple[Any, .
     if isinstance(value, list):
         return [_locate(item, lines, (*path, i)) for i, item in enumerate(value)]
     return value
+
+
+def readable(value: object) -> object:
+    """``value``, or an unusable value for an integer too long for any field.
+
+    An integer reaches a source without a digit limit from TOML's ``0x…``, from
+    code or from a dynaconf object; past Python's 4,300 digits ``str()``
+    refuses it, so it is shown by its first digits, found by dividing it down.
+    """
+    if type(value) is not int or abs(value).bit_length() <= _LONG_BITS:
+        return value
+    digits = int(abs(value).bit_length() * math.log10(2))  # one short at most
+    head = str(abs(value) // 10 ** max(digits - 24, 0))[:24]
+    return Unusable(("-" if value < 0 else "") + head + "…", "out of range", _TOO_LONG)
 
 
 # --- YAML ----------------------------------------------------------------------------

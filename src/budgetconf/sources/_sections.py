@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection
 
 from budgetconf.schema import Schema, did_you_mean, show_typed
 from budgetconf.sources._base import Layer, Offer, Problem, SourceSpec, SourceStatus
-from budgetconf.sources._formats import Table
+from budgetconf.sources._formats import Table, readable
 
 
 class Sections:
@@ -87,7 +87,7 @@ def read_sections(
                 found.warnings.append(_unknown(f"{section}.{key}", line_where, schema))
                 continue
             alias = None if key == target.name else str(key)
-            found.offers.append(Offer(target.path, value, line_where, key=alias))
+            found.offers.append(Offer(target.path, readable(value), line_where, key=alias))
     return found
 
 
@@ -116,7 +116,7 @@ def read_fields(
             continue
         found.defined.setdefault(section, locate(table.line))
         alias = None if key == target.name else str(key)
-        found.offers.append(Offer(target.path, value, where, key=alias))
+        found.offers.append(Offer(target.path, readable(value), where, key=alias))
     return found
 
 

@@ -9,7 +9,7 @@ from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceSt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import ClassVar, Final
 
 
 class EnvSource:
@@ -32,11 +32,11 @@ class EnvSource:
         self._known = frozenset(schema.by_env)
 
     def key(self, ctx: Context) -> Hashable:
-        env = ctx.request.env
+        env = snapshot(ctx.request.env)
         return tuple(map(env.get, self._variables)), self._strays(env)
 
     def load(self, ctx: Context) -> Layer:
-        env = ctx.request.env
+        env = snapshot(ctx.request.env)
         offers = tuple(
             Offer(path, env[name], f"env:{name}", text=True)
             for name, path in self._names
@@ -44,18 +44,39 @@ class EnvSource:
         )
         warnings = []
         for name in sorted(self._strays(env)):
-            hint = did_you_mean(name, sorted(self._known))
+            upper = name.upper()
+            spelled = upper in self._known or upper in self._ignore
+            hint = upper if spelled else did_you_mean(name, sorted(self._known))
             tail = f"; did you mean {hint}?" if hint else ""
             warnings.append(f"{name} is not a known variable{tail}")
         return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
 
     def _strays(self, env: Mapping[str, str]) -> tuple[str, ...]:
-        """The variables with the prefix that map to nothing."""
+        """The variables with the prefix, in any case, that map to nothing."""
         prefix, known, ignore = self._prefix, self._known, self._ignore
         if not prefix:
             return ()
+        prefix = prefix.upper()  # budgetconf_max_steps is a typo, not another name
         return tuple(
             name
             for name in env
-            if name.startswith(prefix) and name not in known and name not in ignore
+            if name.upper().startswith(prefix) and name not in known and name not in ignore
         )
+
+
+_TRIES: Final = 100
+
+
+def snapshot(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env``, whole even while another thread sets and unsets variables.
+
+    Iterating ``os.environ`` as it changes size raises RuntimeError, and a
+    variable unset between seeing its name and reading it raises KeyError:
+    the copy is then taken again.
+    """
+    for _ in range(_TRIES - 1):
+        try:
+            return dict(env)
+        except (RuntimeError, KeyError):
+            continue
+    return dict(env)

@@ -7,6 +7,7 @@ from collections.abc import Hashable, Mapping
 from budgetconf.errors import ConfigError
 from budgetconf.schema import Schema
 from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+from budgetconf.sources._formats import readable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,5 +65,5 @@ class ExplicitSource:
                 continue
             alias = None if path == target.path else path.partition(".")[2]
             text = ctx.request.explicit_is_text
-            offers.append(Offer(target.path, value, LOCATOR, text=text, key=alias))
+            offers.append(Offer(target.path, readable(value), LOCATOR, text=text, key=alias))
         return Layer(SourceStatus.LOADED, LOCATOR, tuple(offers), errors=tuple(errors))

@@ -1,0 +1,221 @@
+"""Random text into the env and file parsers: a valid value or a clean error, never a crash.
+
+CI runs each property with 500 derandomized examples. A longer run sets
+``FUZZ_EXAMPLES`` (examples per property) and ``FUZZ_SEED``; docs/reliability.md
+records the command and what it found.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import tomli_w
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import budgetconf
+from budgetconf.schema import Field, Invalid, Kind
+from budgetconf.sources import _files
+from budgetconf.sources._formats import ParseError, parse_json, parse_toml, parse_yaml
+
+_EXAMPLES: Final = int(os.environ.get("FUZZ_EXAMPLES", "500"))
+_SEED: Final = os.environ.get("FUZZ_SEED")
+FUZZ: Final = settings(
+    max_examples=_EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=_SEED is None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+if _SEED is not None:  # pragma: no cover - only in a long fuzz run
+    FUZZ = settings(FUZZ, derandomize=False)
+
+SCHEMA: Final = budgetconf.resolve(env={}).schema
+FIELDS: Final[tuple[Field, ...]] = tuple(SCHEMA)
+ENV: Final = {name: f for f in FIELDS for name in f.env}
+
+# text close to what people type for numbers (faster to draw than from a regex), and anything
+_NUMBERISH: Final = st.text(alphabet="0123456789_٤٠.eExXoO+- \t", max_size=30) | st.integers(
+    -(2**70), 2**70
+).map(str)
+TEXT: Final = st.text(max_size=60) | _NUMBERISH | st.sampled_from(["true", "off", "wrap_up", "inf"])
+
+_SCALARS: Final = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10)
+)
+_VALUES: Final = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=8), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+_KEYS: Final = st.sampled_from(
+    sorted({f.section for f in FIELDS} | {f.name for f in FIELDS} | {"steps", "name", "max_turns"})
+) | st.text(max_size=10)
+# documents shaped like settings: {section: {name: value}}, with noise at every level
+DOCUMENTS: Final = st.dictionaries(
+    _KEYS, st.dictionaries(_KEYS, _VALUES, max_size=3) | _VALUES, max_size=3
+)
+
+
+def _check_value(field: Field, value: object) -> None:
+    """A parsed value has the field's type and keeps its bounds."""
+    if field.kind is Kind.INT:
+        assert type(value) is int
+        assert abs(value) <= 2**63 - 1
+    elif field.kind is Kind.NUMBER:
+        assert type(value) is float
+        assert math.isfinite(value)
+    elif field.kind is Kind.BOOL:
+        assert type(value) is bool
+    else:
+        assert value in field.choices
+    for bound, holds in (("ge", float.__ge__), ("gt", float.__gt__), ("le", float.__le__)):
+        limit = getattr(field, bound, None)
+        if limit is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            assert holds(float(value), float(limit))
+
+
+@FUZZ
+@given(st.sampled_from(FIELDS), TEXT)
+def test_text_parses_to_a_valid_value_or_a_quoted_reason(field: Field, text: str) -> None:
+    """Any text gives a value of the field's type within its bounds, or Invalid quoting it."""
+    value, reason = _parsed(field, text)
+    if reason is None:
+        _check_value(field, value)
+    else:
+        assert repr(text) in reason or "***" in reason
+
+
+def _parsed(field: Field, text: str) -> tuple[object, str | None]:
+    try:
+        return field.parse_text(text), None
+    except Invalid as exc:
+        return None, exc.reason
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(sorted(ENV)) | st.text(max_size=12), TEXT, max_size=4))
+def test_any_environment_resolves_with_every_bad_value_rejected(env: dict[str, str]) -> None:
+    """Any environment resolves (env falls back); each variable is either the winner or rejected."""
+    env = {k: v for k, v in env.items() if "\x00" not in k}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
+        res = budgetconf.resolve(env=env)
+    for name, text in env.items():
+        if name not in ENV:
+            continue
+        field = ENV[name]
+        trace = res.trace(field.path)
+        mine = [c for c in trace.candidates if c.locator == f"env:{name}"]
+        assert [c.raw for c in mine] == [text]
+        if mine[0].status == "rejected":
+            assert mine[0].reason
+        else:
+            _check_value(field, mine[0].value)
+    json.dumps(res.to_dict())
+
+
+def _parse_error(fmt: str, text: str) -> ParseError | None:
+    parser = {"json": parse_json, "toml": parse_toml, "yaml": parse_yaml}[fmt]
+    try:
+        parser(text)
+    except ParseError as exc:
+        return exc
+    return None
+
+
+@FUZZ
+@given(st.sampled_from(["json", "toml", "yaml"]), st.text(max_size=200))
+def test_random_text_parses_or_raises_parse_error(fmt: str, text: str) -> None:
+    """Random text is a document or a ParseError with a message, never another exception."""
+    error = _parse_error(fmt, text)
+    if error is not None:
+        assert error.message
+        assert error.line is None or error.line >= 1
+
+
+def _dump(fmt: str, document: dict[str, Any]) -> str | None:
+    try:
+        if fmt == "json":
+            return json.dumps(document)
+        if fmt == "toml":
+            return tomli_w.dumps(document)
+        return yaml.safe_dump(document)
+    except (TypeError, ValueError):  # None in TOML, and the like
+        return None
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the files of every example: each writes its file anew."""
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@FUZZ
+@given(st.sampled_from(["json", "toml", "yaml"]), DOCUMENTS, st.data())
+def test_settings_documents_and_their_prefixes_resolve_or_raise_config_error(
+    folder: Path, fmt: str, document: dict[str, Any], data: st.DataObject
+) -> None:
+    """A settings-shaped file, whole or cut short, resolves or raises ConfigError."""
+    text = _dump(fmt, document)
+    if text is None:
+        return
+    cut = data.draw(st.integers(0, len(text)))
+    text = data.draw(st.sampled_from([text, text[:cut]]))
+    path = folder / f"settings.{fmt}"
+    path.write_text(text, encoding="utf-8")
+    res, failed = _resolve_file(fmt, path)
+    if failed is not None:
+        for error in failed.errors:
+            assert error.source in {"global", "project", "yaml", "step"}
+            assert error.locator is not None
+            assert error.locator.startswith(str(path))
+            assert error.locator in str(error)
+        return
+    assert res is not None
+    for field in FIELDS:
+        value = res[field.path]
+        if value is not None:
+            _check_value(field, value)
+    json.dumps(res.to_dict())
+
+
+def _resolve_file(
+    fmt: str, path: Path
+) -> tuple[budgetconf.Resolution | None, budgetconf.ConfigError | None]:
+    """Resolve with the file as its format's source: the result, or the error it raised."""
+    argument = {"json": "global_file", "toml": "project_file", "yaml": "workflow"}[fmt]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
+            return budgetconf.resolve(env={}, **{argument: path}), None
+    except budgetconf.ConfigError as exc:
+        return None, exc
+    finally:
+        _files._cache.clear()
+
+
+@FUZZ
+@given(st.sampled_from(["json", "toml", "yaml"]), st.binary(max_size=200))
+def test_random_bytes_in_a_file_resolve_or_raise_config_error(
+    folder: Path, fmt: str, data: bytes
+) -> None:
+    """Any bytes in a settings file resolve or raise ConfigError, whatever their encoding."""
+    path = folder / f"bytes.{fmt}"
+    path.write_bytes(data)
+    _, failed = _resolve_file(fmt, path)
+    if failed is not None:
+        assert str(failed)
