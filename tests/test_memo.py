@@ -201,6 +201,34 @@ def test_inputs_that_change_while_they_are_read_are_not_kept() -> None:
     assert again is not first
 
 
+class _Flipping(Mapping[str, str]):
+    """An environment whose variable reads 7, except at one read, which gives 9."""
+
+    def __init__(self, odd_read: int) -> None:
+        self.odd_read = odd_read
+        self.reads = 0
+
+    def __getitem__(self, name: str) -> str:
+        if name != "BUDGETCONF_MAX_STEPS":
+            raise KeyError(name)
+        self.reads += 1
+        return "9" if self.reads == self.odd_read else "7"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["BUDGETCONF_MAX_STEPS"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("odd_read", [1, 2, 3, 4])
+def test_a_value_seen_for_a_moment_is_never_kept_under_the_lasting_one(odd_read: int) -> None:
+    """Whichever read sees the passing 9, once the variable stays 7, resolutions say 7."""
+    env = _Flipping(odd_read)
+    assert budgetconf.resolve(env=env)["loop.max_steps"] in (7, 9)
+    assert [budgetconf.resolve(env=env)["loop.max_steps"] for _ in range(3)] == [7, 7, 7]
+
+
 def test_a_resolution_is_read_only() -> None:
     res = budgetconf.resolve(env={})
     with pytest.raises(AttributeError, match="read-only"):

@@ -29,7 +29,7 @@ from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
 from budgetconf.presets import LoopSpec, Preset, is_preset_path, load_preset
 from budgetconf.schema import Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf.sources import Context, MergeMode, Offer, Policy, Request
-from budgetconf.sources._base import Problem
+from budgetconf.sources._base import Problem, snapshot
 from budgetconf.trace import Candidate, FieldTrace, SourceReport, Status
 
 TYPE_CHECKING = False
@@ -176,9 +176,11 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
     """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised.
 
     A resolution whose sources' keys equal those of a recent one is that one:
-    nothing a source reads has changed. A result is kept only when it has no
-    errors and the keys, taken again after the sources loaded, still match,
-    so a file or variable changed while it was being read is never kept.
+    nothing a source reads has changed. Otherwise the sources load from one
+    copy of the environment, and the result is kept only when it has no
+    errors and the keys, taken again (from that copy, and the files as they
+    are now), still match: a file changed while it was read is never kept,
+    nor a result read from variables other than its key's.
     """
     ctx = Context(
         request, preset.schema, preset.home, preset.home_env, preset.max_file_bytes, preset.steps
@@ -188,6 +190,7 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
         known: Resolution | None = preset.memo.get(key)
         if known is not None:
             return known
+    ctx.env = snapshot(ctx.env)
     result = _merge(preset, ctx)
     if key is not None and not result.errors and _key(preset, ctx) == key:
         if len(preset.memo) >= _MEMO_SIZE:

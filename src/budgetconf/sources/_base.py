@@ -120,6 +120,7 @@ class Context:
 
     __slots__ = (
         "_home",
+        "env",
         "home_env",
         "home_template",
         "max_file_bytes",
@@ -143,6 +144,8 @@ class Context:
         self.home_env = home_env
         self.max_file_bytes = max_file_bytes
         self.steps = steps
+        # the request's mapping, live; a copy once the sources load (see `snapshot`)
+        self.env: Mapping[str, str] = request.env
         self._home: str | None = None
 
     @property
@@ -154,7 +157,7 @@ class Context:
 
     def getenv(self, name: str) -> str | None:
         """A control variable: from the request's env mapping, else from the process."""
-        value = self.request.env.get(name)
+        value = self.env.get(name)
         return os.environ.get(name) if value is None else value
 
     def user_path(self, path: str) -> str:
@@ -175,6 +178,24 @@ class Context:
         Only presets' paths are templates: a path a person gives is taken as written.
         """
         return self.user_path(template.replace("{home}", self.home))
+
+
+_TRIES: Final = 100
+
+
+def snapshot(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env``, whole even while another thread sets and unsets variables.
+
+    Iterating ``os.environ`` as it changes size raises RuntimeError, and a
+    variable unset between seeing its name and reading it raises KeyError:
+    the copy is then taken again.
+    """
+    for _ in range(_TRIES - 1):
+        try:
+            return dict(env)
+        except (RuntimeError, KeyError):
+            continue
+    return dict(env)
 
 
 class Offer(Record):

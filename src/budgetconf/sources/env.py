@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from budgetconf.schema import Schema, did_you_mean
-from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus, snapshot
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar, Final
+    from typing import ClassVar
 
 
 class EnvSource:
@@ -32,11 +32,12 @@ class EnvSource:
         self._known = frozenset(schema.by_env)
 
     def key(self, ctx: Context) -> Hashable:
-        env = snapshot(ctx.request.env)
-        return tuple(map(env.get, self._variables)), self._strays(env)
+        env = ctx.env  # looking a variable up is safe while another thread changes them
+        strays = self._strays(snapshot(env)) if self._prefix else ()  # iterating is not
+        return tuple(map(env.get, self._variables)), strays
 
     def load(self, ctx: Context) -> Layer:
-        env = snapshot(ctx.request.env)
+        env = ctx.env  # a copy, by now: see resolve.resolve_request
         offers = tuple(
             Offer(path, env[name], f"env:{name}", text=True)
             for name, path in self._names
@@ -62,21 +63,3 @@ class EnvSource:
             for name in env
             if name.upper().startswith(prefix) and name not in known and name not in ignore
         )
-
-
-_TRIES: Final = 100
-
-
-def snapshot(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env``, whole even while another thread sets and unsets variables.
-
-    Iterating ``os.environ`` as it changes size raises RuntimeError, and a
-    variable unset between seeing its name and reading it raises KeyError:
-    the copy is then taken again.
-    """
-    for _ in range(_TRIES - 1):
-        try:
-            return dict(env)
-        except (RuntimeError, KeyError):
-            continue
-    return dict(env)
