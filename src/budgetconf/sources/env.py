@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 from budgetconf.schema import Schema, did_you_mean
-from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus, snapshot
+from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus, names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class EnvSource:
 
     def key(self, ctx: Context) -> Hashable:
         env = ctx.env  # looking a variable up is safe while another thread changes them
-        strays = self._strays(snapshot(env)) if self._prefix else ()  # iterating is not
+        strays = self._strays(names(env)) if self._prefix else ()  # iterating is not
         return tuple(map(env.get, self._variables)), strays
 
     def load(self, ctx: Context) -> Layer:
@@ -52,7 +52,7 @@ class EnvSource:
             warnings.append(f"{name} is not a known variable{tail}")
         return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
 
-    def _strays(self, env: Mapping[str, str]) -> tuple[str, ...]:
+    def _strays(self, env: Iterable[str]) -> tuple[str, ...]:
         """The variables with the prefix, in any case, that map to nothing."""
         prefix, known, ignore = self._prefix, self._known, self._ignore
         if not prefix:
