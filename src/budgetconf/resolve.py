@@ -200,7 +200,7 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
 
 
 def _key(preset: Preset, ctx: Context) -> tuple[Hashable, ...] | None:
-    keys = tuple([source.key(ctx) for source in preset.sources])
+    keys = tuple([key(ctx) for key in preset.keys])
     return None if None in keys else keys
 
 

@@ -142,6 +142,7 @@ class Preset:
     __slots__ = (
         "home",
         "home_env",
+        "keys",
         "loop",
         "max_file_bytes",
         "memo",
@@ -181,6 +182,8 @@ class Preset:
         self.loop = loop
         self.steps = steps
         self.memo: dict[tuple[Hashable, ...], Any] = {}
+        # each source's key method, looked up once: a warm resolution is mostly these calls
+        self.keys = tuple(source.key for source in sources)
 
     def __repr__(self) -> str:
         return f"Preset({self.name!r}, origin={self.origin!r})"

@@ -33,8 +33,8 @@ class EnvSource:
 
     def key(self, ctx: Context) -> Hashable:
         env = ctx.env  # looking a variable up is safe while another thread changes them
-        strays = self._strays(names(env)) if self._prefix else ()  # iterating is not
-        return tuple(map(env.get, self._variables)), strays
+        values = tuple([env.get(name) for name in self._variables])
+        return (values, self._strays(names(env))) if self._prefix else values  # iterating is not
 
     def load(self, ctx: Context) -> Layer:
         env = ctx.env  # a copy, by now: see resolve.resolve_request
