@@ -369,10 +369,6 @@ def _judge_problem(
         found.append(f"{message}; ignored")
 
 
-def _text(path: PathArg | None) -> str | None:
-    return None if path is None else os.fspath(path)
-
-
 def resolve(
     preset: PathArg = "budgetconf",
     *,
@@ -398,7 +394,7 @@ def resolve(
     an application's dynaconf settings object, for the ``dynaconf`` source.
     """
     loaded = load_preset(preset)
-    request = _request(
+    request = Request(
         env=env,
         argv=argv,
         global_file=global_file,
@@ -411,31 +407,6 @@ def resolve(
     )
     check_request(loaded, request)
     return _resolved(loaded, request)
-
-
-def _request(
-    *,
-    env: Mapping[str, str] | None = None,
-    argv: Sequence[str] | None = None,
-    global_file: PathArg | None = None,
-    project_file: PathArg | None = None,
-    profile: PathArg | None = None,
-    workflow: PathArg | None = None,
-    step: str | None = None,
-    explicit: Mapping[str, object] | None = None,
-    dynaconf: object = None,
-) -> Request:
-    return Request(
-        env=os.environ if env is None else env,  # the live mapping: later changes are seen
-        argv=argv,
-        global_file=_text(global_file),
-        project_file=_text(project_file),
-        profile=_text(profile),
-        workflow=_text(workflow),
-        step=step,
-        explicit=explicit,
-        dynaconf=dynaconf,
-    )
 
 
 def _resolved(preset: Preset, request: Request) -> Resolution:
@@ -504,7 +475,7 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
     unknown = sorted(set(options).difference(resolve.__kwdefaults__ or ()))
     if unknown:
         raise TypeError(f"factory() got unexpected keyword arguments: {', '.join(unknown)}")
-    request = _request(**options)
+    request = Request(**options)
     check_request(loaded, request)
     builtin = not is_preset_path(preset)
 

@@ -71,7 +71,11 @@ class SourceSpec(Record):
 
 
 class Request(Record):
-    """Everything one resolution was asked with."""
+    """Everything one resolution was asked with: `budgetconf.resolve`'s keywords.
+
+    Paths become text, and no ``env`` means the process's: the live mapping,
+    so a request kept and used again sees the variables as they are then.
+    """
 
     __slots__ = (
         "argv",
@@ -88,27 +92,31 @@ class Request(Record):
 
     def __init__(
         self,
-        env: Mapping[str, str],
+        env: Mapping[str, str] | None = None,
         argv: Sequence[str] | None = None,
-        global_file: str | None = None,
-        project_file: str | None = None,
-        profile: str | None = None,
-        workflow: str | None = None,
+        global_file: str | os.PathLike[str] | None = None,
+        project_file: str | os.PathLike[str] | None = None,
+        profile: str | os.PathLike[str] | None = None,
+        workflow: str | os.PathLike[str] | None = None,
         step: str | None = None,
         explicit: Mapping[str, object] | None = None,
         explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
         dynaconf: object = None,  # an application's dynaconf settings object
     ) -> None:
-        self.env = env
+        self.env: Mapping[str, str] = os.environ if env is None else env
         self.argv = argv
-        self.global_file = global_file
-        self.project_file = project_file
-        self.profile = profile
-        self.workflow = workflow
+        self.global_file = _text(global_file)
+        self.project_file = _text(project_file)
+        self.profile = _text(profile)
+        self.workflow = _text(workflow)
         self.step = step
         self.explicit = explicit
         self.explicit_is_text = explicit_is_text
         self.dynaconf = dynaconf
+
+
+def _text(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else os.fspath(path)
 
 
 class Context:
