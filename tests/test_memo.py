@@ -237,6 +237,105 @@ def test_a_resolution_is_read_only() -> None:
         res.values["loop.max_steps"] = 1  # type: ignore[index]
 
 
+def test_nothing_reached_from_a_resolution_can_be_changed() -> None:
+    """Its records, its schema and its loop are shared with every later resolution."""
+    res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})
+    trace = res.trace("loop.max_steps")
+    with pytest.raises(AttributeError, match="read-only"):
+        trace.winner.value = 9999  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="read-only"):
+        trace.field.ge = 8  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="read-only"):
+        res.sources[0].status = "error"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="read-only"):
+        del trace.merge
+    with pytest.raises(AttributeError, match="read-only"):
+        res.schema.fields = ()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        del res.schema.by_path["loop.max_steps"]  # type: ignore[attr-defined]
+    assert res.loop is not None
+    with pytest.raises(TypeError):
+        res.loop.budgets["max_steps"] = "limits.max_tokens"  # type: ignore[index]
+    assert budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})["loop.max_steps"] == 7
+
+
+FALLBACK_CODE = """\
+format = 1
+name = "app"
+
+[[sources]]
+kind = "default"
+
+[[sources]]
+kind = "env"
+invalid = "fallback"
+
+[[sources]]
+kind = "explicit"
+invalid = "fallback"
+
+[fields."agent.max_steps"]
+type = "int"
+ge = 1
+default = 40
+env = ["APP_MAX_STEPS"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("odd", "even"),
+    [(True, 1), (1.0, 1), (1, True), (-0.0, 0.0)],
+    ids=["bool then int", "float then int", "int then bool", "negative zero then zero"],
+)
+def test_values_that_compare_equal_but_differ_in_type_are_not_one_key(
+    place: Place, odd: object, even: object
+) -> None:
+    """True == 1 == 1.0 in Python, but only 1 is an integer: each is judged as itself."""
+    preset = place.write("app.toml", FALLBACK_CODE)
+    os.utime(preset, ns=(0, 0))  # settled: kept by its signature
+    for value in (odd, even):
+        fresh = _outcome(_copy(place, preset), {"env": {}, "explicit": {"agent.max_steps": value}})
+        kept = _outcome(preset, {"env": {}, "explicit": {"agent.max_steps": value}})
+        assert kept == fresh
+
+
+def test_a_variable_that_is_not_text_is_judged_afresh_each_time(place: Place) -> None:
+    preset = place.write("app.toml", FALLBACK_CODE)
+    os.utime(preset, ns=(0, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
+        assert budgetconf.resolve(preset, env={"APP_MAX_STEPS": True})["agent.max_steps"] == 40  # type: ignore[dict-item]
+        assert budgetconf.resolve(preset, env={"APP_MAX_STEPS": 1})["agent.max_steps"] == 1  # type: ignore[dict-item]
+
+
+def _copy(place: Place, preset: Path) -> Path:
+    """Another file of the same preset, with a memo of its own, emptied."""
+    copy = place.write("copy-" + preset.name, preset.read_text(encoding="utf-8"))
+    load_preset(copy).memo.clear()
+    return copy
+
+
+def test_a_rewrite_that_keeps_the_old_modification_time_is_seen(place: Place) -> None:
+    """cp -p, tar and rsync -t restore a file's mtime; its change time still moves."""
+    project = place.write("settings.toml", "[loop]\nmax_steps = 41\n")
+    os.utime(project, ns=(0, 0))
+    assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 41
+    project.write_text("[loop]\nmax_steps = 42\n", encoding="utf-8")  # same size, same inode
+    os.utime(project, ns=(0, 0))
+    assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 42
+
+
+def test_a_preset_file_rewritten_with_its_old_modification_time_is_read_again(
+    place: Place,
+) -> None:
+    preset = place.write("app.toml", FALLBACK_CODE)
+    os.utime(preset, ns=(0, 0))
+    assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 40
+    preset.write_text(FALLBACK_CODE.replace("default = 40", "default = 41"), encoding="utf-8")
+    os.utime(preset, ns=(0, 0))
+    assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 41
+
+
 # Random runs of edits: the resolution after each must be the one a fresh
 # resolver gives. The fresh one uses its own copy of the preset, whose
 # results are forgotten before every call.

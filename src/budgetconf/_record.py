@@ -4,7 +4,7 @@ A dataclass or a named tuple would do, but each costs a fraction of a
 millisecond or more to create when its module is imported, and they bring
 `inspect` or `typing` along; `import budgetconf` defines every record. A
 record here is a class whose ``__slots__`` name its fields, each one a
-keyword of its constructor. Records are not changed once made: a
+keyword of its constructor. Records cannot be changed once made: a
 resolution, and every record in it, may be handed to more than one caller.
 """
 
@@ -15,10 +15,24 @@ if TYPE_CHECKING:
     from typing import Any, Self
 
 
+#: how a record's constructor sets a field, past the guard against any later change
+set_field = object.__setattr__
+
+
 class Record:
-    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``."""
+    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``.
+
+    A field cannot be set or deleted once the record is made; constructors
+    set theirs with `set_field`.
+    """
 
     __slots__: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only; cannot delete {name!r}")
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)

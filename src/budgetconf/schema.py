@@ -13,8 +13,9 @@ import math
 import operator
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 
-from budgetconf._record import Record
+from budgetconf._record import Record, set_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,6 +158,22 @@ class Field(Record):
         "secret",
     )
 
+    path: str
+    kind: Kind
+    default: Value
+    optional: bool
+    ge: float | None
+    gt: float | None
+    le: float | None
+    lt: float | None
+    choices: tuple[str, ...]
+    env: tuple[str, ...]
+    flags: tuple[str, ...]
+    aliases: tuple[str, ...]
+    secret: bool
+    help: str
+    default_from: str | None
+
     def __init__(
         self,
         path: str,
@@ -175,21 +192,21 @@ class Field(Record):
         help: str = "",
         default_from: str | None = None,
     ) -> None:
-        self.path = path
-        self.kind = kind
-        self.default = default
-        self.optional = optional
-        self.ge = ge
-        self.gt = gt
-        self.le = le
-        self.lt = lt
-        self.choices = choices
-        self.env = env
-        self.flags = flags
-        self.aliases = aliases
-        self.secret = secret
-        self.help = help
-        self.default_from = default_from
+        set_field(self, "path", path)
+        set_field(self, "kind", kind)
+        set_field(self, "default", default)
+        set_field(self, "optional", optional)
+        set_field(self, "ge", ge)
+        set_field(self, "gt", gt)
+        set_field(self, "le", le)
+        set_field(self, "lt", lt)
+        set_field(self, "choices", choices)
+        set_field(self, "env", env)
+        set_field(self, "flags", flags)
+        set_field(self, "aliases", aliases)
+        set_field(self, "secret", secret)
+        set_field(self, "help", help)
+        set_field(self, "default_from", default_from)
 
     def __repr__(self) -> str:
         default = "***" if self.secret else repr(self.default)
@@ -334,18 +351,28 @@ def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | No
     return lowered[hits[0]] if hits else None
 
 
+def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:
+    return MappingProxyType({key: tuple(fields) for key, fields in groups.items()})
+
+
 class Schema:
-    """The fields of a preset, indexed by every name a user may set them by."""
+    """The fields of a preset, indexed by every name a user may set them by; read-only."""
 
     __slots__ = ("by_env", "by_flag", "by_key", "by_path", "fields", "sections")
 
+    fields: tuple[Field, ...]
+    by_path: Mapping[str, Field]
+    sections: Mapping[str, tuple[Field, ...]]
+    by_key: Mapping[tuple[str, str], Field]  # (section, key as in a file: a name or an alias)
+    by_env: Mapping[str, tuple[Field, ...]]
+    by_flag: Mapping[str, tuple[Field, ...]]
+
     def __init__(self, fields: tuple[Field, ...]) -> None:
-        self.fields = fields
         sections: dict[str, list[Field]] = {}
         by_key: dict[tuple[str, str], Field] = {}
         by_env: dict[str, list[Field]] = {}
         by_flag: dict[str, list[Field]] = {}
-        for f in self.fields:
+        for f in fields:
             sections.setdefault(f.section, []).append(f)
             for key in (f.name, *f.aliases):
                 by_key[(f.section, key)] = f
@@ -353,14 +380,15 @@ class Schema:
                 by_env.setdefault(name, []).append(f)
             for flag in f.flags:
                 by_flag.setdefault(flag, []).append(f)
-        self.by_path: Mapping[str, Field] = {f.path: f for f in fields}
-        self.sections: Mapping[str, tuple[Field, ...]] = {
-            s: tuple(fs) for s, fs in sections.items()
-        }
-        # (section, key as written in a file) -> field; keys are names and aliases
-        self.by_key: Mapping[tuple[str, str], Field] = by_key
-        self.by_env: Mapping[str, tuple[Field, ...]] = {k: tuple(v) for k, v in by_env.items()}
-        self.by_flag: Mapping[str, tuple[Field, ...]] = {k: tuple(v) for k, v in by_flag.items()}
+        set_field(self, "fields", fields)
+        set_field(self, "by_path", MappingProxyType({f.path: f for f in fields}))
+        set_field(self, "sections", _frozen(sections))
+        set_field(self, "by_key", MappingProxyType(by_key))
+        set_field(self, "by_env", _frozen(by_env))
+        set_field(self, "by_flag", _frozen(by_flag))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Schema is read-only; cannot set {name!r}")
 
     def __repr__(self) -> str:
         return f"Schema({list(self.by_path)!r})"

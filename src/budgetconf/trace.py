@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from enum import StrEnum
 
-from budgetconf._record import Record
+from budgetconf._record import Record, set_field
 from budgetconf.schema import Field, Unusable, Value
 from budgetconf.sources import MergeMode, SourceStatus
 
@@ -55,6 +55,17 @@ class Candidate(Record):
         "value",
     )
 
+    source: str
+    locator: str
+    status: Status
+    value: Value
+    raw: object
+    text: bool
+    reason: str | None
+    alias: str | None
+    secret: bool
+    derived_from: str | None
+
     def __init__(
         self,
         source: str,
@@ -68,16 +79,16 @@ class Candidate(Record):
         secret: bool = False,  # the field's: then value and raw are masked wherever shown
         derived_from: str | None = None,
     ) -> None:
-        self.source = source
-        self.locator = locator
-        self.status = status
-        self.value = value
-        self.raw = raw
-        self.text = text
-        self.reason = reason
-        self.alias = alias
-        self.secret = secret
-        self.derived_from = derived_from
+        set_field(self, "source", source)
+        set_field(self, "locator", locator)
+        set_field(self, "status", status)
+        set_field(self, "value", value)
+        set_field(self, "raw", raw)
+        set_field(self, "text", text)
+        set_field(self, "reason", reason)
+        set_field(self, "alias", alias)
+        set_field(self, "secret", secret)
+        set_field(self, "derived_from", derived_from)
 
     @property
     def where(self) -> str:
@@ -112,13 +123,18 @@ class FieldTrace(Record):
 
     __slots__ = ("candidates", "field", "merge", "winner")
 
+    field: Field
+    winner: Candidate
+    candidates: tuple[Candidate, ...]
+    merge: MergeMode
+
     def __init__(
         self, field: Field, winner: Candidate, candidates: tuple[Candidate, ...], merge: MergeMode
     ) -> None:
-        self.field = field
-        self.winner = winner
-        self.candidates = candidates
-        self.merge = merge
+        set_field(self, "field", field)
+        set_field(self, "winner", winner)
+        set_field(self, "candidates", candidates)
+        set_field(self, "merge", merge)
 
     @property
     def value(self) -> Value:
@@ -147,6 +163,12 @@ class SourceReport(Record):
 
     __slots__ = ("error", "locator", "offered", "source", "status")
 
+    source: str
+    status: SourceStatus
+    locator: str | None
+    offered: int
+    error: str | None
+
     def __init__(
         self,
         source: str,
@@ -155,11 +177,11 @@ class SourceReport(Record):
         offered: int = 0,
         error: str | None = None,
     ) -> None:
-        self.source = source
-        self.status = status
-        self.locator = locator
-        self.offered = offered
-        self.error = error
+        set_field(self, "source", source)
+        set_field(self, "status", status)
+        set_field(self, "locator", locator)
+        set_field(self, "offered", offered)
+        set_field(self, "error", error)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}

@@ -10,14 +10,16 @@ is a `PresetError`.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Hashable, Mapping
+from types import MappingProxyType
 
-from budgetconf._record import Record
+from budgetconf._record import Record, set_field
 from budgetconf.errors import PresetError
 from budgetconf.schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.sources import KINDS, MergeMode, Policy, SourceSpec
 from budgetconf.sources._base import DEFAULT_MAX_FILE_BYTES
-from budgetconf.sources._files import FileProblem, read_limited
+from budgetconf.sources._files import FileProblem, is_recent, read_limited
 from budgetconf.sources._steps import StepFinder
 
 TYPE_CHECKING = False
@@ -113,6 +115,13 @@ class LoopSpec(Record):
         "wrap_up_message",
     )
 
+    budgets: Mapping[str, str]
+    behaviours: Mapping[str, str]
+    stop_reasons: Mapping[str, str]
+    warn_message: str
+    wrap_up_message: str
+    truncated_warning: str | None
+
     def __init__(
         self,
         budgets: Mapping[str, str],
@@ -122,12 +131,12 @@ class LoopSpec(Record):
         wrap_up_message: str = WRAP_UP_MESSAGE,
         truncated_warning: str | None = None,
     ) -> None:
-        self.budgets = budgets
-        self.behaviours = behaviours
-        self.stop_reasons = stop_reasons
-        self.warn_message = warn_message
-        self.wrap_up_message = wrap_up_message
-        self.truncated_warning = truncated_warning
+        set_field(self, "budgets", MappingProxyType(dict(budgets)))
+        set_field(self, "behaviours", MappingProxyType(dict(behaviours)))
+        set_field(self, "stop_reasons", MappingProxyType(dict(stop_reasons)))
+        set_field(self, "warn_message", warn_message)
+        set_field(self, "wrap_up_message", wrap_up_message)
+        set_field(self, "truncated_warning", truncated_warning)
 
 
 class Preset:
@@ -197,7 +206,7 @@ class Preset:
 
 
 _builtin: dict[str, Preset] = {}
-_by_path: dict[str, tuple[tuple[int, int, int], Preset]] = {}
+_by_path: dict[str, tuple[tuple[int, int, int, int, int], Preset]] = {}
 
 
 def preset_names() -> list[str]:
@@ -237,12 +246,13 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
         raise PresetError(f"preset {path}: {exc.strerror}") from None
     except ValueError as exc:  # a NUL byte in the path
         raise PresetError(f"preset {path}: {exc}") from None
-    signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+    signature = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
     cached_entry = _by_path.get(path)
     if cached_entry is not None and cached_entry[0] == signature:
         return cached_entry[1]
     loaded = _load_file(path, origin=path)
-    _by_path[path] = (signature, loaded)
+    if not is_recent(st, time.time_ns()):  # else its signature may not tell its versions apart
+        _by_path[path] = (signature, loaded)
     return loaded
 
 

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
 
-from budgetconf._record import Record
+from budgetconf._record import Record, set_field
 from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False
@@ -54,6 +54,11 @@ class SourceSpec(Record):
 
     __slots__ = ("invalid", "kind", "merge", "options")
 
+    kind: str
+    invalid: Policy
+    merge: Mapping[str, MergeMode]
+    options: Mapping[str, Any]
+
     def __init__(
         self,
         kind: str,
@@ -61,10 +66,10 @@ class SourceSpec(Record):
         merge: Mapping[str, MergeMode] = _NOTHING,
         options: Mapping[str, Any] = _NOTHING,
     ) -> None:
-        self.kind = kind
-        self.invalid = invalid
-        self.merge = merge
-        self.options = options
+        set_field(self, "kind", kind)
+        set_field(self, "invalid", invalid)
+        set_field(self, "merge", merge)
+        set_field(self, "options", options)
 
     def merge_mode(self, section: str) -> MergeMode:
         return self.merge.get(section, MergeMode.FIELD)
@@ -90,6 +95,17 @@ class Request(Record):
         "workflow",
     )
 
+    env: Mapping[str, str]
+    argv: Sequence[str] | None
+    global_file: str | None
+    project_file: str | None
+    profile: str | None
+    workflow: str | None
+    step: str | None
+    explicit: Mapping[str, object] | None
+    explicit_is_text: bool
+    dynaconf: object
+
     def __init__(
         self,
         env: Mapping[str, str] | None = None,
@@ -103,16 +119,16 @@ class Request(Record):
         explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
         dynaconf: object = None,  # an application's dynaconf settings object
     ) -> None:
-        self.env: Mapping[str, str] = os.environ if env is None else env
-        self.argv = argv
-        self.global_file = _text(global_file)
-        self.project_file = _text(project_file)
-        self.profile = _text(profile)
-        self.workflow = _text(workflow)
-        self.step = step
-        self.explicit = explicit
-        self.explicit_is_text = explicit_is_text
-        self.dynaconf = dynaconf
+        set_field(self, "env", os.environ if env is None else env)
+        set_field(self, "argv", argv)
+        set_field(self, "global_file", _text(global_file))
+        set_field(self, "project_file", _text(project_file))
+        set_field(self, "profile", _text(profile))
+        set_field(self, "workflow", _text(workflow))
+        set_field(self, "step", step)
+        set_field(self, "explicit", explicit)
+        set_field(self, "explicit_is_text", explicit_is_text)
+        set_field(self, "dynaconf", dynaconf)
 
 
 def _text(path: str | os.PathLike[str] | None) -> str | None:
@@ -223,6 +239,12 @@ class Offer(Record):
 
     __slots__ = ("field", "key", "locator", "text", "value")
 
+    field: str
+    value: object
+    locator: str
+    text: bool
+    key: str | None
+
     def __init__(
         self,
         field: str,
@@ -231,11 +253,11 @@ class Offer(Record):
         text: bool = False,
         key: str | None = None,  # the alias it was set by, when not the field's own name
     ) -> None:
-        self.field = field
-        self.value = value
-        self.locator = locator
-        self.text = text
-        self.key = key
+        set_field(self, "field", field)
+        set_field(self, "value", value)
+        set_field(self, "locator", locator)
+        set_field(self, "text", text)
+        set_field(self, "key", key)
 
 
 class Problem(Record):
@@ -243,13 +265,18 @@ class Problem(Record):
 
     __slots__ = ("field", "locator", "message", "raw")
 
+    message: str
+    locator: str
+    field: str | None
+    raw: object
+
     def __init__(
         self, message: str, locator: str, field: str | None = None, raw: object = None
     ) -> None:
-        self.message = message
-        self.locator = locator
-        self.field = field
-        self.raw = raw
+        set_field(self, "message", message)
+        set_field(self, "locator", locator)
+        set_field(self, "field", field)
+        set_field(self, "raw", raw)
 
 
 class Layer(Record):
@@ -262,6 +289,14 @@ class Layer(Record):
 
     __slots__ = ("errors", "locator", "offers", "problems", "sections", "status", "warnings")
 
+    status: SourceStatus
+    locator: str | None
+    offers: tuple[Offer, ...]
+    sections: Mapping[str, str]
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+    errors: tuple[ConfigError, ...]
+
     def __init__(
         self,
         status: SourceStatus,
@@ -272,13 +307,13 @@ class Layer(Record):
         warnings: tuple[str, ...] = (),
         errors: tuple[ConfigError, ...] = (),
     ) -> None:
-        self.status = status
-        self.locator = locator
-        self.offers = offers
-        self.sections = sections
-        self.problems = problems
-        self.warnings = warnings
-        self.errors = errors
+        set_field(self, "status", status)
+        set_field(self, "locator", locator)
+        set_field(self, "offers", offers)
+        set_field(self, "sections", sections)
+        set_field(self, "problems", problems)
+        set_field(self, "warnings", warnings)
+        set_field(self, "errors", errors)
 
     @classmethod
     def failed(cls, error: ConfigError, locator: str | None) -> Layer:

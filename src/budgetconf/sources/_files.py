@@ -1,7 +1,8 @@
 """Reading settings files: size limit, decoding, parsing and the parse cache.
 
 A file is parsed once and kept, keyed by its path and format, together with
-the signature of the version that was read: (mtime_ns, size, inode, device).
+the signature of the version that was read: (mtime_ns, ctime_ns, size,
+inode, device); the change time catches a rewrite that kept the old mtime.
 Each resolution stats the path again; a different signature means the file
 changed, and it is read anew. The signature stored is taken from the open file
 itself (`fstat`), so a file replaced between the stat and the read is never
@@ -37,7 +38,7 @@ PARSERS: Final[dict[str, Callable[[str], Document]]] = {
 }
 _MAX_CACHED: Final = 256
 
-_Signature = tuple[int, int, int, int]
+_Signature = tuple[int, int, int, int, int]
 #: older than this when read, a file's signature is trusted: coarser than any file clock
 _SETTLED_NS: Final = 3_000_000_000
 
@@ -67,7 +68,13 @@ _cache: dict[tuple[str, str, int], _Entry] = {}
 
 
 def _signature(st: os.stat_result) -> _Signature:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+    """A version of a file: the change time too, since a writer can set the modification time."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def is_recent(st: os.stat_result, now: int) -> bool:
+    """Whether the file changed too recently for its signature to tell its versions apart."""
+    return now - st.st_mtime_ns < _SETTLED_NS
 
 
 def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Document | None:
@@ -110,9 +117,7 @@ def stamp(path: str) -> Hashable:
         return "missing"
     except (OSError, ValueError):
         return None
-    if time.time_ns() - st.st_mtime_ns < _SETTLED_NS:
-        return None
-    return _signature(st)
+    return None if is_recent(st, time.time_ns()) else _signature(st)
 
 
 def _load(path: str, fmt: str, source: str, max_bytes: int, known: _Entry | None) -> _Entry:
@@ -123,7 +128,7 @@ def _load(path: str, fmt: str, source: str, max_bytes: int, known: _Entry | None
     except FileProblem as exc:
         raise source_error(source, path, exc.problem) from None
     signature = _signature(st)
-    recent = data if now - st.st_mtime_ns < _SETTLED_NS else None
+    recent = data if is_recent(st, now) else None
     if known is not None and known.signature == signature and known.data == data:
         return _Entry(signature, known.table, known.error, recent)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from budgetconf._record import Record
+from budgetconf._record import Record, set_field
 from budgetconf.errors import SourceError
 from budgetconf.schema import Unusable, did_you_mean, show_typed
 from budgetconf.sources._base import Context, Layer
@@ -50,9 +50,12 @@ class StepFinder(Record):
 
     __slots__ = ("list_key", "name_keys")
 
+    list_key: str
+    name_keys: tuple[str, ...]
+
     def __init__(self, list_key: str = "steps", name_keys: tuple[str, ...] = ("name",)) -> None:
-        self.list_key = list_key
-        self.name_keys = name_keys
+        set_field(self, "list_key", list_key)
+        set_field(self, "name_keys", name_keys)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> StepFinder:

@@ -34,6 +34,9 @@ class EnvSource:
     def key(self, ctx: Context) -> Hashable:
         env = ctx.env  # looking a variable up is safe while another thread changes them
         values = tuple([env.get(name) for name in self._variables])
+        for value in values:
+            if value is not None and type(value) is not str:  # "1" only: 1 == True == 1.0
+                return None
         return (values, self._strays(names(env))) if self._prefix else values  # iterating is not
 
     def load(self, ctx: Context) -> Layer:

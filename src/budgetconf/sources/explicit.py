@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from typing import ClassVar, Final
 
 LOCATOR: Final = "explicit"
+# the types of the values a key may hold: each compares equal only to its own kind of value
+_KEYED: Final = frozenset({str, int, float, bool, type(None)})
 
 
 class ExplicitSource:
@@ -33,12 +35,14 @@ class ExplicitSource:
         given = ctx.request.explicit
         if given is None:
             return ()
-        key = (ctx.request.explicit_is_text, *given.items())
-        try:
-            hash(key)
-        except TypeError:  # a list or another unhashable value: let the resolver judge it afresh
-            return None
-        return key
+        key: list[Hashable] = [ctx.request.explicit_is_text]
+        for path, value in given.items():
+            kind = type(value)
+            if kind not in _KEYED:
+                return None  # a list, an enum, an object: let the resolver judge it afresh
+            # with its type: True == 1 == 1.0, but only one of them is an integer
+            key.append((path, kind, value.hex() if isinstance(value, float) else value))
+        return tuple(key)
 
     def load(self, ctx: Context) -> Layer:
         given = ctx.request.explicit
