@@ -621,21 +621,27 @@ def scale_rows(folder: Path, mode: Mode) -> list[Row]:
 
 
 def linearity(merged: Mapping[int, list[tuple[int, float]]]) -> Row:
-    """What one more field x source costs, fitted at the small end and at the large end.
+    """What one more field x source costs, at the small end and at the large end.
 
-    A resolution costs a fixed amount plus so much per field x source; a
-    straight line through the cells of the smaller schemas and one through
-    those of the larger give that cost twice, and a cost that grows linearly
-    gives the same slope both times.
+    For each stack, the cost of the 90 (or 900) cells added by going from 10
+    to 100 fields (or from 100 to 1,000), per cell; the median over the
+    stacks resists one slow cell. A cost that grows linearly costs the same
+    per cell at both ends; one that grew with the square would cost ten
+    times more at the large end.
     """
-    small, middle, large = (merged[fields] for fields in FIELD_COUNTS)
-    slope_small, fixed = statistics.linear_regression(*zip(*small + middle, strict=True))
-    slope_large, _ = statistics.linear_regression(*zip(*middle + large, strict=True))
+    # fields -> {sources: median ns}
+    by_stack = {fields: {cells // fields: t for cells, t in merged[fields]} for fields in merged}
+    small, middle, large = (by_stack[fields] for fields in FIELD_COUNTS)
+    low, mid, high = FIELD_COUNTS
+    stacks = sorted(small.keys() & middle.keys() & large.keys())
+    slope_small = statistics.median((middle[n] - small[n]) / ((mid - low) * n) for n in stacks)
+    slope_large = statistics.median((large[n] - middle[n]) / ((high - mid) * n) for n in stacks)
+    fixed = statistics.median(small[n] - slope_small * low * n for n in stacks)
     ratio = slope_large / slope_small
     return Row(
-        "scale: cost per field×source, fitted",
+        "scale: cost per added field×source",
         slope_large,
-        len(small + middle + large),
+        3 * len(stacks),
         f"{times(ratio)} the small schemas' {show_time(slope_small)}; {show_time(fixed)} fixed",
         f"linear: slopes within {LINEAR_SLOPES:.0f}x",
         ratio <= LINEAR_SLOPES,

@@ -66,7 +66,7 @@ SCALE = [
         for fields in (10, 100, 1000)
         for size in range(1, 10)
     ),
-    "scale: cost per field×source, fitted",
+    "scale: cost per added field×source",
 ]
 TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "resolve(), warm",
@@ -75,7 +75,7 @@ TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "pydantic-settings: Settings().loop.max_steps",
     'start-up: python -c "import budgetconf"',
     "start-up: budgetconf explain --format json",
-    "scale: cost per field×source, fitted",
+    "scale: cost per added field×source",
 ]
 
 
