@@ -200,6 +200,17 @@ def check(what: str, got: object, expected: object) -> None:
 AN_HOUR_AGO = time.time_ns() - 3600 * 10**9
 
 
+def settle(*paths: Path) -> None:
+    """Make files an hour old, as a deployment's are.
+
+    A file changed in the last few seconds is read again at every resolution
+    (a preset file, loaded again), since its signature may not tell its
+    versions apart: that is not the cost a settled deployment pays.
+    """
+    for path in paths:
+        os.utime(path, ns=(AN_HOUR_AGO, AN_HOUR_AGO))
+
+
 def build_fixture(folder: Path) -> Fixture:
     home = folder / "home"
     home.mkdir()
@@ -209,10 +220,7 @@ def build_fixture(folder: Path) -> Fixture:
     project_file.write_text(tomli_w.dumps(PROJECT), encoding="utf-8")
     workflow = folder / "workflow.yaml"
     workflow.write_text(yaml.safe_dump(WORKFLOW, sort_keys=False), encoding="utf-8")
-    for path in (global_file, project_file, workflow):
-        # settled files, as a deployment's are: a file changed in the last few seconds is
-        # read again at every resolution, since its signature may not tell its versions apart
-        os.utime(path, ns=(AN_HOUR_AGO, AN_HOUR_AGO))
+    settle(global_file, project_file, workflow)
     env = {"BUDGETCONF_HOME": str(home)}
     env.update({name: value for name, (_, _, value) in VARIABLES.items()})
     competitor_env = {
@@ -510,6 +518,7 @@ def scale_preset(folder: Path, fields: int, kinds: tuple[str, ...]) -> Path:
         ]
     path = folder / f"preset-{fields}-{len(kinds)}.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
+    settle(path)
     return path
 
 
@@ -529,6 +538,7 @@ def scale_inputs(folder: Path, fields: int) -> dict[str, Any]:
     workflow += ["steps:", "  - name: bench", "    s:"]
     workflow += [f"      {k}: {v}" for k, v in values("step").items()]
     (folder / f"workflow-{fields}.yaml").write_text("\n".join(workflow) + "\n", encoding="utf-8")
+    settle(*files.values(), folder / f"workflow-{fields}.yaml")
     return {
         "global_file": files["global"],
         "project_file": files["project"],
