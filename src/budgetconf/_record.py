@@ -19,11 +19,10 @@ if TYPE_CHECKING:
 set_field = object.__setattr__
 
 
-class Record:
-    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``.
+class ReadOnly:
+    """An object whose attributes cannot be set or deleted once it is made.
 
-    A field cannot be set or deleted once the record is made; constructors
-    set theirs with `set_field`.
+    Its constructor sets them with `set_field`.
     """
 
     __slots__: tuple[str, ...] = ()
@@ -33,6 +32,12 @@ class Record:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only; cannot delete {name!r}")
+
+
+class Record(ReadOnly):
+    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``."""
+
+    __slots__: tuple[str, ...] = ()
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)

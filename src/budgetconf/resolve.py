@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 
+from budgetconf._record import ReadOnly, set_field
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
 from budgetconf.presets import LoopSpec, Preset, is_preset_path, load_preset
 from budgetconf.schema import Field, Invalid, Schema, Unusable, Value, show_value
@@ -44,7 +45,7 @@ PathArg = str | os.PathLike[str]
 _MEMO_SIZE: Final = 64  # resolutions kept per preset
 
 
-class Resolution:
+class Resolution(ReadOnly):
     """The values of one resolution, and the evidence for each.
 
     ``res["loop.max_steps"]`` is the typed value, ``res.values`` all of them,
@@ -64,15 +65,14 @@ class Resolution:
         errors: tuple[ConfigError, ...],
     ) -> None:
         values = MappingProxyType({p: t.winner.value for p, t in traces.items()})
-        setattr_ = object.__setattr__
-        setattr_(self, "preset", preset.name)
-        setattr_(self, "schema", preset.schema)
-        setattr_(self, "loop", preset.loop)  # how the preset bounds an agent loop, for the executor
-        setattr_(self, "_traces", traces)
-        setattr_(self, "values", values)
-        setattr_(self, "sources", sources)
-        setattr_(self, "warnings", warnings)
-        setattr_(self, "errors", errors)
+        set_field(self, "preset", preset.name)
+        set_field(self, "schema", preset.schema)
+        set_field(self, "loop", preset.loop)  # how the preset bounds a loop, for the executor
+        set_field(self, "_traces", traces)
+        set_field(self, "values", values)
+        set_field(self, "sources", sources)
+        set_field(self, "warnings", warnings)
+        set_field(self, "errors", errors)
 
     if TYPE_CHECKING:
         preset: str
@@ -83,9 +83,6 @@ class Resolution:
         sources: tuple[SourceReport, ...]
         warnings: tuple[str, ...]
         errors: tuple[ConfigError, ...]
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a Resolution is read-only; cannot set {name!r}")
 
     def __getitem__(self, path: str) -> Value:
         try:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from budgetconf._record import Record, set_field
+from budgetconf._record import ReadOnly, Record, set_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -355,8 +355,8 @@ def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:
     return MappingProxyType({key: tuple(fields) for key, fields in groups.items()})
 
 
-class Schema:
-    """The fields of a preset, indexed by every name a user may set them by; read-only."""
+class Schema(ReadOnly):
+    """The fields of a preset, indexed by every name a user may set them by."""
 
     __slots__ = ("by_env", "by_flag", "by_key", "by_path", "fields", "sections")
 
@@ -386,9 +386,6 @@ class Schema:
         set_field(self, "by_key", MappingProxyType(by_key))
         set_field(self, "by_env", _frozen(by_env))
         set_field(self, "by_flag", _frozen(by_flag))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a Schema is read-only; cannot set {name!r}")
 
     def __repr__(self) -> str:
         return f"Schema({list(self.by_path)!r})"
