@@ -13,9 +13,9 @@ from typing import Any, Final, Protocol
 import pytest
 
 import budgetconf
+from budgetconf import _files
 from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
-from budgetconf.sources import _files
 
 from loops import Driver
 

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 import budgetconf
+from budgetconf._schema import Invalid
 from budgetconf.cli import main
-from budgetconf.schema import Invalid
 
 from conftest import Place
 

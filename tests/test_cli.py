@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import budgetconf
+from budgetconf._presets import preset_names
 from budgetconf.cli import main
-from budgetconf.presets import preset_names
 
 from conftest import Place
 

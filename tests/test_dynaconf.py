@@ -10,8 +10,8 @@ import dynaconf
 import pytest
 
 import budgetconf
+from budgetconf._engine import load_preset
 from budgetconf.cli._table import render
-from budgetconf.presets import load_preset
 
 from conftest import Place
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from budgetconf import SourceError
-from budgetconf.sources import _files
-from budgetconf.sources._files import read_table
-from budgetconf.sources._formats import Table
+from budgetconf import SourceError, _files
+from budgetconf._files import read_table
+from budgetconf._formats import Table
 
 from conftest import Place
 

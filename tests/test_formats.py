@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetconf.schema import Unusable
-from budgetconf.sources._formats import (
+from budgetconf._formats import (
     MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
     Items,
@@ -19,6 +18,7 @@ from budgetconf.sources._formats import (
     parse_yaml,
     readable,
 )
+from budgetconf._schema import Unusable
 
 # --- JSON ----------------------------------------------------------------------------------
 

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import budgetconf
-from budgetconf.schema import Field, Invalid, Kind
-from budgetconf.sources import _files
-from budgetconf.sources._formats import ParseError, parse_json, parse_toml, parse_yaml
+from budgetconf import _files
+from budgetconf._formats import ParseError, parse_json, parse_toml, parse_yaml
+from budgetconf._schema import Field, Invalid, Kind
 
 _EXAMPLES: Final = int(os.environ.get("FUZZ_EXAMPLES", "500"))
 _SEED: Final = os.environ.get("FUZZ_SEED")

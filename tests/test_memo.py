@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import budgetconf
-from budgetconf.presets import load_preset
+from budgetconf._engine import load_preset
 
 from conftest import Place
 from seeds import SKILLER_WORKFLOW
@@ -388,7 +388,7 @@ def test_reused_and_fresh_resolutions_agree(
 
 
 def _builtin_text(name: str) -> str:
-    folder = Path(budgetconf.__file__).parent / "presets"
+    folder = Path(budgetconf.__file__).parent / "_presets"
     return (folder / f"{name}.toml").read_text(encoding="utf-8")
 
 

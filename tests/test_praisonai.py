@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import budgetconf
+from budgetconf._engine import load_preset
 from budgetconf.cli import main
-from budgetconf.presets import load_preset
 
 from conftest import Explain, Place
 from seeds import AGENTS, SEED_WARNING, WRAP_UP
@@ -240,7 +240,7 @@ def test_praisonai_has_no_environment_or_flags() -> None:
 def test_the_loop_table_declares_the_seed_s_behaviour() -> None:
     """Seed: on the final permitted step both loops inject the wrap-up message; a truncated run
     prints the one-line stderr warning."""
-    loop = load_preset("praisonai").loop
+    loop = load_preset("praisonai").description.loop
     assert loop is not None
     assert loop.budgets == {
         "max_steps": "execution.max_steps",

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import budgetconf
+from budgetconf._engine import load_preset
 from budgetconf.cli import main
-from budgetconf.presets import load_preset
 
 from conftest import Explain
 
@@ -162,8 +162,8 @@ def test_a_flag_without_a_value_falls_through() -> None:
 
 def test_the_loop_behaves_as_praisonai() -> None:
     """Seed: "praisonai run / praisonai-code run" share the wrap-up and the truncation warning."""
-    code = load_preset("praisonai-code").loop
-    sdk = load_preset("praisonai").loop
+    code = load_preset("praisonai-code").description.loop
+    sdk = load_preset("praisonai").description.loop
     assert code is not None
     assert sdk is not None
     assert code.budgets == sdk.budgets

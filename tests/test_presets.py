@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import budgetconf
-from budgetconf.presets import load_preset, preset_names
+from budgetconf._engine import load_preset
+from budgetconf._presets import preset_names
 
 from conftest import Place
 
@@ -88,7 +89,7 @@ def test_the_default_preset_matches_its_documented_table() -> None:
             (),
         ),
     }
-    policies = {s.kind: s.invalid.value for s in load_preset("budgetconf").stack}
+    policies = {s.kind: s.invalid.value for s in load_preset("budgetconf").description.stack}
     assert policies == {
         "default": "error",
         "global": "error",
@@ -292,7 +293,7 @@ last_turn = "agent.mode"
 def test_a_loop_table_names_the_fields_that_hold_each_budget(place: Place) -> None:
     """[loop] maps budgets to fields and behaviours to fields or fixed words."""
     text = LOOPED + 'over_cap = "truncate"\nstop_reasons = {max_steps = "out_of_turns"}\n'
-    loop = load_preset(_preset(place, text)).loop
+    loop = load_preset(_preset(place, text)).description.loop
     assert loop is not None
     assert loop.budgets == {"max_steps": "agent.max_steps"}
     assert loop.behaviours == {"last_turn": "agent.mode", "over_cap": "truncate"}
@@ -301,13 +302,13 @@ def test_a_loop_table_names_the_fields_that_hold_each_budget(place: Place) -> No
 
 def test_a_preset_without_a_loop_table_bounds_no_loop(place: Place) -> None:
     """The loop table is optional: such a preset resolves but cannot drive the executor."""
-    assert load_preset(_preset(place, MINIMAL)).loop is None
+    assert load_preset(_preset(place, MINIMAL)).description.loop is None
 
 
 def test_behaviours_default_to_no_notice_and_rejection(place: Place) -> None:
     """Without last_turn and over_cap, the loop says nothing before the end and rejects."""
     text = MINIMAL + '\n[loop]\nmax_steps = "agent.max_steps"\n'
-    loop = load_preset(_preset(place, text)).loop
+    loop = load_preset(_preset(place, text)).description.loop
     assert loop is not None
     assert loop.behaviours == {"last_turn": "none", "over_cap": "reject"}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from budgetconf.schema import Field, Kind, Unusable
+from budgetconf._schema import Field, Kind, Unusable
+from budgetconf._trace import Candidate, Status
 from budgetconf.sources import Offer, Problem
-from budgetconf.trace import Candidate, Status
 
 
 def test_records_are_equal_when_their_fields_are() -> None:

@@ -134,7 +134,7 @@ def test_a_secret_budget_that_stops_a_run_is_masked_in_its_result_events_and_out
     place: Place, capsys: pytest.CaptureFixture[str], output: str
 ) -> None:
     """The stop message, the limit, every event and both run outputs show *** for it."""
-    preset = Path(budgetconf.__file__).parent / "presets" / "budgetconf.toml"
+    preset = Path(budgetconf.__file__).parent / "_presets" / "budgetconf.toml"
     text = preset.read_text().replace(
         '[fields."limits.max_cost_usd"]', '[fields."limits.max_cost_usd"]\nsecret = true'
     )

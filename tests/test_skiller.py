@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import budgetconf
+from budgetconf._engine import load_preset
 from budgetconf.cli import main
-from budgetconf.presets import load_preset
 
 from conftest import Explain, Place
 from seeds import SKILLER_OVERRIDES, SKILLER_WORKFLOW
@@ -340,7 +340,7 @@ def _files_under(root: Path) -> list[str]:
 def test_the_loop_table_declares_the_seed_s_behaviour() -> None:
     """Seed: "the harness warns the model before its last allowed turn", "stops with the reason
     max_turns_exhausted", "a response containing 11 calls is rejected as a whole"."""
-    loop = load_preset("skiller").loop
+    loop = load_preset("skiller").description.loop
     assert loop is not None
     assert loop.budgets == {
         "max_steps": "loop.max_turns",

@@ -11,7 +11,7 @@ import tomli_w
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from budgetconf.sources._toml_lines import toml_lines
+from budgetconf._toml_lines import toml_lines
 
 # Each line that could fool a text search for keys or headers is inside a string or a comment.
 CORPUS = """\

@@ -7,6 +7,10 @@
 """
 
 from budgetconf._arguments import add_arguments, argv_from
+from budgetconf._resolution import Resolution
+from budgetconf._resolve import factory, resolve
+from budgetconf._schema import Field, Kind, Schema
+from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf.errors import (
     BudgetConfError,
     BudgetConfWarning,
@@ -15,18 +19,26 @@ from budgetconf.errors import (
     PresetError,
     SourceError,
     UsageError,
+    UsageTypeError,
 )
-from budgetconf.resolve import Resolution, factory, resolve
 
 __all__ = [
     "BudgetConfError",
     "BudgetConfWarning",
+    "Candidate",
     "ConfigError",
+    "Field",
+    "FieldTrace",
+    "Kind",
     "ModelError",
     "PresetError",
     "Resolution",
+    "Schema",
     "SourceError",
+    "SourceReport",
+    "Status",
     "UsageError",
+    "UsageTypeError",
     "add_arguments",
     "argv_from",
     "factory",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
+from budgetconf._engine import Preset, load_preset
+from budgetconf._schema import Field, Kind, shown_default
 from budgetconf.errors import UsageError
-from budgetconf.presets import Preset, load_preset
-from budgetconf.schema import Field, Kind, shown_default
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ __all__ = [
     "PresetError",
     "SourceError",
     "UsageError",
+    "UsageTypeError",
 ]
 
 
@@ -89,11 +90,20 @@ class PresetError(ConfigError):
     __module__ = "budgetconf"
 
 
-class UsageError(ConfigError):
-    """A request the preset cannot serve, such as a file for a source it does not have.
+class UsageError(BudgetConfError, ValueError):
+    """A call budgetconf cannot carry out as made: a programming error, not a configuration one.
 
-    The command line reports these as usage errors (exit 64).
+    A file for a source the preset does not have, a loop executor asked to
+    resume a run that finished: the caller's code must change, so this is no
+    `ConfigError`, and ``except ConfigError`` does not swallow it. The
+    command line reports these as usage errors (exit 64).
     """
+
+    __module__ = "budgetconf"
+
+
+class UsageTypeError(UsageError, TypeError):
+    """A `UsageError` about a value of the wrong type: a model that is not callable, say."""
 
     __module__ = "budgetconf"
 

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal, NoReturn, TextIO, TypeAlias, overload
 
 from budgetconf import __version__
+from budgetconf._engine import Preset, load_preset, resolve_request
+from budgetconf._presets import is_preset_path, preset_names
+from budgetconf._resolution import Resolution, explain_document
+from budgetconf._resolve import check_request
 from budgetconf.cli._schema import FILE_KINDS
 from budgetconf.errors import PresetError, UsageError
-from budgetconf.presets import Preset, is_preset_path, load_preset, preset_names
-from budgetconf.resolve import Resolution, check_request, resolve_request
 from budgetconf.sources import Request
 
 __all__ = ["main"]
@@ -210,7 +212,7 @@ _EXAMPLES: Final = {
     "presets": """examples:
   budgetconf presets""",
     "schema": """examples:
-  budgetconf schema > budgetconf.schema.json
+  budgetconf schema > budgetconf._schema.json
   budgetconf schema --preset skiller --kind profile""",
     "init": """examples:
   budgetconf init                         ./settings.toml, the project file
@@ -415,7 +417,7 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
         explicit_is_text=True,
     )
     try:
-        check_request(preset, request, _OPTION_NAMES)
+        check_request(preset, request, command_line=True)
         fields = [preset.schema.lookup(f).path for f in getattr(ns, "fields", ())]
     except UsageError as exc:
         raise _Usage(str(exc)) from None
@@ -448,17 +450,6 @@ def _init_command(preset: Preset, ns: argparse.Namespace, out: TextIO, err: Text
         say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     return EXIT_OK
-
-
-_OPTION_NAMES: Final = {
-    "argv": "arguments after --",
-    "global_file": "--global",
-    "project_file": "--project",
-    "profile": "--profile",
-    "workflow": "--workflow",
-    "step": "--step",
-    "explicit": "--set",
-}
 
 
 def _sets(pairs: list[str]) -> dict[str, str]:
@@ -548,15 +539,7 @@ def _toml(res: Resolution, fields: list[str]) -> str:
 def _preset_failed(preset: str, exc: PresetError, fmt: str, out: TextIO, err: TextIO) -> int:
     """A preset file that cannot be loaded: a one-line error, and an empty document in JSON."""
     if fmt == "json":
-        document = {
-            "version": 1,
-            "preset": preset,
-            "values": {},
-            "fields": {},
-            "sources": [],
-            "warnings": [],
-            "errors": [str(exc)],
-        }
+        document = explain_document(preset, {}, [], [], [str(exc)])
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     else:
         say(err, f"budgetconf: error: {exc}")

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final, TextIO
 
-from budgetconf.resolve import Resolution
-from budgetconf.trace import MASK, FieldTrace
+from budgetconf._resolution import Resolution
+from budgetconf._schema import MASK
+from budgetconf._trace import FieldTrace
 
 __all__ = ["DIFF", "changes", "render", "split"]
 

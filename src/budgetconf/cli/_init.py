@@ -20,20 +20,16 @@ import tempfile
 import textwrap
 from typing import Final, TextIO
 
+from budgetconf._engine import Preset
+from budgetconf._schema import Field
 from budgetconf.cli._schema import FILE_KINDS, describe, file_sections
 from budgetconf.errors import UsageError
-from budgetconf.presets import Preset
-from budgetconf.schema import Field
-from budgetconf.sources import Context, Request
+from budgetconf.sources import KINDS, Request
 from budgetconf.sources.profile import is_path
 
 __all__ = ["WriteError", "init"]
 
-_TITLE: Final = {
-    "project": "Project settings",
-    "global": "User-wide settings",
-    "profile": "A profile",
-}
+_TITLE: Final = {kind: KINDS[kind].KIND.title for kind in FILE_KINDS}
 
 
 def target(preset: Preset, kind: str, path: str | None) -> str:
@@ -41,10 +37,10 @@ def target(preset: Preset, kind: str, path: str | None) -> str:
 
     A profile given by name goes to the preset's profiles folder, as ``--profile NAME`` reads it.
     """
-    spec = next((s for s in preset.stack if s.kind == kind), None)
+    spec = next((s for s in preset.description.stack if s.kind == kind), None)
     if spec is None:
         raise UsageError(f"preset {preset.name!r} has no {kind} source")
-    ctx = Context(Request(env=os.environ), preset.schema, preset.home, preset.home_env, 0)
+    ctx = preset.context(Request(os.environ))
     if kind == "profile":
         if path is None:
             raise UsageError("init --kind profile needs a NAME or PATH")

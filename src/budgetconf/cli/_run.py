@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
+from budgetconf._resolution import Resolution
 from budgetconf.cli import printable, say
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.integrations import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
-from budgetconf.resolve import Resolution
 
 __all__ = ["Server", "chosen_model", "not_run", "opened", "run"]
 

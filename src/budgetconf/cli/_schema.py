@@ -13,15 +13,22 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from budgetconf.presets import Preset
-from budgetconf.schema import Field, Kind, plain_number, shown_default
-from budgetconf.sources import SourceSpec
+from budgetconf._description import SourceSpec
+from budgetconf._engine import Preset
+from budgetconf._schema import Field, Kind, plain_number, shown_default
+from budgetconf.sources import KINDS
 
 __all__ = ["FILE_KINDS", "json_schema"]
 
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: the sources that read a settings file of sections, with the format of that file
-FILE_KINDS: Final = {"project": "toml", "global": "json", "profile": "json"}
+#: (the project's first, as the kind `init` writes unless told another, then in rank order)
+FILE_KINDS: Final = dict(
+    sorted(
+        ((kind, source.KIND.format) for kind, source in KINDS.items() if source.KIND.format),
+        key=lambda item: item[0] != "project",
+    )
+)
 _TYPES: Final = {Kind.INT: "integer", Kind.NUMBER: "number", Kind.BOOL: "boolean"}
 # keys budgetconf skips (any that begins with `$`); these two are the ones in use
 _EDITOR_KEYS: Final = {
@@ -77,7 +84,8 @@ def field_schema(f: Field) -> dict[str, Any]:
 
 
 def _file_specs(preset: Preset, kind: str | None) -> list[SourceSpec]:
-    return [s for s in preset.stack if s.kind in FILE_KINDS and kind in (None, s.kind)]
+    stack = preset.description.stack
+    return [s for s in stack if s.kind in FILE_KINDS and kind in (None, s.kind)]
 
 
 def file_sections(preset: Preset, kind: str | None = None) -> dict[str, tuple[Field, ...]]:

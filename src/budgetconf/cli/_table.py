@@ -17,12 +17,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from budgetconf._engine import Preset
+from budgetconf._resolution import Resolution
+from budgetconf._schema import MASK, Field, show_typed
+from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf.cli import printable
-from budgetconf.presets import Preset
-from budgetconf.resolve import Resolution
-from budgetconf.schema import Field, show_typed
 from budgetconf.sources import SourceStatus
-from budgetconf.trace import MASK, Candidate, FieldTrace, Status
 
 __all__ = ["Shortener", "candidate_text", "render"]
 

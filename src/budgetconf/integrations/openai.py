@@ -23,9 +23,9 @@ except ImportError:
         "budgetconf.integrations.openai needs the openai package: pip install 'budgetconf[openai]'"
     ) from None
 
+from budgetconf._schema import MASK
 from budgetconf.errors import ModelError, UsageError
 from budgetconf.integrations import shown_url
-from budgetconf.trace import MASK
 
 __all__ = ["AsyncOpenAIModel", "ModelError", "OpenAIModel"]
 

@@ -7,16 +7,20 @@
 <RunStatus.OK: 'ok'>
 """
 
+from budgetconf._description import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._executor import LoopExecutor
-from budgetconf.loop._reasons import RunStatus, StopReason
 from budgetconf.loop._run import RunResult, Totals
 from budgetconf.loop._scripted import ScriptedModel
 
 __all__ = [
     "Budget",
+    "BudgetName",
+    "LastTurn",
     "Limit",
     "LoopExecutor",
+    "LoopSpec",
+    "OverCap",
     "RunResult",
     "RunStatus",
     "ScriptedModel",

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
-from budgetconf.errors import PresetError, UsageError
-from budgetconf.presets import LoopSpec
-from budgetconf.resolve import Resolution, resolve
-from budgetconf.schema import show_value
-from budgetconf.trace import MASK, shown_locator
+from budgetconf._description import LastTurn, LoopSpec, OverCap
+from budgetconf._resolution import Resolution
+from budgetconf._resolve import resolve
+from budgetconf._schema import MASK, show_value
+from budgetconf._trace import shown_locator
+from budgetconf.errors import PresetError, UsageTypeError
+from budgetconf.sources import KINDS
 
 __all__ = ["Budget", "Limit"]
 
@@ -24,6 +26,8 @@ __all__ = ["Budget", "Limit"]
 @dataclass(frozen=True, slots=True)
 class Limit:
     """One enforced budget: its value, the field that holds it, and where that was set."""
+
+    __module__ = "budgetconf.loop"
 
     budget: str  # the loop table's key: "max_steps", "max_tokens", ...
     field: str
@@ -75,25 +79,16 @@ def _either(items: tuple[str, ...]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
-#: how a person would name a source that can set a field
-_WHERE: Final = {
-    "global": "the global file",
-    "project": "the project file",
-    "profile": "a profile",
-    "yaml": "the workflow file",
-    "step": "a workflow step",
-    "explicit": "code (explicit)",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Budget:
     """What bounds a run: the enforced limits and the loop's behaviours, from one resolution."""
 
+    __module__ = "budgetconf.loop"
+
     preset: str
     limits: Mapping[str, Limit]  # budget -> limit; a budget left unset is absent
-    last_turn: str  # "none" | "warn" | "wrap_up"
-    over_cap: str  # "reject" | "truncate"
+    last_turn: LastTurn
+    over_cap: OverCap
     spec: LoopSpec
 
     @classmethod
@@ -138,7 +133,8 @@ class Budget:
             name: str(res[setting]) if "." in setting else setting
             for name, setting in spec.behaviours.items()
         }
-        return cls(res.preset, limits, behaviours["last_turn"], behaviours["over_cap"], spec)
+        last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
+        return cls(res.preset, limits, last_turn, over_cap, spec)
 
     def value(self, budget: str) -> int | float | None:
         limit = self.limits.get(budget)
@@ -163,12 +159,11 @@ def _outranking(res: Resolution, floor: int) -> tuple[str, ...]:
     """The sources above rank ``floor`` that read files or code, as a person names them."""
     found = []
     for report in res.sources[floor + 1 :]:
-        where = _WHERE.get(report.source)
-        if where is None:
+        kind = KINDS[report.source].KIND
+        if kind.label is None:
             continue
-        if report.source in ("global", "project") and report.locator:
-            where += f" {report.locator}"
-        found.append(where)
+        names_file = kind.names_file and report.locator
+        found.append(f"{kind.label} {report.locator}" if names_file else kind.label)
     return tuple(found)
 
 
@@ -184,7 +179,7 @@ def budget_of(budget: object) -> Budget:
         return Budget.from_resolution(resolve(budget))
     if isinstance(budget, Mapping):
         return Budget.from_resolution(resolve(explicit=budget))
-    raise UsageError(
+    raise UsageTypeError(
         "budget: expected a Resolution, a preset name or path, or a mapping of field"
         f" values, got {type(budget).__name__}"
     )

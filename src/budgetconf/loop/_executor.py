@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from budgetconf.errors import UsageError
+from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.loop._budget import Budget, budget_of
 from budgetconf.loop._reasons import StopReason
 from budgetconf.loop._response import tool_specs
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import concurrent.futures
     import os
 
-    from budgetconf.resolve import Resolution
+    from budgetconf._resolution import Resolution
 
 __all__ = ["LoopExecutor"]
 
@@ -55,6 +55,8 @@ class LoopExecutor:
     event as it happens.
     """
 
+    __module__ = "budgetconf.loop"
+
     def __init__(
         self,
         model: Model,
@@ -64,12 +66,12 @@ class LoopExecutor:
         on_event: Callable[[Event], None] | None = None,
     ) -> None:
         if not callable(model):
-            raise UsageError(f"model: expected a callable, got {type(model).__name__}")
+            raise UsageTypeError(f"model: expected a callable, got {type(model).__name__}")
         self.model = model
         self.tools = dict(tools or {})
         for name, tool in self.tools.items():
             if not isinstance(name, str) or not name or not callable(tool):
-                raise UsageError(f"tools: expected names mapped to callables, got {name!r}")
+                raise UsageTypeError(f"tools: expected names mapped to callables, got {name!r}")
         self.budget: Budget = budget_of(budget)
         self.on_event = on_event
         self._specs = tool_specs(self.tools) if self.tools else []
@@ -274,10 +276,10 @@ def _conversation(messages: Messages) -> list[Message]:
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     if not isinstance(messages, Sequence):
-        raise UsageError(f"messages: expected a prompt or a list of messages, got {messages!r}")
+        raise UsageTypeError(f"messages: expected a prompt or a list of messages, got {messages!r}")
     out = []
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise UsageError(f"messages[{i}]: expected a dict, got {type(message).__name__}")
+            raise UsageTypeError(f"messages[{i}]: expected a dict, got {type(message).__name__}")
         out.append(dict(message))
     return out

@@ -13,6 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetconf._description import LastTurn, OverCap
 from budgetconf.errors import ModelError
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
@@ -45,6 +46,8 @@ class Invoke:
 class Totals:
     """What a conversation has consumed; a resumed run carries these over."""
 
+    __module__ = "budgetconf.loop"
+
     turns: int = 0
     tool_calls_executed: int = 0
     tokens: int = 0
@@ -59,6 +62,8 @@ class RunResult:
     whole conversation, so they include the runs it resumes. ``events`` are
     this run's own. ``limit`` is set when a budget stopped the run.
     """
+
+    __module__ = "budgetconf.loop"
 
     status: RunStatus
     stop_reason: str  # a StopReason value, or the preset's name for it
@@ -200,10 +205,10 @@ class Run:
     def _request(self, last: bool) -> tuple[list[Message], str | None]:
         """The messages the model receives this turn, and the notice they carry, if any."""
         budget = self.budget
-        if not (last and self.specs) or budget.last_turn == "none":
+        if not (last and self.specs) or budget.last_turn is LastTurn.NONE:
             return self.messages, None
         spec = budget.spec
-        text = spec.wrap_up_message if budget.last_turn == "wrap_up" else spec.warn_message
+        text = spec.wrap_up_message if budget.last_turn is LastTurn.WRAP_UP else spec.warn_message
         self.emit("last_turn_notice", turn=self.turns, kind=budget.last_turn, content=text)
         # only the copy the model receives carries the notice
         return [*self.messages, {"role": "user", "content": text}], budget.last_turn
@@ -236,7 +241,7 @@ class Run:
         if per_turn is not None and cap is not None and len(calls) > cap:
             shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
             setting = f"{per_turn.field} = {shown}"
-            if self.budget.over_cap == "reject":
+            if self.budget.over_cap is OverCap.REJECT:
                 why = (
                     f"not executed: this response has {len(calls)} tool calls and at most"
                     f" {shown} are accepted in one response ({setting}), so none ran."

@@ -22,6 +22,8 @@ class ScriptedModel:
     included; a long run keeps a copy per turn, so turn it off for those.
     """
 
+    __module__ = "budgetconf.loop"
+
     def __init__(self, responses: Sequence[Mapping[str, Any]], *, record: bool = True) -> None:
         if not isinstance(responses, list | tuple) or not responses:
             raise UsageError("a scripted model needs a non-empty list of responses")
@@ -36,7 +38,7 @@ class ScriptedModel:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, record: bool = True) -> ScriptedModel:
         """The model of a script file: ``{"responses": [{"content": ..., "tool_calls": ...}]}``."""
-        from budgetconf.sources._files import FileProblem, read_limited
+        from budgetconf._files import FileProblem, read_limited
 
         try:
             data = json.loads(read_limited(os.fspath(path), MAX_SCRIPT_BYTES)[0])

@@ -1,22 +1,24 @@
 """The providers of raw values, one module per source kind, behind one protocol.
 
-A preset's stack names source kinds; `KINDS` maps each kind to its class.
+A preset's stack names source kinds; `KINDS`, the registry, maps each kind to
+its class, in the rank order of the default stack. Each class declares its
+kind's names and options as its ``KIND`` (a `SourceKind`), and every other
+list of kinds is read from the registry: a new kind is its own module plus
+its entry here. An application may write its own source against `Source`
+and `SourceClass`, the protocols.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from types import MappingProxyType
 
-from budgetconf.schema import Schema
-from budgetconf.sources._base import (
+from budgetconf._description import Argument, MergeMode, Policy, SourceKind, SourceSpec
+from budgetconf.sources._records import (
     Context,
     Layer,
-    MergeMode,
     Offer,
-    Policy,
     Problem,
     Request,
-    SourceSpec,
     SourceStatus,
 )
 from budgetconf.sources.cli import CliSource
@@ -32,49 +34,62 @@ from budgetconf.sources.workflow import WorkflowSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final, Protocol
+    from collections.abc import Mapping
+    from typing import Final
 
-    from budgetconf.sources._base import Source
+    from budgetconf.sources._protocols import Source, SourceClass
 
 __all__ = [
     "KINDS",
+    "Argument",
+    "CliSource",
     "Context",
+    "DefaultSource",
+    "DynaconfSource",
+    "EnvSource",
+    "ExplicitSource",
+    "GlobalSource",
     "Layer",
     "MergeMode",
     "Offer",
     "Policy",
     "Problem",
+    "ProfileSource",
+    "ProjectSource",
     "Request",
     "Source",
     "SourceClass",
+    "SourceKind",
     "SourceSpec",
     "SourceStatus",
+    "StepSource",
+    "WorkflowSource",
 ]
 
-
-if TYPE_CHECKING:  # for the type checker only, like `Source`
-
-    class SourceClass(Protocol):
-        """A source class: its preset options, and how it is built for a preset."""
-
-        #: option name -> accepted type, for the strict check of preset files
-        OPTIONS: Mapping[str, type]
-        #: whether it reads sections, so that a merge mode means something for it
-        DEFINES_SECTIONS: bool
-
-        def __call__(self, spec: SourceSpec, schema: Schema) -> Source: ...
-
-
 #: source kind -> class, in the rank order of the default stack
-KINDS: Final[Mapping[str, SourceClass]] = {
-    "default": DefaultSource,
-    "global": GlobalSource,
-    "project": ProjectSource,
-    "profile": ProfileSource,
-    "env": EnvSource,
-    "yaml": WorkflowSource,
-    "cli": CliSource,
-    "step": StepSource,
-    "explicit": ExplicitSource,
-    "dynaconf": DynaconfSource,  # in no built-in stack: an application places it
-}
+KINDS: Final[Mapping[str, SourceClass]] = MappingProxyType(
+    {
+        source.KIND.name: source
+        for source in (
+            DefaultSource,
+            GlobalSource,
+            ProjectSource,
+            ProfileSource,
+            EnvSource,
+            WorkflowSource,
+            CliSource,
+            StepSource,
+            ExplicitSource,
+            DynaconfSource,  # in no built-in stack: an application places it
+        )
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    # the protocols need `typing` at run time, which `import budgetconf` does without
+    if name in ("Source", "SourceClass"):
+        from budgetconf.sources import _protocols
+
+        return getattr(_protocols, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from budgetconf.schema import Schema, did_you_mean, show_typed
-from budgetconf.sources._base import Layer, Offer, Problem, SourceSpec, SourceStatus
-from budgetconf.sources._formats import Table, readable
+from budgetconf._description import SourceSpec
+from budgetconf._formats import Table, readable
+from budgetconf._schema import Schema, did_you_mean, show_typed
+from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 
 
 class Sections:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from budgetconf._formats import Document, Items, Table
 from budgetconf._record import Record, set_field
+from budgetconf._schema import Unusable, did_you_mean, show_typed
 from budgetconf.errors import SourceError
-from budgetconf.schema import Unusable, did_you_mean, show_typed
-from budgetconf.sources._base import Context, Layer
-from budgetconf.sources._file import read_file
-from budgetconf.sources._formats import Document, Items, Table
+from budgetconf.sources._records import Context, Layer
+from budgetconf.sources._settings_file import read_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class StepFinder(Record):
 
     def find(self, ctx: Context, kind: str) -> Step | Layer:
         """The step ``ctx.request.step`` names, or a failed layer of ``kind`` that says why not."""
-        name, workflow = ctx.request.step, ctx.request.workflow
+        name, workflow = ctx.request.get("step"), ctx.request.get("workflow")
         assert name is not None, "callers read a step only when one is asked for"
         assert workflow is not None, "check_request refuses a step without a workflow"
         path = ctx.user_path(workflow)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 
-from budgetconf.schema import Schema, did_you_mean
-from budgetconf.sources._base import Context, Layer, Offer, Problem, SourceSpec, SourceStatus
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._schema import Schema, did_you_mean
+from budgetconf.sources._records import Context, Layer, Offer, Problem, SourceStatus
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
+__all__ = ["CliSource"]
 
 
 class CliSource:
@@ -22,18 +21,19 @@ class CliSource:
     ``sys.argv`` is never read: without ``argv=`` the source is not configured.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {}
-    DEFINES_SECTIONS: ClassVar[bool] = False
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind("cli", argument=Argument("argv", shown="arguments after --"))
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._flags = schema.by_flag
 
     def key(self, ctx: Context) -> Hashable:
-        argv = ctx.request.argv
+        argv = ctx.request.get("argv")
         return () if argv is None else ("argv", *argv)
 
     def load(self, ctx: Context) -> Layer:
-        argv = ctx.request.argv
+        argv = ctx.request.get("argv")
         if argv is None:
             return Layer.not_configured()
         offers: list[Offer] = []

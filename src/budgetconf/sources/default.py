@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
+from budgetconf._description import SourceKind, SourceSpec
+from budgetconf._schema import Schema
+from budgetconf.sources._records import Context, Layer, Offer, SourceStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar, Final
+    from typing import Final
+
+__all__ = ["DefaultSource"]
 
 LOCATOR: Final = "built-in default"
 
@@ -20,8 +23,9 @@ class DefaultSource:
     No file is ever written for the defaults.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {}
-    DEFINES_SECTIONS: ClassVar[bool] = False
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind("default")
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         offers = tuple(Offer(f.path, f.default, LOCATOR) for f in schema)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from budgetconf.errors import SourceError, UsageError
-from budgetconf.schema import Schema, show_typed
-from budgetconf.sources._base import Context, Layer, Problem, SourceSpec, SourceStatus
-from budgetconf.sources._formats import Table
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._formats import Table
+from budgetconf._schema import Schema, show_typed
+from budgetconf.errors import SourceError, UsageTypeError
+from budgetconf.sources._records import Context, Layer, Problem, SourceStatus
 from budgetconf.sources._sections import read_fields, read_sections
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from typing import Any
+
+
+__all__ = ["DynaconfSource"]
 
 
 class DynaconfSource:
@@ -33,8 +37,14 @@ class DynaconfSource:
     ``dynaconf:`` and its dotted key.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {"key": str, "section": str}
-    DEFINES_SECTIONS: ClassVar[bool] = True
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind(
+        "dynaconf",
+        options={"key": str, "section": str},
+        defines_sections=True,
+        argument=Argument("dynaconf"),
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._key: str | None = spec.options.get("key")
@@ -51,14 +61,14 @@ class DynaconfSource:
     def key(self, ctx: Context) -> Hashable:
         # a settings object can change under it at any time (``settings.set``, a
         # reload): a resolution that reads one is never reused
-        return () if ctx.request.dynaconf is None else None
+        return () if ctx.request.get("dynaconf") is None else None
 
     def load(self, ctx: Context) -> Layer:
-        settings: Any = ctx.request.dynaconf
+        settings: Any = ctx.request.get("dynaconf")
         if settings is None:
             return Layer.not_configured()
         if not callable(getattr(settings, "get", None)):
-            raise UsageError(
+            raise UsageTypeError(
                 f"dynaconf=: expected a dynaconf settings object, got {type(settings).__name__}"
             )
         where = f"dynaconf:{self._key}" if self._key else "dynaconf"

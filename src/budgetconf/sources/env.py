@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable
 
-from budgetconf.schema import Schema, did_you_mean
-from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus, names
+from budgetconf._description import SourceKind, SourceSpec
+from budgetconf._schema import Schema, did_you_mean
+from budgetconf.sources._records import Context, Layer, Offer, SourceStatus, names
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
+__all__ = ["EnvSource"]
 
 
 class EnvSource:
@@ -20,8 +19,9 @@ class EnvSource:
     (with a suggestion), except the control variables listed in ``ignore``.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {"prefix": str, "ignore": list}
-    DEFINES_SECTIONS: ClassVar[bool] = False
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind("env", options={"prefix": str, "ignore": list})
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._prefix: str | None = spec.options.get("prefix")
@@ -40,7 +40,7 @@ class EnvSource:
         return (values, self._strays(names(env))) if self._prefix else values  # iterating is not
 
     def load(self, ctx: Context) -> Layer:
-        env = ctx.env  # a copy, by now: see resolve.resolve_request
+        env = ctx.env  # a copy, by now: see the engine's resolve_request
         offers = tuple(
             Offer(path, env[name], f"env:{name}", text=True)
             for name, path in self._names

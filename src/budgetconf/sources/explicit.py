@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._formats import readable
+from budgetconf._schema import Schema
 from budgetconf.errors import ConfigError
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, Layer, Offer, SourceSpec, SourceStatus
-from budgetconf.sources._formats import readable
+from budgetconf.sources._records import Context, Layer, Offer, SourceStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar, Final
+    from typing import Final
+
+__all__ = ["ExplicitSource"]
 
 LOCATOR: Final = "explicit"
 # the types of the values a key may hold: each compares equal only to its own kind of value
@@ -25,14 +28,24 @@ class ExplicitSource:
     whatever the source's invalid policy.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {}
-    DEFINES_SECTIONS: ClassVar[bool] = False
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind(
+        "explicit",
+        argument=Argument(
+            "explicit",
+            option="--set",
+            metavar="FIELD=VALUE",
+            help="a value for the explicit source, parsed like a flag's (repeatable)",
+        ),
+        label="code (explicit)",
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         pass
 
     def key(self, ctx: Context) -> Hashable:
-        given = ctx.request.explicit
+        given = ctx.request.get("explicit")
         if given is None:
             return ()
         key: list[Hashable] = [ctx.request.explicit_is_text]
@@ -45,7 +58,7 @@ class ExplicitSource:
         return tuple(key)
 
     def load(self, ctx: Context) -> Layer:
-        given = ctx.request.explicit
+        given = ctx.request.get("explicit")
         if given is None:
             return Layer.not_configured()
         offers: list[Offer] = []

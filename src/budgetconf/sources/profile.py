@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._formats import Table
+from budgetconf._schema import Schema, show_typed
 from budgetconf.errors import SourceError
-from budgetconf.schema import Schema, show_typed
-from budgetconf.sources._base import Context, Layer, SourceSpec
-from budgetconf.sources._file import FileSource
-from budgetconf.sources._formats import Table
+from budgetconf.sources._records import Context, Layer
+from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource
 from budgetconf.sources._steps import Step
+from budgetconf.sources.step import StepSource
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
+__all__ = ["ProfileSource"]
 
 
 def is_path(profile: str) -> bool:
@@ -37,9 +36,24 @@ class ProfileSource(FileSource):
     file's folder. A step without the key has no profile.
     """
 
-    KIND = "profile"
-    FORMAT = "json"
-    OPTIONS: ClassVar[Mapping[str, type]] = {"folder": str, "from_step": str, "sections": list}
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind(
+        "profile",
+        options={**FILE_OPTIONS, "folder": str, "from_step": str},
+        defines_sections=True,
+        needs={"from_step": "step"},
+        argument=Argument(
+            "profile",
+            option="--profile",
+            metavar="NAME|PATH",
+            help="a profile by name or path",
+            text=True,
+        ),
+        label="a profile",
+        format="json",
+        title="A profile",
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         super().__init__(spec, schema)
@@ -47,15 +61,16 @@ class ProfileSource(FileSource):
         self._from_step: str | None = spec.options.get("from_step")
 
     def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
-        profile = ctx.request.profile
+        profile = ctx.request.get("profile")
         if profile is not None:
             if is_path(profile):
                 return ctx.user_path(profile), True
             return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True
-        if self._from_step is None or ctx.request.step is None:
+        if self._from_step is None or ctx.request.get("step") is None:
             return None, False
-        assert ctx.steps is not None, "the preset loader refuses from_step without a step source"
-        step = ctx.steps.find(ctx, self.KIND)
+        steps = ctx.sources.get("step")
+        assert isinstance(steps, StepSource), "the preset reader refuses from_step without one"
+        step = steps.find(ctx, self.KIND.name)
         if isinstance(step, Layer):
             return None, False  # the step source reports what is wrong with the step
         found = self._named_by(step, self._from_step)
@@ -87,6 +102,6 @@ class ProfileSource(FileSource):
         locator = step.locator(line)
         why = f"{key} must be {wanted}, got {show_typed(node)}"
         error = SourceError(
-            f"{self.KIND} {locator}: {why}", source=self.KIND, locator=locator, problem=why
+            f"profile {locator}: {why}", source="profile", locator=locator, problem=why
         )
         return Layer.failed(error, locator)

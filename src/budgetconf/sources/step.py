@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, Layer, SourceSpec
-from budgetconf.sources._files import stamp
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._files import stamp
+from budgetconf._schema import Schema
+from budgetconf.sources._records import Context, Layer
 from budgetconf.sources._sections import read_fields, read_sections
-from budgetconf.sources._steps import StepFinder
+from budgetconf.sources._steps import Step, StepFinder
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
+__all__ = ["StepSource"]
 
 
 class StepSource:
@@ -27,8 +26,23 @@ class StepSource:
     ``step:NAME (path:line)``.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {"list": str, "name_keys": list, "section": str}
-    DEFINES_SECTIONS: ClassVar[bool] = True
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind(
+        "step",
+        options={"list": str, "name_keys": list, "section": str},
+        defines_sections=True,
+        argument=Argument(
+            "step",
+            option="--step",
+            metavar="NAME",
+            help="the workflow step whose overrides apply",
+            text=True,
+            needs="workflow",
+            needs_reason="steps are found in a workflow",
+        ),
+        label="a workflow step",
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._finder = StepFinder.from_options(spec.options)
@@ -37,8 +51,12 @@ class StepSource:
             raise ValueError(f"section: no section {self._section!r} in the fields")
         self._sections = frozenset(schema.sections)
 
+    def find(self, ctx: Context, kind: str) -> Step | Layer:
+        """The step the request names, or a failed layer of ``kind`` that says why not."""
+        return self._finder.find(ctx, kind)
+
     def key(self, ctx: Context) -> Hashable:
-        step, workflow = ctx.request.step, ctx.request.workflow
+        step, workflow = ctx.request.get("step"), ctx.request.get("workflow")
         if step is None or workflow is None:
             return ()
         path = ctx.user_path(workflow)
@@ -46,7 +64,7 @@ class StepSource:
         return None if version is None else (step, path, version)
 
     def load(self, ctx: Context) -> Layer:
-        if ctx.request.step is None:
+        if ctx.request.get("step") is None:
             return Layer.not_configured()
         step = self._finder.find(ctx, "step")
         if isinstance(step, Layer):

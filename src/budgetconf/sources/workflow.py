@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, Layer, SourceSpec
-from budgetconf.sources._file import read_mapping
-from budgetconf.sources._files import stamp
+from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._files import stamp
+from budgetconf._schema import Schema
+from budgetconf.sources._records import Context, Layer
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
+from budgetconf.sources._settings_file import read_mapping
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
+__all__ = ["WorkflowSource"]
 
 
 class WorkflowSource:
@@ -23,15 +22,24 @@ class WorkflowSource:
     without a warning.
     """
 
-    OPTIONS: ClassVar[Mapping[str, type]] = {"sections": list}
-    DEFINES_SECTIONS: ClassVar[bool] = True
+    __module__ = "budgetconf.sources"
+
+    KIND = SourceKind(
+        "yaml",
+        options={"sections": list},
+        defines_sections=True,
+        argument=Argument(
+            "workflow", option="--workflow", metavar="PATH", help="a workflow YAML file", text=True
+        ),
+        label="the workflow file",
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         only = chosen_sections(spec, schema)
         self._only = frozenset(schema.sections) if only is None else only
 
     def key(self, ctx: Context) -> Hashable:
-        workflow = ctx.request.workflow
+        workflow = ctx.request.get("workflow")
         if workflow is None:
             return ()
         path = ctx.user_path(workflow)
@@ -39,7 +47,7 @@ class WorkflowSource:
         return None if version is None else (path, version)
 
     def load(self, ctx: Context) -> Layer:
-        workflow = ctx.request.workflow
+        workflow = ctx.request.get("workflow")
         if workflow is None:
             return Layer.not_configured()
         path = ctx.user_path(workflow)

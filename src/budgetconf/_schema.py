@@ -21,10 +21,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final, TypeAlias
 
-__all__ = ["Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
+__all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
 
 Value: TypeAlias = int | float | bool | str | None
 
+#: what a secret field's value is shown as, in every rendering, error and log
+MASK: Final = "***"
 MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
 # The text of a number. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠';
@@ -38,6 +40,7 @@ _FALSE: Final = frozenset({"false", "0", "no", "off"})
 class Kind(StrEnum):
     """The type of a field."""
 
+    __module__ = "budgetconf"
     INT = "int"
     NUMBER = "number"
     BOOL = "bool"
@@ -140,6 +143,7 @@ class Field(Record):
     when it is left unset.
     """
 
+    __module__ = "budgetconf"
     __slots__ = (
         "aliases",
         "choices",
@@ -209,7 +213,7 @@ class Field(Record):
         set_field(self, "default_from", default_from)
 
     def __repr__(self) -> str:
-        default = "***" if self.secret else repr(self.default)
+        default = MASK if self.secret else repr(self.default)
         return f"Field({self.path!r}, {self.kind.value}, default={default})"
 
     @property
@@ -233,13 +237,13 @@ class Field(Record):
         }[self.kind]
 
     def mask(self, shown: str) -> str:
-        """``shown``, or ``***`` when the field is secret."""
-        return "***" if self.secret else shown
+        """``shown``, or `MASK` when the field is secret."""
+        return MASK if self.secret else shown
 
     def show_raw(self, raw: object, text: bool) -> str:
         """A raw value quoted for a person: ``'abc'`` as text, ``"7"`` as typed, secrets masked."""
         if self.secret:
-            return "***"
+            return MASK
         return show_text(raw) if text and isinstance(raw, str) else show_typed(raw)
 
     def _not_a(self, raw: object, text: bool, note: str = "") -> Invalid:
@@ -358,6 +362,7 @@ def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:
 class Schema(ReadOnly):
     """The fields of a preset, indexed by every name a user may set them by."""
 
+    __module__ = "budgetconf"
     __slots__ = ("by_env", "by_flag", "by_key", "by_path", "fields", "sections")
 
     fields: tuple[Field, ...]

@@ -10,22 +10,22 @@ import math
 from collections.abc import Mapping
 from enum import StrEnum
 
+from budgetconf._description import MergeMode
 from budgetconf._record import Record, set_field
-from budgetconf.schema import Field, Unusable, Value
-from budgetconf.sources import MergeMode, SourceStatus
+from budgetconf._schema import MASK, Field, Unusable, Value
+from budgetconf.sources._records import SourceStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any
 
 __all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
-
-MASK: Final = "***"
 
 
 class Status(StrEnum):
     """What became of one source's value for a field."""
 
+    __module__ = "budgetconf"
     WON = "won"
     SHADOWED = "shadowed"
     REJECTED = "rejected"
@@ -42,6 +42,7 @@ class Candidate(Record):
     candidate carries, when its field was unset and takes that field's value.
     """
 
+    __module__ = "budgetconf"
     __slots__ = (
         "alias",
         "derived_from",
@@ -121,6 +122,7 @@ class Candidate(Record):
 class FieldTrace(Record):
     """All candidates of one field in rank order, lowest first, and the winner."""
 
+    __module__ = "budgetconf"
     __slots__ = ("candidates", "field", "merge", "winner")
 
     field: Field
@@ -161,6 +163,7 @@ class FieldTrace(Record):
 class SourceReport(Record):
     """How one source of the stack fared: its status, where it read, what it offered."""
 
+    __module__ = "budgetconf"
     __slots__ = ("error", "locator", "offered", "source", "status")
 
     source: str

@@ -24,12 +24,15 @@ import stat
 import time
 from collections.abc import Callable, Hashable
 
+from budgetconf._formats import Document, ParseError, parse_json, parse_toml, parse_yaml
 from budgetconf.errors import SourceError
-from budgetconf.sources._formats import Document, ParseError, parse_json, parse_toml, parse_yaml
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
+
+#: the size above which a settings or preset file is refused, unless a preset sets its own
+DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
 
 PARSERS: Final[dict[str, Callable[[str], Document]]] = {
     "json": parse_json,

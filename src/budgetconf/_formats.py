@@ -22,7 +22,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping
 
-from budgetconf.schema import Unusable, show_typed
+from budgetconf._schema import Unusable, show_typed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ _TOML_LINE: Final = r"\(at line (\d+), column (\d+)\)"
 def parse_toml(text: str) -> Table:
     import tomllib
 
-    from budgetconf.sources._toml_lines import toml_lines
+    from budgetconf._toml_lines import toml_lines
 
     try:
         data = tomllib.loads(text)

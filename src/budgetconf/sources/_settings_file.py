@@ -1,19 +1,23 @@
-"""Reading one settings file for a source: where it is, and what its absence means."""
+"""The sources that read one settings file of sections, and how a source reads a file."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
+from budgetconf._description import SourceKind, SourceSpec
+from budgetconf._files import read_table, source_error, stamp
+from budgetconf._formats import Document, Items, Table
+from budgetconf._schema import Schema
 from budgetconf.errors import ConfigError, SourceError
-from budgetconf.schema import Schema
-from budgetconf.sources._base import Context, Layer, Request, SourceSpec, SourceStatus
-from budgetconf.sources._files import read_table, source_error, stamp
-from budgetconf.sources._formats import Document, Items, Table
+from budgetconf.sources._records import Context, Layer, SourceStatus
 from budgetconf.sources._sections import chosen_sections, file_locator, read_sections
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import ClassVar, Final
+
+#: the options of every file source: the preset's default path, and the sections it reads
+FILE_OPTIONS: Final[Mapping[str, type]] = {"path": str, "sections": list}
 
 
 def read_file(ctx: Context, path: str, fmt: str, kind: str, *, named: bool) -> Document | Layer:
@@ -55,22 +59,20 @@ class FileSource:
     belongs to the application.
     """
 
-    KIND: ClassVar[str]
-    FORMAT: ClassVar[str]
-    OPTIONS: ClassVar[Mapping[str, type]] = {"path": str, "sections": list}
-    DEFINES_SECTIONS: ClassVar[bool] = True
+    KIND: ClassVar[SourceKind]  # with its argument and its format
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
+        argument, fmt = self.KIND.argument, self.KIND.format
+        assert argument is not None, "a file source is named by its argument"
+        assert fmt is not None, "a file source knows its file's format"
+        self._argument = argument.name
+        self._format = fmt
         self._default: str | None = spec.options.get("path")
         self._only = chosen_sections(spec, schema)
 
-    def named(self, request: Request) -> str | None:
-        """The path the caller gave for this source, if any."""
-        raise NotImplementedError
-
     def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
         """The file to read and whether the caller named it (then it must exist), or why none."""
-        named = self.named(ctx.request)
+        named = ctx.request.get(self._argument)
         if named is not None:
             return ctx.user_path(named), True
         return (ctx.preset_path(self._default) if self._default else None), False
@@ -96,7 +98,7 @@ class FileSource:
 
     def read(self, ctx: Context, path: str, *, named: bool) -> Layer:
         """The sections of the file at ``path``, or the layer that says why there are none."""
-        table = read_mapping(ctx, path, self.FORMAT, self.KIND, named=named)
+        table = read_mapping(ctx, path, self._format, self.KIND.name, named=named)
         if isinstance(table, Layer):
             return table
         return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)

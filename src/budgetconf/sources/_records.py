@@ -1,9 +1,14 @@
-"""What every source has in common: the protocol, and the records it returns."""
+"""The records a source works with: the request, the context of one resolution, and a layer.
+
+A source is asked for one resolution with a `Context` (the `Request` and what
+the preset makes of it), and answers with a `Layer`: its `Offer`s of raw
+values, the `Problem`s found in their shape, and its status.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -13,32 +18,17 @@ from budgetconf.errors import ConfigError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Final, Protocol, TypeVar
+    from typing import Any, Final, TypeVar
 
     T = TypeVar("T")
 
-    from budgetconf.schema import Schema
-    from budgetconf.sources._steps import StepFinder
-
-DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
-
-
-class Policy(StrEnum):
-    """What a source does with a value its field cannot take."""
-
-    ERROR = "error"
-    FALLBACK = "fallback"
-
-
-class MergeMode(StrEnum):
-    """How a source's section combines with what lower sources said for it."""
-
-    FIELD = "field"
-    REPLACE = "replace"
+    from budgetconf._schema import Schema
 
 
 class SourceStatus(StrEnum):
     """How a source fared in one resolution."""
+
+    __module__ = "budgetconf.sources"
 
     LOADED = "loaded"
     MISSING = "missing"
@@ -49,90 +39,41 @@ class SourceStatus(StrEnum):
 _NOTHING: Final[Mapping[Any, Any]] = MappingProxyType({})
 
 
-class SourceSpec(Record):
-    """One entry of a preset's stack, as its file declares it."""
-
-    __slots__ = ("invalid", "kind", "merge", "options")
-
-    kind: str
-    invalid: Policy
-    merge: Mapping[str, MergeMode]
-    options: Mapping[str, Any]
-
-    def __init__(
-        self,
-        kind: str,
-        invalid: Policy,
-        merge: Mapping[str, MergeMode] = _NOTHING,
-        options: Mapping[str, Any] = _NOTHING,
-    ) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "invalid", invalid)
-        set_field(self, "merge", merge)
-        set_field(self, "options", options)
-
-    def merge_mode(self, section: str) -> MergeMode:
-        return self.merge.get(section, MergeMode.FIELD)
-
-
 class Request(Record):
     """Everything one resolution was asked with: `budgetconf.resolve`'s keywords.
 
-    Paths become text, and no ``env`` means the process's: the live mapping,
-    so a request kept and used again sees the variables as they are then.
+    ``arguments`` holds each keyword that was given (not None) by its name,
+    paths as text; each source reads the one its kind's `Argument` names. No
+    ``env`` means the process's: the live mapping, so a request kept and used
+    again sees the variables as they are then.
     """
 
-    __slots__ = (
-        "argv",
-        "dynaconf",
-        "env",
-        "explicit",
-        "explicit_is_text",
-        "global_file",
-        "profile",
-        "project_file",
-        "step",
-        "workflow",
-    )
+    __module__ = "budgetconf.sources"
+    __slots__ = ("arguments", "env", "explicit_is_text")
 
     env: Mapping[str, str]
-    argv: Sequence[str] | None
-    global_file: str | None
-    project_file: str | None
-    profile: str | None
-    workflow: str | None
-    step: str | None
-    explicit: Mapping[str, object] | None
+    arguments: Mapping[str, Any]
     explicit_is_text: bool
-    dynaconf: object
 
     def __init__(
         self,
         env: Mapping[str, str] | None = None,
-        argv: Sequence[str] | None = None,
-        global_file: str | os.PathLike[str] | None = None,
-        project_file: str | os.PathLike[str] | None = None,
-        profile: str | os.PathLike[str] | None = None,
-        workflow: str | os.PathLike[str] | None = None,
-        step: str | None = None,
-        explicit: Mapping[str, object] | None = None,
+        *,
         explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
-        dynaconf: object = None,  # an application's dynaconf settings object
+        **arguments: object,
     ) -> None:
+        given = {name: _text(value) for name, value in arguments.items() if value is not None}
         set_field(self, "env", os.environ if env is None else env)
-        set_field(self, "argv", argv)
-        set_field(self, "global_file", _text(global_file))
-        set_field(self, "project_file", _text(project_file))
-        set_field(self, "profile", _text(profile))
-        set_field(self, "workflow", _text(workflow))
-        set_field(self, "step", step)
-        set_field(self, "explicit", explicit)
+        set_field(self, "arguments", MappingProxyType(given))
         set_field(self, "explicit_is_text", explicit_is_text)
-        set_field(self, "dynaconf", dynaconf)
+
+    def get(self, argument: str) -> Any:
+        """The value given for the `resolve` keyword ``argument``, or None."""
+        return self.arguments.get(argument)
 
 
-def _text(path: str | os.PathLike[str] | None) -> str | None:
-    return None if path is None else os.fspath(path)
+def _text(value: object) -> object:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
 class Context:
@@ -140,11 +81,12 @@ class Context:
 
     ``home`` is the preset's folder (``~/.budgetconf``), moved by its
     ``home_env`` variable when that is set; it is worked out when a source
-    first asks for it. ``steps`` finds the selected workflow step, as the
-    preset's step source does, for any source that reads that step (None when
-    the preset has no step source).
+    first asks for it. ``sources`` are the preset's sources by kind, for a
+    source that reads what another one finds (a profile named by a workflow
+    step).
     """
 
+    __module__ = "budgetconf.sources"
     __slots__ = (
         "_home",
         "env",
@@ -153,7 +95,7 @@ class Context:
         "max_file_bytes",
         "request",
         "schema",
-        "steps",
+        "sources",
     )
 
     def __init__(
@@ -163,14 +105,14 @@ class Context:
         home_template: str,
         home_env: str | None,
         max_file_bytes: int,
-        steps: StepFinder | None = None,
+        sources: Mapping[str, object] = _NOTHING,
     ) -> None:
         self.request = request
         self.schema = schema
         self.home_template = home_template
         self.home_env = home_env
         self.max_file_bytes = max_file_bytes
-        self.steps = steps
+        self.sources = sources
         # the request's mapping, live; a copy once the sources load (see `snapshot`)
         self.env: Mapping[str, str] = request.env
         self._home: str | None = None
@@ -237,6 +179,7 @@ def _whole(read: Callable[[], T]) -> T:
 class Offer(Record):
     """One raw value a source offers for a field."""
 
+    __module__ = "budgetconf.sources"
     __slots__ = ("field", "key", "locator", "text", "value")
 
     field: str
@@ -263,6 +206,7 @@ class Offer(Record):
 class Problem(Record):
     """Something wrong with a source's shape, judged by the source's invalid policy."""
 
+    __module__ = "budgetconf.sources"
     __slots__ = ("field", "locator", "message", "raw")
 
     message: str
@@ -287,6 +231,7 @@ class Layer(Record):
     source that cannot be read, an unknown field in code.
     """
 
+    __module__ = "budgetconf.sources"
     __slots__ = ("errors", "locator", "offers", "problems", "sections", "status", "warnings")
 
     status: SourceStatus
@@ -322,29 +267,3 @@ class Layer(Record):
     @classmethod
     def not_configured(cls) -> Layer:
         return cls(SourceStatus.NOT_CONFIGURED)
-
-
-# The protocol exists for the type checker only: `typing` is not imported at run time.
-if TYPE_CHECKING:
-
-    class Source(Protocol):
-        """A provider of raw values. Sources never validate values: the resolver does.
-
-        A source class is built once per preset as ``cls(spec, schema)``. Each
-        resolution asks every source for its key; when the keys match those of an
-        earlier resolution, its result is reused, else every source is loaded.
-        """
-
-        def load(self, ctx: Context) -> Layer:
-            """The source's values for this resolution. Raises only `UsageError`."""
-            ...
-
-        def key(self, ctx: Context) -> Hashable:
-            """Everything `load` would read for this resolution, as a hashable value, cheaply.
-
-            Equal keys promise an equal layer: a file's key holds its path and the
-            signature of its current version, the environment's the values of the
-            variables it reads. None when the source cannot promise that (the
-            resolution is then never reused).
-            """
-            ...

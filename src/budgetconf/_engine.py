@@ -1,0 +1,166 @@
+"""The engine: a preset's description made ready to resolve with, and its memo.
+
+`load_preset` reads a preset (through the reader in ``_presets``), builds its
+sources from the registry of kinds, and keeps the result: a built-in preset
+for the life of the process, a preset file until it changes.
+`resolve_request` resolves one request, reusing a recent resolution when
+nothing its sources read has changed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Hashable
+from types import MappingProxyType
+
+from budgetconf._description import Description, SourceSpec
+from budgetconf._files import is_recent
+from budgetconf._merge import merge
+from budgetconf._presets import builtin_path, is_preset_path, read_preset
+from budgetconf._resolution import Resolution
+from budgetconf.errors import PresetError
+from budgetconf.sources import KINDS
+from budgetconf.sources._records import Context, Request, snapshot
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, TypeAlias
+
+    from budgetconf._schema import Schema
+    from budgetconf.sources._protocols import Source
+
+    _Key: TypeAlias = tuple[Hashable, ...]
+
+__all__ = ["Preset", "load_preset", "resolve_request"]
+
+_MEMO_SIZE: Final = 64  # resolutions kept per preset
+#: each kind's declaration, for the reader's strict check of a stack
+_DECLARED: Final = MappingProxyType({name: source.KIND for name, source in KINDS.items()})
+
+
+class Preset:
+    """A preset's description, its sources built, and its recent resolutions.
+
+    ``memo`` keeps the results of recent resolutions by their sources' keys
+    (see `resolve_request`).
+    """
+
+    __slots__ = ("by_kind", "description", "keys", "memo", "sources")
+
+    def __init__(self, description: Description, sources: tuple[Source, ...]) -> None:
+        self.description = description
+        self.sources = sources
+        self.by_kind = MappingProxyType(
+            {spec.kind: source for spec, source in zip(description.stack, sources, strict=True)}
+        )
+        self.memo: dict[_Key, Resolution] = {}
+        # each source's key method, looked up once: a warm resolution is mostly these calls
+        self.keys = tuple(source.key for source in sources)
+
+    def __repr__(self) -> str:
+        return f"Preset({self.name!r}, origin={self.origin!r})"
+
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    @property
+    def schema(self) -> Schema:
+        return self.description.schema
+
+    @property
+    def origin(self) -> str:
+        return self.description.origin
+
+    @property
+    def summary(self) -> str:
+        return self.description.summary
+
+    def has_source(self, kind: str) -> bool:
+        return self.description.has_source(kind)
+
+    def context(self, request: Request) -> Context:
+        """The context the sources of this preset read ``request`` in."""
+        d = self.description
+        return Context(request, d.schema, d.home, d.home_env, d.max_file_bytes, self.by_kind)
+
+
+_builtin: dict[str, Preset] = {}
+_by_path: dict[str, tuple[tuple[int, int, int, int, int], Preset]] = {}
+
+
+def load_preset(preset: str | os.PathLike[str]) -> Preset:
+    """The built-in preset of that name, or the preset file at that path.
+
+    Loaded presets are kept; a preset file that changes is loaded again.
+    Raises `PresetError`.
+    """
+    if not is_preset_path(preset):
+        name = os.fspath(preset)
+        cached = _builtin.get(name)
+        if cached is None:
+            cached = _builtin[name] = _built(builtin_path(name), origin="built-in")
+        return cached
+    path = os.path.abspath(os.path.expanduser(os.fspath(preset)))
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise PresetError(f"preset {path}: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise PresetError(f"preset {path}: {exc}") from None
+    signature = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+    cached_entry = _by_path.get(path)
+    if cached_entry is not None and cached_entry[0] == signature:
+        return cached_entry[1]
+    loaded = _built(path, origin=path)
+    if not is_recent(st, time.time_ns()):  # else its signature may not tell its versions apart
+        _by_path[path] = (signature, loaded)
+    return loaded
+
+
+def _built(path: str, *, origin: str) -> Preset:
+    description = read_preset(path, origin=origin, kinds=_DECLARED)
+    schema = description.schema
+    return Preset(
+        description,
+        tuple(_source(path, i, spec, schema) for i, spec in enumerate(description.stack)),
+    )
+
+
+def _source(path: str, index: int, spec: SourceSpec, schema: Schema) -> Source:
+    """The source a stack entry describes; its class may refuse options that do not fit."""
+    try:
+        return KINDS[spec.kind](spec, schema)
+    except ValueError as exc:
+        raise PresetError(f"preset {path}: sources[{index}] ({spec.kind}).{exc}") from None
+
+
+def resolve_request(preset: Preset, request: Request) -> Resolution:
+    """Resolve every field of ``preset`` for ``request``. Problems are collected, not raised.
+
+    A resolution whose sources' keys equal those of a recent one is that one:
+    nothing a source reads has changed. Otherwise the sources load from one
+    copy of the environment, and the result is kept only when it has no
+    errors and the keys, taken again (from that copy, and the files as they
+    are now), still match: a file changed while it was read is never kept,
+    nor a result read from variables other than its key's.
+    """
+    ctx = preset.context(request)
+    key = _key(preset, ctx)
+    if key is not None:
+        known: Resolution | None = preset.memo.get(key)
+        if known is not None:
+            return known
+    ctx.env = snapshot(ctx.env)
+    result = merge(preset.description, preset.sources, ctx)
+    if key is not None and not result.errors and _key(preset, ctx) == key:
+        if len(preset.memo) >= _MEMO_SIZE:
+            preset.memo.clear()
+        preset.memo[key] = result
+    return result
+
+
+def _key(preset: Preset, ctx: Context) -> _Key | None:
+    keys = tuple([key(ctx) for key in preset.keys])
+    return None if None in keys else keys

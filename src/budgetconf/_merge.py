@@ -1,0 +1,242 @@
+"""The ranked merge: every source's offers, validated and ranked into values and traces.
+
+For each source of the stack, lowest rank first:
+
+1. the source loads (files come from the parse cache, the environment is
+   read afresh);
+2. if the source defines a section it merges with ``replace``, every
+   candidate that lower sources (other than ``default``) gave for that
+   section is marked ``replaced``;
+3. each offer is checked against its field; a value the field cannot take is
+   ``rejected`` and, under the source's ``error`` policy, becomes a
+   `ConfigError`, under ``fallback`` a warning.
+
+The last valid candidate of each field wins; earlier valid ones are
+``shadowed``. A field with ``default_from`` that is left unset takes the
+other field's value: the candidate that left it unset is ``shadowed``, and a
+candidate that carries the other field's value, source and locator wins.
+Nothing here prints, and nothing writes a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from budgetconf._description import Description, MergeMode, Policy, SourceSpec
+from budgetconf._resolution import Resolution
+from budgetconf._schema import MASK, Field, Invalid, Unusable, Value, show_value
+from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
+from budgetconf.errors import ConfigError
+from budgetconf.sources._records import Context, Layer, Offer, Problem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.sources._protocols import Source
+
+__all__ = ["merge"]
+
+
+class _Work:
+    """A candidate while the stack is being merged; statuses settle at the end."""
+
+    __slots__ = ("offer", "policy", "reason", "source", "status", "value")
+
+    def __init__(
+        self, offer: Offer, source: str, policy: Policy, value: Value, reason: str | None
+    ) -> None:
+        self.offer = offer
+        self.source = source
+        self.policy = policy
+        self.value = value
+        self.reason = reason
+        self.status = Status.REJECTED if reason is not None else Status.WON
+
+
+def _located(field: str, locator: str, source: str) -> str:
+    return f"{field} from {locator}" + ("" if locator.startswith(source) else f" ({source})")
+
+
+def merge(preset: Description, sources: Sequence[Source], ctx: Context) -> Resolution:
+    """Load every source and merge what they offer."""
+    merging = _Merging(preset)
+    for spec, source in zip(preset.stack, sources, strict=True):
+        merging.add(spec, source.load(ctx))
+    return merging.resolution()
+
+
+class _Merging:
+    """The stack merged so far: every candidate of every field, and what was found on the way."""
+
+    __slots__ = ("errors", "merge_of", "preset", "reports", "warnings", "work")
+
+    def __init__(self, preset: Description) -> None:
+        self.preset = preset
+        self.work: dict[str, list[_Work]] = {path: [] for path in preset.schema.by_path}
+        self.merge_of: dict[tuple[str, str], MergeMode] = {}
+        self.reports: list[SourceReport] = []
+        self.warnings: list[str] = []
+        self.errors: list[ConfigError] = []
+
+    def add(self, spec: SourceSpec, layer: Layer) -> None:
+        """One more source's layer, above those added before it."""
+        errors = self.errors
+        for error in layer.errors:
+            # the yaml and step sources read one workflow file: say what is wrong with it once
+            if not any(_same_problem(error, known) for known in errors):
+                errors.append(error)
+        error_text = "; ".join(str(e) for e in layer.errors) or None
+        self.reports.append(
+            SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
+        )
+        self.warnings.extend(layer.warnings)
+        for problem in layer.problems:
+            _judge_problem(problem, spec.kind, spec.invalid, errors, self.warnings)
+        schema, work = self.preset.schema, self.work
+        for section, where in layer.sections.items():
+            mode = spec.merge_mode(section)
+            self.merge_of[(spec.kind, section)] = mode
+            if mode is MergeMode.REPLACE:
+                why = f"section {section} replaced whole by {spec.kind} {where}"
+                _replace([item for f in schema.sections[section] for item in work[f.path]], why)
+        for offer in layer.offers:
+            field = schema.by_path[offer.field]
+            value, reason = _check(field, offer)
+            if reason is not None and spec.invalid is Policy.ERROR:
+                errors.append(_value_error(field, offer, spec.kind, reason))
+            work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
+
+    def resolution(self) -> Resolution:
+        """Every field settled: its winner, and what became of each other candidate."""
+        schema = self.preset.schema
+        settled: dict[str, FieldTrace] = {}
+        # a field that defaults to another is settled after it (the reader refuses chains)
+        for field in sorted(schema, key=lambda f: f.default_from is not None):
+            settled[field.path] = _settle(field, self.work[field.path], self.merge_of, settled)
+        for field in schema:
+            self._warn_fallbacks(field, settled[field.path])
+        traces = {f.path: settled[f.path] for f in schema}
+        return Resolution(
+            self.preset, traces, tuple(self.reports), tuple(self.warnings), tuple(self.errors)
+        )
+
+    def _warn_fallbacks(self, field: Field, trace: FieldTrace) -> None:
+        for item in self.work[field.path]:
+            if item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
+                where = _located(field.path, item.offer.locator, item.source)
+                using = field.mask(show_value(trace.value))
+                self.warnings.append(
+                    f"{where}: {item.reason}; ignored, using {using} from {trace.winner.where}"
+                )
+
+
+def _settle(
+    field: Field,
+    items: list[_Work],
+    merge_of: Mapping[tuple[str, str], MergeMode],
+    settled: Mapping[str, FieldTrace],
+) -> FieldTrace:
+    """The field's trace: the last valid candidate wins, earlier valid ones are shadowed.
+
+    When the winner leaves a ``default_from`` field unset, the other field's
+    trace, in ``settled``, gives the value.
+    """
+    winner = next(i for i in reversed(items) if i.status is Status.WON)
+    for item in items:
+        if item.status is Status.WON and item is not winner:
+            item.status = Status.SHADOWED
+    candidates = [_candidate(i, field.secret) for i in items]
+    at = items.index(winner)
+    if field.default_from is None or winner.value is not None:
+        merge = merge_of.get((winner.source, field.section), MergeMode.FIELD)
+        return FieldTrace(field, candidates[at], tuple(candidates), merge)
+    # Unset, the field takes the other field's value. The candidate that left it
+    # unset stays in the trace, shadowed; the value it stands for comes right after.
+    other = settled[field.default_from]
+    why = f"unset, so it takes the value of {other.field.path}"
+    candidates[at] = candidates[at].replace(status=Status.SHADOWED, reason=why)
+    derived = Candidate(
+        source=other.source,
+        locator=other.locator,
+        status=Status.WON,
+        value=other.value,
+        raw=other.value,
+        secret=field.secret,
+        derived_from=other.field.path,
+    )
+    candidates.insert(at + 1, derived)
+    return FieldTrace(field, derived, tuple(candidates), other.merge)
+
+
+def _same_problem(a: ConfigError, b: ConfigError) -> bool:
+    """The same fault, reported by two sources (only their names differ in the message)."""
+    return a.reason is not None and (type(a), a.locator, a.field, a.reason) == (
+        type(b),
+        b.locator,
+        b.field,
+        b.reason,
+    )
+
+
+def _replace(items: list[_Work], why: str) -> None:
+    """Discard what lower sources said for a section; the built-in defaults stay."""
+    for item in items:
+        if item.status is Status.WON and item.source != "default":
+            item.status = Status.REPLACED
+            item.reason = why
+
+
+def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
+    """The offer's value for ``field``, or None and the reason it cannot be one."""
+    try:
+        if offer.text and isinstance(offer.value, str):
+            return field.parse_text(offer.value), None
+        return field.check_value(offer.value), None
+    except Invalid as exc:
+        return None, exc.reason
+
+
+def _candidate(item: _Work, secret: bool) -> Candidate:
+    offer = item.offer
+    return Candidate(
+        source=item.source,
+        locator=offer.locator,
+        status=item.status,
+        value=item.value,
+        raw=offer.value,
+        text=offer.text,
+        reason=item.reason,
+        alias=offer.key,
+        secret=secret,
+    )
+
+
+def _value_error(field: Field, offer: Offer, source: str, reason: str) -> ConfigError:
+    raw = offer.value.text if isinstance(offer.value, Unusable) else offer.value
+    raw = MASK if field.secret else raw
+    return ConfigError(
+        f"{_located(field.path, offer.locator, source)}: {reason}",
+        field=field.path,
+        source=source,
+        locator=offer.locator,
+        raw=raw,
+        reason=reason,
+    )
+
+
+def _judge_problem(
+    problem: Problem, source: str, policy: Policy, errors: list[ConfigError], found: list[str]
+) -> None:
+    message = f"{problem.locator} ({source}): {problem.message}"
+    if policy is Policy.ERROR:
+        errors.append(
+            ConfigError(
+                message,
+                field=problem.field,
+                source=source,
+                locator=problem.locator,
+                raw=problem.raw,
+                reason=problem.message,
+            )
+        )
+    else:
+        found.append(f"{message}; ignored")

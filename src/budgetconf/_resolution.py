@@ -1,0 +1,152 @@
+"""A resolution: the values of one, the evidence for each, and the explain document.
+
+Explain is data first: a `Resolution` keeps every candidate of every field,
+and the explain document is built from it here, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from budgetconf._description import Description, LoopSpec
+from budgetconf._record import ReadOnly, set_field
+from budgetconf._schema import MASK, Schema, Value
+from budgetconf._trace import FieldTrace, SourceReport
+from budgetconf.errors import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeVar
+
+    T = TypeVar("T")
+
+__all__ = ["Resolution", "explain_document"]
+
+#: the version of the explain document's shape
+VERSION: Final = 1
+
+
+def explain_document(
+    preset: str,
+    fields: dict[str, dict[str, Any]],
+    sources: list[dict[str, Any]],
+    warnings: list[str],
+    errors: list[str],
+) -> dict[str, Any]:
+    """The version-1 explain document, from its parts: each field's entry, each source's report.
+
+    A preset that could not be loaded has a document too: no fields, no
+    sources, and the error.
+    """
+    return {
+        "version": VERSION,
+        "preset": preset,
+        "values": {path: entry["value"] for path, entry in fields.items()},
+        "fields": fields,
+        "sources": sources,
+        "warnings": warnings,
+        "errors": errors,
+    }
+
+
+class Resolution(ReadOnly):
+    """The values of one resolution, and the evidence for each.
+
+    ``res["loop.max_steps"]`` is the typed value, ``res.values`` all of them,
+    ``res.trace(path)`` the candidates behind one, and ``res.to_dict()`` the
+    version-1 explain document (secrets masked). It is read-only: a later
+    resolution from the same inputs may return this very object.
+    """
+
+    __module__ = "budgetconf"
+    __slots__ = ("_traces", "errors", "loop", "preset", "schema", "sources", "values", "warnings")
+
+    def __init__(
+        self,
+        preset: Description,
+        traces: dict[str, FieldTrace],
+        sources: tuple[SourceReport, ...],
+        warnings: tuple[str, ...],
+        errors: tuple[ConfigError, ...],
+    ) -> None:
+        values = MappingProxyType({p: t.winner.value for p, t in traces.items()})
+        set_field(self, "preset", preset.name)
+        set_field(self, "schema", preset.schema)
+        set_field(self, "loop", preset.loop)  # how the preset bounds a loop, for the executor
+        set_field(self, "_traces", traces)
+        set_field(self, "values", values)
+        set_field(self, "sources", sources)
+        set_field(self, "warnings", warnings)
+        set_field(self, "errors", errors)
+
+    if TYPE_CHECKING:
+        preset: str
+        schema: Schema
+        loop: LoopSpec | None
+        _traces: dict[str, FieldTrace]
+        values: Mapping[str, Value]
+        sources: tuple[SourceReport, ...]
+        warnings: tuple[str, ...]
+        errors: tuple[ConfigError, ...]
+
+    def __getitem__(self, path: str) -> Value:
+        try:
+            return self.values[path]
+        except KeyError:
+            return self.values[self._path(path)]
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, str):
+            return False
+        try:
+            self._path(path)
+        except KeyError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        shown = {p: (MASK if t.field.secret else t.winner.value) for p, t in self._traces.items()}
+        return f"Resolution(preset={self.preset!r}, values={shown!r})"
+
+    def _path(self, path: str) -> str:
+        if path in self._traces:
+            return path
+        return self.schema.lookup(path).path  # an alias, or a KeyError with a suggestion
+
+    def trace(self, path: str) -> FieldTrace:
+        """Every candidate for the field at ``path``, and the one that won."""
+        return self._traces[self._path(path)]
+
+    def traces(self) -> tuple[FieldTrace, ...]:
+        """The traces of all fields, in schema order."""
+        return tuple(self._traces.values())
+
+    def sections(self) -> dict[str, dict[str, Value]]:
+        """The values nested by section: ``{"loop": {"max_steps": 40, ...}, ...}``."""
+        nested: dict[str, dict[str, Value]] = {}
+        for trace in self._traces.values():
+            nested.setdefault(trace.field.section, {})[trace.field.name] = trace.winner.value
+        return nested
+
+    def to_dict(self, fields: Sequence[str] | None = None) -> dict[str, Any]:
+        """The version-1 explain document, for all fields or the ones named."""
+        chosen = [self._path(f) for f in fields] if fields else list(self._traces)
+        return explain_document(
+            self.preset,
+            {path: self._traces[path].to_dict() for path in chosen},
+            [s.to_dict() for s in self.sources],
+            list(self.warnings),
+            [str(e) for e in self.errors],
+        )
+
+    def structure(self, cls: type[T]) -> T:
+        """An instance of ``cls`` built from the values nested by section, with cattrs.
+
+        The conversion is strict: a bool is not an int, and a float is never
+        truncated to one. Sections and fields ``cls`` does not declare are
+        ignored. Raises `ConfigError` when the values do not fit ``cls``.
+        """
+        from budgetconf._structure import structure
+
+        return structure(self.sections(), cls)
