@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any, Final, Literal, NoReturn, TextIO, TypeAlias, overload
 
 from budgetconf import __version__
+from budgetconf.cli._output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    document,
+    plural,
+    problems,
+    say,
+    write_json,
+)
 from budgetconf.cli._schema import FILE_KINDS
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.presets import Preset, is_preset_path, load_preset, preset_names
@@ -26,9 +35,6 @@ from budgetconf.sources import Request
 
 __all__ = ["main"]
 
-EXIT_OK: Final = 0
-EXIT_ERROR: Final = 1
-EXIT_USAGE: Final = 64
 PRESET_ENV: Final = "BUDGETCONF_PRESET"
 _PRESET_HELP: Final = (
     f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)"
@@ -300,23 +306,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def printable(text: str, keep: str = "") -> str:
-    """``text`` safe for a terminal: control characters (escapes too) shown as ``\\x1b``.
-
-    Characters in ``keep`` (say, newline and tab) are left as they are.
-    """
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text
-    )
-
-
-def say(stream: TextIO, line: str) -> None:
-    """One line to a person: a message that spans lines is joined, control codes escaped."""
-    stream.write(printable(" ".join(line.split("\n"))) + "\n")
-
-
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     from budgetconf.cli._diff import render, split
 
@@ -398,7 +387,7 @@ def _command(args: list[str], out: TextIO, err: TextIO, *, diff: bool = False) -
             raise _Usage(f"preset {preset.name!r} has no {ns.kind} source")
         if not any(preset.has_source(kind) for kind in FILE_KINDS):
             raise _Usage(f"preset {preset.name!r} reads no settings files")
-        out.write(json.dumps(json_schema(preset, ns.kind), indent=2, ensure_ascii=False) + "\n")
+        write_json(json_schema(preset, ns.kind), out)
         return EXIT_OK
     if ns.command == "init":
         return _init_command(preset, ns, out, err)
@@ -475,12 +464,12 @@ def _explain(
     res: Resolution, preset: Preset, fields: list[str], fmt: str, out: TextIO, err: TextIO
 ) -> int:
     if fmt == "json":
-        _document(res, fields, out)
+        document(res, fields, out)
     elif fmt == "toml":
-        _problems(res, err, warnings=True)
+        problems(res, err, warnings=True)
         out.write(_toml(res, fields))
     else:
-        _problems(res, err, warnings=False)  # the table shows the warnings itself
+        problems(res, err, warnings=False)  # the table shows the warnings itself
         from budgetconf.cli._table import render
 
         render(res, preset, fields, out)
@@ -492,33 +481,18 @@ def _check(
 ) -> int:
     failed = bool(res.errors or res.warnings)
     if fmt == "json":
-        _document(res, fields, out)
+        document(res, fields, out)
     else:
-        _problems(res, err, warnings=True)
+        problems(res, err, warnings=True)
         if failed:
             out.write(
-                f"check failed: {_plural(len(res.errors), 'error')}, "
-                f"{_plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
+                f"check failed: {plural(len(res.errors), 'error')}, "
+                f"{plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
             )
         else:
-            count = _plural(len(fields or res.values), "field")
+            count = plural(len(fields or res.values), "field")
             out.write(f"ok: {count} resolved, no warnings (preset {preset.name})\n")
     return EXIT_ERROR if failed else EXIT_OK
-
-
-def _document(res: Resolution, fields: list[str], out: TextIO) -> None:
-    out.write(json.dumps(res.to_dict(fields), indent=2, ensure_ascii=False) + "\n")
-
-
-def _problems(res: Resolution, err: TextIO, *, warnings: bool) -> None:
-    for error in res.errors:
-        say(err, f"budgetconf: error: {error}")
-    for warning in res.warnings if warnings else ():
-        say(err, f"budgetconf: warning: {warning}")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _toml(res: Resolution, fields: list[str]) -> str:
@@ -548,7 +522,7 @@ def _toml(res: Resolution, fields: list[str]) -> str:
 def _preset_failed(preset: str, exc: PresetError, fmt: str, out: TextIO, err: TextIO) -> int:
     """A preset file that cannot be loaded: a one-line error, and an empty document in JSON."""
     if fmt == "json":
-        document = {
+        empty = {
             "version": 1,
             "preset": preset,
             "values": {},
@@ -557,7 +531,7 @@ def _preset_failed(preset: str, exc: PresetError, fmt: str, out: TextIO, err: Te
             "warnings": [],
             "errors": [str(exc)],
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_json(empty, out)
     else:
         say(err, f"budgetconf: error: {exc}")
     return EXIT_ERROR

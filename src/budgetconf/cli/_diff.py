@@ -9,9 +9,9 @@ that set it does.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, TextIO
 
+from budgetconf.cli._output import printable, write_json
 from budgetconf.resolve import Resolution
 from budgetconf.trace import MASK, FieldTrace
 
@@ -87,9 +87,8 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
                 for path, pair in found.items()
             },
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_json(document, out)
         return
-    from budgetconf.cli import printable
     from budgetconf.cli._table import Shortener, candidate_text
 
     short = Shortener()

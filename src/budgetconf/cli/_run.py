@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
-from budgetconf.cli import printable, say
+from budgetconf.cli._output import printable, say, write_json
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.integrations import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
@@ -139,7 +139,7 @@ def run(
         with _events_file(events_path) as log:
             result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=_writer(log)).run(prompt)
     if output == "json":
-        out.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_json(result.to_dict(), out)
     else:
         _text(result, budget, out, err)
     return EXIT_BY_STATUS[result.status]
@@ -197,5 +197,5 @@ def not_run(errors: list[str], output: str, out: TextIO, err: TextIO) -> int:
             messages=[],
             events=[],
         )
-        out.write(json.dumps(never.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_json(never.to_dict(), out)
     return EXIT_BY_STATUS["failed"]

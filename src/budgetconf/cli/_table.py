@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from budgetconf.cli import printable
+from budgetconf.cli._output import printable
 from budgetconf.presets import Preset
 from budgetconf.resolve import Resolution
 from budgetconf.schema import Field, show_typed
