@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import Final, TextIO
 
-__all__ = ["SHELLS", "script"]
+from budgetconf.cli._output import EXIT_OK
+from budgetconf.cli._parser import CommandLine
+from budgetconf.presets import load_preset, preset_names
+
+__all__ = ["SHELLS", "command", "script"]
 
 _BASH: Final = """\
 _budgetconf() {
@@ -85,3 +89,11 @@ def script(shell: str, parser: argparse.ArgumentParser, extra: Mapping[str, Sequ
     lines += [f"            {shlex.quote(n)}) reply=({w}) ;;" for n, w in positionals.items() if w]
     lines += ["        esac", "    fi", "}"]
     return "\n".join(lines) + "\n" + SHELLS[shell]
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``completion``: the script, with the built-in presets and budgetconf's fields."""
+    line.no_app_args()
+    fields = [f.path for f in load_preset("budgetconf").schema]
+    out.write(script(line.ns.shell, line.parser, {"preset": preset_names(), "fields": fields}))
+    return EXIT_OK

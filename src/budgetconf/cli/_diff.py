@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Final, TextIO
 
-from budgetconf.cli._output import printable, write_json
+from budgetconf.cli._explain import preset_failed
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, printable, say, write_json
+from budgetconf.cli._parser import CommandLine, Usage, parse
+from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.resolve import Resolution
 from budgetconf.trace import MASK, FieldTrace
 
-__all__ = ["DIFF", "changes", "render", "split"]
+__all__ = ["DIFF", "changes", "command", "render", "split"]
 
 DIFF: Final = "--diff"
 _SIDES: Final = ("before", "after")
@@ -33,6 +36,39 @@ def split(args: list[str]) -> tuple[list[str], list[str] | None]:
         return args, None
     at = args.index(DIFF)
     return args[:at], args[:at] + args[at + 1 :]
+
+
+def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> int:
+    """Carry out ``explain --diff``: ``first`` parsed, ``second`` the arguments of the other side.
+
+    Each side is resolved as explain resolves it, the first before the second
+    is parsed, so that a problem of the first is the one reported.
+    """
+    if first.ns.command != "explain":
+        raise Usage("--diff is an option of explain")
+    try:
+        before = resolve(first).res
+    except PresetFailed as exc:
+        return preset_failed(exc, first.ns.format, out, err)
+    # the second side repeats the first's arguments, so it is an explain command too
+    line = parse(second)
+    try:
+        after, _, fields = resolve(line)  # the fields of both sides: the first's and any after
+    except PresetFailed as exc:
+        return preset_failed(exc, line.ns.format, out, err)
+    if line.ns.format == "toml":
+        raise Usage("explain --diff shows a table or json")
+    _problems(before, after, err)
+    render(before, after, fields, line.ns.format, out)
+    return EXIT_ERROR if before.errors or after.errors else EXIT_OK
+
+
+def _problems(before: Resolution, after: Resolution, err: TextIO) -> None:
+    """Both sides' errors, then their warnings: each once, as the sides share most of them."""
+    for error in dict.fromkeys(str(e) for e in (*before.errors, *after.errors)):
+        say(err, f"budgetconf: error: {error}")
+    for warning in dict.fromkeys(str(w) for w in (*before.warnings, *after.warnings)):
+        say(err, f"budgetconf: warning: {warning}")
 
 
 def changes(

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf.cli._output import printable, say, write_json
+from budgetconf.cli._parser import CommandLine, Usage
+from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.integrations import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 from budgetconf.resolve import Resolution
 
-__all__ = ["Server", "chosen_model", "not_run", "opened", "run"]
+__all__ = ["Server", "chosen_model", "command", "not_run", "opened", "run"]
 
 EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
 
@@ -114,6 +116,20 @@ def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
     )
     with client:
         yield OpenAIModel(choice.model, client=client)
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``run``: a configuration that does not resolve is a run that never started."""
+    ns = line.ns
+    try:
+        res = resolve(line).res
+    except PresetFailed as exc:
+        return not_run([str(exc)], ns.output, out, err)
+    try:  # a usage error goes first: nothing else matters
+        with opened(chosen_model(ns)) as model:
+            return run(res, model, ns.prompt, ns.output, ns.events, out, err)
+    except UsageError as exc:
+        raise Usage(str(exc)) from None
 
 
 def run(

@@ -11,13 +11,16 @@ the schema; it describes ``$schema`` (which names it to editors) and
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
+from budgetconf.cli._output import EXIT_OK, write_json
+from budgetconf.cli._parser import CommandLine, Usage
+from budgetconf.cli._resolution import chosen_preset
 from budgetconf.presets import Preset
 from budgetconf.schema import Field, Kind, plain_number, shown_default
 from budgetconf.sources import SourceSpec
 
-__all__ = ["FILE_KINDS", "json_schema"]
+__all__ = ["FILE_KINDS", "command", "json_schema"]
 
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: the sources that read a settings file of sections, with the format of that file
@@ -124,3 +127,16 @@ def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
         # a source that reads some sections leaves the rest of its file to the application
         "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
     }
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``schema``: a preset without the file asked for is a usage error."""
+    line.no_app_args()
+    preset = chosen_preset(line.ns)
+    kind = line.ns.kind
+    if kind is not None and not preset.has_source(kind):
+        raise Usage(f"preset {preset.name!r} has no {kind} source")
+    if not any(preset.has_source(k) for k in FILE_KINDS):
+        raise Usage(f"preset {preset.name!r} reads no settings files")
+    write_json(json_schema(preset, kind), out)
+    return EXIT_OK
