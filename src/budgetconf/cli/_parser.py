@@ -1,7 +1,7 @@
 """The command line's grammar: every command, its options and help, and how it is parsed.
 
 A command line that cannot be carried out as given raises `Usage`, which the
-command turns into exit code 64; argparse's own error exit is never taken.
+`main` turns into exit code 64; argparse's own error exit is never taken.
 """
 
 from __future__ import annotations
