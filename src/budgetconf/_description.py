@@ -76,12 +76,24 @@ class Argument(Record):
     ``option`` is the command line's option for it (``--global``), None when
     the command line has none; ``shown`` is how a message names it there, when
     not by ``option`` (``arguments after --``). ``text`` marks a path or a
-    name, which may not be empty. ``needs`` names another argument this one
-    cannot go without (``step`` needs ``workflow``), and ``needs_reason`` says why.
+    name, which may not be empty; ``pairs`` marks an option given once per
+    ``FIELD=VALUE`` pair (``--set``), whose pairs make a mapping. ``needs``
+    names another argument this one cannot go without (``step`` needs
+    ``workflow``), and ``needs_reason`` says why.
     """
 
     __module__ = "budgetconf.sources"
-    __slots__ = ("help", "metavar", "name", "needs", "needs_reason", "option", "shown", "text")
+    __slots__ = (
+        "help",
+        "metavar",
+        "name",
+        "needs",
+        "needs_reason",
+        "option",
+        "pairs",
+        "shown",
+        "text",
+    )
 
     name: str
     option: str | None
@@ -89,6 +101,7 @@ class Argument(Record):
     help: str
     shown: str | None
     text: bool
+    pairs: bool
     needs: str | None
     needs_reason: str
 
@@ -101,6 +114,7 @@ class Argument(Record):
         help: str = "",
         shown: str | None = None,
         text: bool = False,
+        pairs: bool = False,
         needs: str | None = None,
         needs_reason: str = "",
     ) -> None:
@@ -110,6 +124,7 @@ class Argument(Record):
         set_field(self, "help", help)
         set_field(self, "shown", shown)
         set_field(self, "text", text)
+        set_field(self, "pairs", pairs)
         set_field(self, "needs", needs)
         set_field(self, "needs_reason", needs_reason)
 

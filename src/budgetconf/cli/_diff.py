@@ -9,14 +9,17 @@ that set it does.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK
 from budgetconf._trace import FieldTrace
+from budgetconf.cli._explain import preset_failed
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, printable, say, write_json
+from budgetconf.cli._parser import CommandLine, Usage, parse
+from budgetconf.cli._resolution import PresetFailed, resolve
 
-__all__ = ["DIFF", "changes", "render", "split"]
+__all__ = ["DIFF", "changes", "command", "render", "split"]
 
 DIFF: Final = "--diff"
 _SIDES: Final = ("before", "after")
@@ -34,6 +37,39 @@ def split(args: list[str]) -> tuple[list[str], list[str] | None]:
         return args, None
     at = args.index(DIFF)
     return args[:at], args[:at] + args[at + 1 :]
+
+
+def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> int:
+    """Carry out ``explain --diff``: ``first`` parsed, ``second`` the arguments of the other side.
+
+    Each side is resolved as explain resolves it, the first before the second
+    is parsed, so that a problem of the first is the one reported.
+    """
+    if first.ns.command != "explain":
+        raise Usage("--diff is an option of explain")
+    try:
+        before = resolve(first).res
+    except PresetFailed as exc:
+        return preset_failed(exc, first.ns.format, out, err)
+    # the second side repeats the first's arguments, so it is an explain command too
+    line = parse(second)
+    try:
+        after, _, fields = resolve(line)  # the fields of both sides: the first's and any after
+    except PresetFailed as exc:
+        return preset_failed(exc, line.ns.format, out, err)
+    if line.ns.format == "toml":
+        raise Usage("explain --diff shows a table or json")
+    _problems(before, after, err)
+    render(before, after, fields, line.ns.format, out)
+    return EXIT_ERROR if before.errors or after.errors else EXIT_OK
+
+
+def _problems(before: Resolution, after: Resolution, err: TextIO) -> None:
+    """Both sides' errors, then their warnings: each once, as the sides share most of them."""
+    for error in dict.fromkeys(str(e) for e in (*before.errors, *after.errors)):
+        say(err, f"budgetconf: error: {error}")
+    for warning in dict.fromkeys(str(w) for w in (*before.warnings, *after.warnings)):
+        say(err, f"budgetconf: warning: {warning}")
 
 
 def changes(
@@ -88,9 +124,8 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
                 for path, pair in found.items()
             },
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_json(document, out)
         return
-    from budgetconf.cli import printable
     from budgetconf.cli._table import Shortener, candidate_text
 
     short = Shortener()

@@ -22,12 +22,15 @@ from typing import Final, TextIO
 
 from budgetconf._engine import Preset
 from budgetconf._schema import Field
-from budgetconf.cli._schema import FILE_KINDS, describe, file_sections
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, say
+from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
+from budgetconf.cli._resolution import chosen_preset
+from budgetconf.cli._schema import describe, file_sections
 from budgetconf.errors import UsageError
 from budgetconf.sources import KINDS, Request
 from budgetconf.sources.profile import is_path
 
-__all__ = ["WriteError", "init"]
+__all__ = ["WriteError", "command", "init"]
 
 _TITLE: Final = {kind: KINDS[kind].KIND.title for kind in FILE_KINDS}
 
@@ -191,3 +194,18 @@ def init(
     text = toml_text(preset, kind) if fmt == "toml" else json_text(preset, kind)
     write_new(where, text, force=force)
     out.write(f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet\n")
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``init``: a file that cannot be written fails it, with one line on ``err``."""
+    line.no_app_args()
+    preset = chosen_preset(line.ns)
+    ns = line.ns
+    try:
+        init(preset, ns.path, ns.kind, ns.file_format, ns.force, out)
+    except UsageError as exc:
+        raise Usage(str(exc)) from None
+    except WriteError as exc:
+        say(err, f"budgetconf: error: {exc}")
+        return EXIT_ERROR
+    return EXIT_OK

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
-from budgetconf.cli import printable, say
+from budgetconf.cli._output import printable, say, write_json
+from budgetconf.cli._parser import CommandLine, Usage
+from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.integrations import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 
-__all__ = ["Server", "chosen_model", "not_run", "opened", "run"]
+__all__ = ["Server", "chosen_model", "command", "not_run", "opened", "run"]
 
 EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
 
@@ -116,6 +118,20 @@ def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
         yield OpenAIModel(choice.model, client=client)
 
 
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``run``: a configuration that does not resolve is a run that never started."""
+    ns = line.ns
+    try:
+        res = resolve(line).res
+    except PresetFailed as exc:
+        return not_run([str(exc)], ns.output, out, err)
+    try:  # a usage error goes first: nothing else matters
+        with opened(chosen_model(ns)) as model:
+            return run(res, model, ns.prompt, ns.output, ns.events, out, err)
+    except UsageError as exc:
+        raise Usage(str(exc)) from None
+
+
 def run(
     res: Resolution,
     model: Callable[..., Any],
@@ -139,7 +155,7 @@ def run(
         with _events_file(events_path) as log:
             result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=_writer(log)).run(prompt)
     if output == "json":
-        out.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_json(result.to_dict(), out)
     else:
         _text(result, budget, out, err)
     return EXIT_BY_STATUS[result.status]
@@ -197,5 +213,5 @@ def not_run(errors: list[str], output: str, out: TextIO, err: TextIO) -> int:
             messages=[],
             events=[],
         )
-        out.write(json.dumps(never.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_json(never.to_dict(), out)
     return EXIT_BY_STATUS["failed"]

@@ -11,24 +11,20 @@ the schema; it describes ``$schema`` (which names it to editors) and
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
 from budgetconf._schema import Field, Kind, plain_number, shown_default
-from budgetconf.sources import KINDS
+from budgetconf.cli._output import EXIT_OK, write_json
+from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
+from budgetconf.cli._resolution import chosen_preset
 
-__all__ = ["FILE_KINDS", "json_schema"]
+__all__ = ["FILE_KINDS", "command", "json_schema"]
 
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: the sources that read a settings file of sections, with the format of that file
-#: (the project's first, as the kind `init` writes unless told another, then in rank order)
-FILE_KINDS: Final = dict(
-    sorted(
-        ((kind, source.KIND.format) for kind, source in KINDS.items() if source.KIND.format),
-        key=lambda item: item[0] != "project",
-    )
-)
+
 _TYPES: Final = {Kind.INT: "integer", Kind.NUMBER: "number", Kind.BOOL: "boolean"}
 # keys budgetconf skips (any that begins with `$`); these two are the ones in use
 _EDITOR_KEYS: Final = {
@@ -132,3 +128,16 @@ def json_schema(preset: Preset, kind: str | None = None) -> dict[str, Any]:
         # a source that reads some sections leaves the rest of its file to the application
         "additionalProperties": any("sections" in s.options for s in _file_specs(preset, kind)),
     }
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``schema``: a preset without the file asked for is a usage error."""
+    line.no_app_args()
+    preset = chosen_preset(line.ns)
+    kind = line.ns.kind
+    if kind is not None and not preset.has_source(kind):
+        raise Usage(f"preset {preset.name!r} has no {kind} source")
+    if not any(preset.has_source(k) for k in FILE_KINDS):
+        raise Usage(f"preset {preset.name!r} reads no settings files")
+    write_json(json_schema(preset, kind), out)
+    return EXIT_OK

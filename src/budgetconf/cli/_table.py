@@ -21,7 +21,7 @@ from budgetconf._engine import Preset
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK, Field, show_typed
 from budgetconf._trace import Candidate, FieldTrace, Status
-from budgetconf.cli import printable
+from budgetconf.cli._output import printable
 from budgetconf.sources import SourceStatus
 
 __all__ = ["Shortener", "candidate_text", "render"]

@@ -37,6 +37,7 @@ class ExplicitSource:
             option="--set",
             metavar="FIELD=VALUE",
             help="a value for the explicit source, parsed like a flag's (repeatable)",
+            pairs=True,
         ),
         label="code (explicit)",
     )

@@ -1,0 +1,77 @@
+"""``budgetconf explain``: every value, where it came from and what it overrode.
+
+Three formats: the table for people (drawn by ``_table``, the only user of
+rich), the JSON document for tools, and TOML, the values as a project file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from budgetconf._resolution import explain_document
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
+from budgetconf.cli._parser import CommandLine
+from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
+
+if TYPE_CHECKING:
+    from budgetconf._resolution import Resolution
+
+__all__ = ["command", "explain", "preset_failed"]
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``explain``: the exit code is 1 when a value or a source failed."""
+    try:
+        found = resolve(line)
+    except PresetFailed as exc:
+        return preset_failed(exc, line.ns.format, out, err)
+    return explain(found, line.ns.format, out, err)
+
+
+def explain(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
+    """Show the resolution in ``fmt``, its errors (and, but in the table, warnings) on ``err``."""
+    res, preset, fields = found
+    if fmt == "json":
+        document(res, fields, out)
+    elif fmt == "toml":
+        problems(res, err, warnings=True)
+        out.write(_toml(res, fields))
+    else:
+        problems(res, err, warnings=False)  # the table shows the warnings itself
+        from budgetconf.cli._table import render
+
+        render(res, preset, fields, out)
+    return EXIT_ERROR if res.errors else EXIT_OK
+
+
+def _toml(res: Resolution, fields: list[str]) -> str:
+    """The resolved values as a project file: a table per section, unset fields left out.
+
+    A value taken from another field is left out too: written down, it would
+    stop following that field.
+    """
+    import tomli_w
+
+    chosen = set(fields or res.values)
+    sections: dict[str, dict[str, object]] = {}
+    secret: list[str] = []
+    for trace in res.traces():
+        f = trace.field
+        if f.path not in chosen or trace.value is None or trace.winner.derived_from:
+            continue  # unset, or standing in for another field: left to follow that field
+        if f.secret:
+            secret.append(f.path)
+            continue
+        sections.setdefault(f.section, {})[f.name] = trace.value
+    header = [f"# Resolved by budgetconf explain, preset {res.preset}."]
+    header += [f"# {path} is secret and left out." for path in secret]
+    return "\n".join(header) + "\n\n" + tomli_w.dumps(sections)
+
+
+def preset_failed(exc: PresetFailed, fmt: str, out: TextIO, err: TextIO) -> int:
+    """A preset file that cannot be loaded: a one-line error, and an empty document in JSON."""
+    if fmt == "json":
+        write_json(explain_document(exc.preset, {}, [], [], [str(exc)]), out)
+    else:
+        say(err, f"budgetconf: error: {exc}")
+    return EXIT_ERROR
