@@ -199,7 +199,7 @@ _EXAMPLES: Final = {
     "presets": """examples:
   budgetconf presets""",
     "schema": """examples:
-  budgetconf schema > budgetconf._schema.json
+  budgetconf schema > budgetconf.schema.json
   budgetconf schema --preset skiller --kind profile""",
     "init": """examples:
   budgetconf init                         ./settings.toml, the project file
