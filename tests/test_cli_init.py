@@ -27,10 +27,10 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-def _clean(**options: str) -> budgetconf.Resolution:
+def _clean(*, profile: str | None = None) -> budgetconf.Resolution:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a written file must read back without a warning
-        return budgetconf.resolve(env={}, **options)
+        return budgetconf.resolve(env={}, profile=profile)
 
 
 def test_the_project_file_changes_nothing_and_explains_every_field(
@@ -89,8 +89,7 @@ def test_the_json_files_say_what_they_hold_in_a_comment_key(
     (note,) = [n for n in document["$comment"] if n.startswith("loop.max_steps: ")]
     assert "Takes an integer >= 1. Default: 40. Environment: BUDGETCONF_MAX_STEPS." in note
     kind = "profile" if "profile" in args else "global"
-    options = {"profile": "fast"} if kind == "profile" else {}
-    res = _clean(**options)
+    res = _clean(profile="fast" if kind == "profile" else None)
     assert res.values == DEFAULTS
     report = next(s for s in res.sources if s.source == kind)
     assert (report.status.value, report.offered) == ("loaded", 0)
@@ -141,7 +140,7 @@ def test_a_failed_write_leaves_no_file_behind(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(_init.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     code, _, err = run(["init"], capsys)
     assert code == 1
     assert err == (

@@ -257,9 +257,8 @@ def test_precedence_against_the_neighbouring_sources(
     """The dynaconf layer beats the sources below it in the stack and loses to those above."""
     preset = _preset(place, 'key = "budgets"\n')
     place.write("settings.toml", "[loop]\nmax_steps = 20\n")
-    given = {"env": {"APP_MAX_STEPS": "50"}, "explicit": {"loop.max_steps": 60}}
-    env = given["env"] if "env" in (lower, higher) else {}
-    explicit = given["explicit"] if "explicit" in (lower, higher) else None
+    env = {"APP_MAX_STEPS": "50"} if "env" in (lower, higher) else {}
+    explicit = {"loop.max_steps": 60} if "explicit" in (lower, higher) else None
 
     res = budgetconf.resolve(preset, env=env, explicit=explicit, dynaconf=_settings(place))
 

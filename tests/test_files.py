@@ -14,7 +14,7 @@ import pytest
 from budgetconf import SourceError
 from budgetconf.sources import _files
 from budgetconf.sources._files import read_table
-from budgetconf.sources._formats import Table
+from budgetconf.sources._formats import Document
 
 from conftest import Place
 
@@ -26,8 +26,8 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Wrap each real parser so that every parse is recorded by format."""
     calls: list[str] = []
 
-    def counting(fmt: str, parser: Callable[[str], Table]) -> Callable[[str], Table]:
-        def parse(text: str) -> Table:
+    def counting(fmt: str, parser: Callable[[str], Document]) -> Callable[[str], Document]:
+        def parse(text: str) -> Document:
             calls.append(fmt)
             return parser(text)
 
@@ -38,7 +38,7 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def _read(path: Path, fmt: str = "toml", *, max_bytes: int = LIMIT) -> Table | None:
+def _read(path: Path, fmt: str = "toml", *, max_bytes: int = LIMIT) -> Document | None:
     return read_table(str(path), fmt, source="project", max_bytes=max_bytes)
 
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import budgetconf
 from budgetconf.presets import load_preset
+from budgetconf.sources import SourceStatus
 
 from conftest import Place
 from seeds import SKILLER_WORKFLOW
@@ -146,7 +147,11 @@ def test_a_profile_named_by_a_workflow_step_is_read_again_when_it_changes(place:
     profile = place.home / ".skiller" / "profiles" / "agent.reviewer.json"
     _replace_file(profile, json.dumps({"loop": {"max_turns": 20}}))
     workflow = place.write("workflow.yaml", SKILLER_WORKFLOW)
-    kwargs = {"env": {"HOME": str(place.home)}, "workflow": workflow, "step": "reviewer"}
+    kwargs: dict[str, Any] = {
+        "env": {"HOME": str(place.home)},
+        "workflow": workflow,
+        "step": "reviewer",
+    }
     assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 20
     _replace_file(profile, json.dumps({"loop": {"max_turns": 21}}))
     assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 21
@@ -232,7 +237,7 @@ def test_a_value_seen_for_a_moment_is_never_kept_under_the_lasting_one(odd_read:
 def test_a_resolution_is_read_only() -> None:
     res = budgetconf.resolve(env={})
     with pytest.raises(AttributeError, match="read-only"):
-        res.preset = "other"  # type: ignore[misc]
+        res.preset = "other"
     with pytest.raises(TypeError):
         res.values["loop.max_steps"] = 1  # type: ignore[index]
 
@@ -242,15 +247,15 @@ def test_nothing_reached_from_a_resolution_can_be_changed() -> None:
     res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})
     trace = res.trace("loop.max_steps")
     with pytest.raises(AttributeError, match="read-only"):
-        trace.winner.value = 9999  # type: ignore[misc]
+        trace.winner.value = 9999
     with pytest.raises(AttributeError, match="read-only"):
-        trace.field.ge = 8  # type: ignore[misc]
+        trace.field.ge = 8
     with pytest.raises(AttributeError, match="read-only"):
-        res.sources[0].status = "error"  # type: ignore[misc]
+        res.sources[0].status = SourceStatus.ERROR
     with pytest.raises(AttributeError, match="read-only"):
         del trace.merge
     with pytest.raises(AttributeError, match="read-only"):
-        res.schema.fields = ()  # type: ignore[misc]
+        res.schema.fields = ()
     with pytest.raises(TypeError):
         del res.schema.by_path["loop.max_steps"]  # type: ignore[attr-defined]
     assert res.loop is not None

@@ -19,7 +19,7 @@ def test_records_are_equal_when_their_fields_are() -> None:
 
 def test_records_of_two_types_are_never_equal() -> None:
     """A Problem and an Offer with the same values in order are not the same thing."""
-    assert Offer("a", "b", "c", False, None) != Problem("a", "b", "c", False)  # type: ignore[arg-type]
+    assert Offer("a", "b", "c", False, None) != Problem("a", "b", "c", False)
 
 
 def test_a_record_shows_its_fields() -> None:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,8 +48,9 @@ def test_a_named_file_that_does_not_exist_is_an_error(
 ) -> None:
     """A path the caller named must exist: SourceError naming the source and the path."""
     missing = str(place.work / "nope.json")
+    named: dict[str, Any] = {argument: missing}  # the keyword is chosen at run time
     with pytest.raises(budgetconf.SourceError) as caught:
-        budgetconf.resolve(env={}, **{argument: missing})
+        budgetconf.resolve(env={}, **named)
     assert str(caught.value) == f"{source} {missing}: no such file"
     assert (caught.value.source, caught.value.locator) == (source, missing)
 
@@ -499,8 +501,9 @@ def test_a_tilde_user_path_is_expanded(place: Place) -> None:
 @pytest.mark.parametrize("argument", ["global_file", "project_file", "profile", "workflow"])
 def test_an_empty_path_is_a_usage_error(argument: str) -> None:
     """An empty path would quietly mean the default location; it is refused instead."""
+    named: dict[str, Any] = {argument: ""}  # the keyword is chosen at run time
     with pytest.raises(budgetconf.UsageError, match=f"{argument}= is empty"):
-        budgetconf.resolve(env={}, **{argument: ""})
+        budgetconf.resolve(env={}, **named)
 
 
 def test_a_nul_byte_in_a_path_is_a_source_error() -> None:
