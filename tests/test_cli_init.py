@@ -17,6 +17,7 @@ import budgetconf
 from budgetconf.cli import _init, main
 
 from conftest import Place
+from presetfiles import preset_file
 
 DEFAULTS = {f.path: f.default for f in budgetconf.resolve(env={}).schema}
 
@@ -177,11 +178,11 @@ def test_a_preset_without_a_default_project_path_needs_one(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A preset file whose project source names no path: init asks for PATH, then writes it."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
-        '[[sources]]\nkind = "project"\n[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
-        'help = "Turns."\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", "project"],
+        fields={"agent.turns": {"type": "int", "default": 5, "help": "Turns."}},
     )
     code, _, err = run(["init", "--preset", "app.toml"], capsys)
     assert code == 64
@@ -196,12 +197,17 @@ def test_a_file_that_reads_some_sections_lists_only_those(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A project source with `sections = ["agent"]`: the written file leaves the others out."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
-        '[[sources]]\nkind = "project"\npath = "app-settings.toml"\nsections = ["agent"]\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
-        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "project", "path": "app-settings.toml", "sections": ["agent"]},
+        ],
+        fields={
+            "agent.turns": {"type": "int", "default": 5},
+            "server.retries": {"type": "int", "default": 2},
+        },
     )
     assert main(["init", "--preset", "app.toml"]) == 0
     text = (place.work / "app-settings.toml").read_text()

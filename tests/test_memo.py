@@ -23,6 +23,7 @@ from budgetconf.presets import load_preset
 from budgetconf.sources import SourceStatus
 
 from conftest import Place
+from presetfiles import preset_file
 from seeds import SKILLER_WORKFLOW
 
 
@@ -264,27 +265,25 @@ def test_nothing_reached_from_a_resolution_can_be_changed() -> None:
     assert budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})["loop.max_steps"] == 7
 
 
-FALLBACK_CODE = """\
-format = 1
-name = "app"
-
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "env"
-invalid = "fallback"
-
-[[sources]]
-kind = "explicit"
-invalid = "fallback"
-
-[fields."agent.max_steps"]
-type = "int"
-ge = 1
-default = 40
-env = ["APP_MAX_STEPS"]
-"""
+def _fallback_code(place: Place, default: int = 40) -> Path:
+    """A preset whose explicit source falls back, as the env source does."""
+    return preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "env", "invalid": "fallback"},
+            {"kind": "explicit", "invalid": "fallback"},
+        ],
+        fields={
+            "agent.max_steps": {
+                "type": "int",
+                "ge": 1,
+                "default": default,
+                "env": ["APP_MAX_STEPS"],
+            }
+        },
+    )
 
 
 @pytest.mark.parametrize(
@@ -296,7 +295,7 @@ def test_values_that_compare_equal_but_differ_in_type_are_not_one_key(
     place: Place, odd: object, even: object
 ) -> None:
     """True == 1 == 1.0 in Python, but only 1 is an integer: each is judged as itself."""
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))  # settled: kept by its signature
     for value in (odd, even):
         fresh = _outcome(_copy(place, preset), {"env": {}, "explicit": {"agent.max_steps": value}})
@@ -305,7 +304,7 @@ def test_values_that_compare_equal_but_differ_in_type_are_not_one_key(
 
 
 def test_a_variable_that_is_not_text_is_judged_afresh_each_time(place: Place) -> None:
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
@@ -333,10 +332,10 @@ def test_a_rewrite_that_keeps_the_old_modification_time_is_seen(place: Place) ->
 def test_a_preset_file_rewritten_with_its_old_modification_time_is_read_again(
     place: Place,
 ) -> None:
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))
     assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 40
-    preset.write_text(FALLBACK_CODE.replace("default = 40", "default = 41"), encoding="utf-8")
+    assert _fallback_code(place, default=41) == preset  # the same file, rewritten in place
     os.utime(preset, ns=(0, 0))
     assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 41
 

@@ -14,6 +14,7 @@ import pytest
 import budgetconf
 
 from conftest import Place
+from presetfiles import preset_file
 
 
 def _statuses(res: budgetconf.Resolution) -> dict[str, str]:
@@ -137,31 +138,24 @@ def test_top_level_keys_beginning_with_a_dollar_are_left_to_editors(place: Place
     assert res.warnings == (f"loop.$note in {place.work / 'settings.toml'}:4 is not a known key",)
 
 
-CHOSEN = """\
-format = 1
-name = "chosen"
-
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "global"
-path = "{home}/agent.json"
-sections = ["loop"]
-
-[fields."loop.max_steps"]
-type = "int"
-ge = 1
-default = 40
-"""
+def _chosen(place: Place, source: Mapping[str, object]) -> Path:
+    """A preset of one field whose second source is ``source``."""
+    return preset_file(
+        place.work,
+        name="chosen",
+        file="chosen.toml",
+        sources=["default", source],
+        fields={"loop.max_steps": {"type": "int", "ge": 1, "default": 40}},
+    )
 
 
 def test_a_file_source_may_read_only_its_sections(place: Place) -> None:
     """With sections = ["loop"], the file's other keys are the application's and stay quiet."""
     settings = {"model": "big", "tools": ["x"], "loop": {"max_steps": 9, "max_step": 1}}
     path = place.write(".budgetconf/agent.json", json.dumps(settings, indent=1), base=place.home)
+    chosen = _chosen(place, {"kind": "global", "path": "{home}/agent.json", "sections": ["loop"]})
     with pytest.warns(budgetconf.BudgetConfWarning) as caught:
-        res = budgetconf.resolve(place.write("chosen.toml", CHOSEN), env={})
+        res = budgetconf.resolve(chosen, env={})
     assert res["loop.max_steps"] == 9
     assert [str(w.message) for w in caught] == [
         f"loop.max_step in {path}:8 is not a known key; did you mean loop.max_steps?"
@@ -171,10 +165,8 @@ def test_a_file_source_may_read_only_its_sections(place: Place) -> None:
 @pytest.mark.parametrize("kind", ["global", "yaml"])
 def test_sections_must_be_the_preset_s_own(place: Place, kind: str) -> None:
     """A section a source is told to read must be one of the preset's, checked at load."""
-    text = CHOSEN.replace('"loop"]', '"lop"]')
-    if kind == "yaml":
-        text = text.replace('kind = "global"\npath = "{home}/agent.json"', 'kind = "yaml"')
-    path = place.write("chosen.toml", text)
+    where = {"path": "{home}/agent.json"} if kind == "global" else {}
+    path = _chosen(place, {"kind": kind, **where, "sections": ["lop"]})
     with pytest.raises(budgetconf.PresetError) as caught:
         budgetconf.resolve(path, env={})
     assert str(caught.value) == (
@@ -325,47 +317,47 @@ def test_sys_argv_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- one variable or flag for several fields ------------------------------------------
 
-SHARED = """\
-format = 1
-name = "shared"
 
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "env"
-invalid = "fallback"
-
-[[sources]]
-kind = "cli"
-invalid = "fallback"
-
-[fields."run.steps"]
-type = "int"
-ge = 1
-default = 200
-env = ["APP_BUDGET"]
-flags = ["--budget"]
-
-[fields."run.calls"]
-type = "int"
-ge = 1
-default = 100
-env = ["APP_BUDGET", "APP_CALLS"]
-flags = ["--budget", "--calls"]
-"""
+def _shared(place: Place) -> Path:
+    """Two fields that list the same variable and the same flag, each with one of its own."""
+    return preset_file(
+        place.work,
+        name="shared",
+        file="shared.toml",
+        sources=[
+            "default",
+            {"kind": "env", "invalid": "fallback"},
+            {"kind": "cli", "invalid": "fallback"},
+        ],
+        fields={
+            "run.steps": {
+                "type": "int",
+                "ge": 1,
+                "default": 200,
+                "env": ["APP_BUDGET"],
+                "flags": ["--budget"],
+            },
+            "run.calls": {
+                "type": "int",
+                "ge": 1,
+                "default": 100,
+                "env": ["APP_BUDGET", "APP_CALLS"],
+                "flags": ["--budget", "--calls"],
+            },
+        },
+    )
 
 
 def test_one_variable_sets_every_field_that_lists_it(place: Place) -> None:
     """A variable listed by two fields offers its value to both, each located at it."""
-    res = budgetconf.resolve(place.write("shared.toml", SHARED), env={"APP_BUDGET": "300"})
+    res = budgetconf.resolve(_shared(place), env={"APP_BUDGET": "300"})
     assert res.values == {"run.steps": 300, "run.calls": 300}
     assert {t.locator for t in res.traces()} == {"env:APP_BUDGET"}
 
 
 def test_one_flag_sets_every_field_that_lists_it(place: Place) -> None:
     """A flag listed by two fields offers its value to both; a field's own flag is its own."""
-    path = place.write("shared.toml", SHARED)
+    path = _shared(place)
     res = budgetconf.resolve(path, env={}, argv=["--budget", "300"])
     assert res.values == {"run.steps": 300, "run.calls": 300}
     res = budgetconf.resolve(path, env={}, argv=["--budget=300", "--calls", "7"])
@@ -374,7 +366,7 @@ def test_one_flag_sets_every_field_that_lists_it(place: Place) -> None:
 
 def test_a_bad_shared_value_falls_back_in_every_field(place: Place) -> None:
     """Rejected under fallback, the shared value leaves each field to its next candidate."""
-    path = place.write("shared.toml", SHARED)
+    path = _shared(place)
     with pytest.warns(budgetconf.BudgetConfWarning) as caught:
         res = budgetconf.resolve(path, env={"APP_BUDGET": "300"}, argv=["--budget", "0"])
     assert res.values == {"run.steps": 300, "run.calls": 300}
