@@ -39,6 +39,11 @@ class Place:
         return path
 
 
+def source_statuses(res: budgetconf.Resolution) -> dict[str, str]:
+    """Each source of a resolution by kind, with how it fared."""
+    return {s.source: s.status.value for s in res.sources}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import budgetconf
 from budgetconf.schema import Field, Kind, Unusable
 from budgetconf.sources import Offer, Problem
 from budgetconf.trace import Candidate, Status
@@ -54,3 +55,12 @@ def test_an_unusable_value_compares_by_its_text() -> None:
     assert repr(octal) == (
         "Unusable(text='010', what='ambiguous', hint='8 in YAML 1.1, 10 in 1.2')"
     )
+
+
+def test_membership_understands_aliases() -> None:
+    """`in` agrees with []: an alias is in the resolution, a typo is not."""
+    res = budgetconf.resolve(env={})
+    assert "loop.max_turns" in res
+    assert "loop.max_steps" in res
+    assert "loop.max_step" not in res
+    assert 5 not in res

@@ -263,3 +263,36 @@ def test_from_step_needs_a_step_source(place: Place) -> None:
     assert (
         str(caught.value) == f"preset {path}: sources[1] (profile).from_step: needs a step source"
     )
+
+
+# --- steps in a `steps:` list, more closely -------------------------------------------
+
+
+def test_a_step_without_a_workflow_is_a_usage_error() -> None:
+    """step= needs workflow= to be found in."""
+    with pytest.raises(budgetconf.UsageError, match="step= needs workflow="):
+        budgetconf.resolve(env={}, step="review")
+
+
+def test_step_names_are_compared_as_the_file_writes_them(place: Place) -> None:
+    """`name: true` is the step true, `name: 010` the step 010."""
+    path = place.write(
+        "wf.yaml", "steps:\n  - name: true\n    loop: {max_steps: 2}\n  - name: 010\n"
+    )
+    assert budgetconf.resolve(env={}, workflow=path, step="true")["loop.max_steps"] == 2
+    with pytest.raises(budgetconf.SourceError, match=r"its steps are true, 010$"):
+        budgetconf.resolve(env={}, workflow=path, step="other")
+
+
+def test_a_steps_key_that_is_not_a_list_is_an_error(place: Place) -> None:
+    """`steps:` written as a mapping cannot hold the step asked for."""
+    path = place.write("wf.yaml", "steps:\n  review:\n    loop: {max_steps: 2}\n")
+    with pytest.raises(budgetconf.SourceError, match="it has no 'steps' list of steps"):
+        budgetconf.resolve(env={}, workflow=path, step="review")
+
+
+def test_two_steps_with_one_name_are_an_error(place: Place) -> None:
+    """Which of two same-named steps applies cannot be guessed; both lines are named."""
+    path = place.write("wf.yaml", "steps:\n  - name: a\n  - name: a\n")
+    with pytest.raises(budgetconf.SourceError, match=r"2 steps have that name \(lines 2, 3\)"):
+        budgetconf.resolve(env={}, workflow=path, step="a")
