@@ -39,6 +39,11 @@ class Place:
         return path
 
 
+def source_statuses(res: budgetconf.Resolution) -> dict[str, str]:
+    """Each source of a resolution by kind, with how it fared."""
+    return {s.source: s.status.value for s in res.sources}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
@@ -76,7 +81,11 @@ class Explain(Protocol):
         env: Mapping[str, str] | None = None,
         argv: list[str] | None = None,
         explicit: Mapping[str, object] | None = None,
-        **paths: str | Path,
+        global_file: str | Path | None = None,
+        project_file: str | Path | None = None,
+        profile: str | Path | None = None,
+        workflow: str | Path | None = None,
+        step: str | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -109,11 +118,25 @@ def explained(
         env: Mapping[str, str] | None = None,
         argv: list[str] | None = None,
         explicit: Mapping[str, object] | None = None,
-        **paths: str | Path,
+        global_file: str | Path | None = None,
+        project_file: str | Path | None = None,
+        profile: str | Path | None = None,
+        workflow: str | Path | None = None,
+        step: str | None = None,
     ) -> dict[str, Any]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
-            res = budgetconf.resolve(preset, env=env, argv=argv, explicit=explicit, **paths)
+            res = budgetconf.resolve(
+                preset,
+                env=env,
+                argv=argv,
+                explicit=explicit,
+                global_file=global_file,
+                project_file=project_file,
+                profile=profile,
+                workflow=workflow,
+                step=step,
+            )
         return res.to_dict()
 
     def through_explain(
@@ -122,13 +145,25 @@ def explained(
         env: Mapping[str, str] | None = None,
         argv: list[str] | None = None,
         explicit: Mapping[str, object] | None = None,
-        **paths: str | Path,
+        global_file: str | Path | None = None,
+        project_file: str | Path | None = None,
+        profile: str | Path | None = None,
+        workflow: str | Path | None = None,
+        step: str | None = None,
     ) -> dict[str, Any]:
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
         args = ["explain", "--preset", preset, "--format", "json"]
-        for name, path in paths.items():
-            args += [_OPTIONS[name], str(path)]
+        named = {
+            "global_file": global_file,
+            "project_file": project_file,
+            "profile": profile,
+            "workflow": workflow,
+            "step": step,
+        }
+        for name, path in named.items():
+            if path is not None:
+                args += [_OPTIONS[name], str(path)]
         for field, given in (explicit or {}).items():
             args += ["--set", f"{field}={given}"]
         if argv is not None:

@@ -14,6 +14,7 @@ import pytest
 import budgetconf
 
 from conftest import Place
+from presetfiles import preset_file
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "agent.py"
 
@@ -69,13 +70,19 @@ def test_a_bad_flag_value_is_judged_by_the_presets_policy() -> None:
 
 def test_an_applications_preset_file_gives_its_own_flags(place: Place) -> None:
     """A preset file's fields, flags (with their aliases) and help reach the parser."""
-    preset = place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n'
-        '[[sources]]\nkind = "default"\n[[sources]]\nkind = "cli"\ninvalid = "error"\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\nflags = ["--turns", "--t"]\n'
-        'help = "Turns, 100% of them."\n'
-        '[fields."agent.quiet"]\ntype = "bool"\ndefault = false\n',  # no flag: not added
+    preset = preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "cli", "invalid": "error"}],
+        fields={
+            "agent.turns": {
+                "type": "int",
+                "default": 5,
+                "flags": ["--turns", "--t"],
+                "help": "Turns, 100% of them.",
+            },
+            "agent.quiet": {"type": "bool", "default": False},  # no flag: not added
+        },
     )
     parser = _parser(str(preset))
     assert "Turns, 100% of them. (default: 5)" in " ".join(parser.format_help().split())

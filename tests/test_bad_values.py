@@ -77,7 +77,8 @@ def _cases(outcome: str, *, cli: bool) -> list[Any]:
 
 
 def _path(case: dict[str, Any]) -> str:
-    return ALIASES.get(case["field"], case["field"])
+    field: str = case["field"]
+    return ALIASES.get(field, field)
 
 
 def _shown(value: object) -> str:

@@ -18,6 +18,7 @@ from budgetconf._presets import preset_names
 from budgetconf.cli import main
 
 from conftest import Place
+from presetfiles import preset_file
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -456,10 +457,8 @@ def test_a_long_winning_value_is_never_cut(
 
 def test_a_long_field_path_keeps_the_table_within_80_columns(place: Place) -> None:
     """An application's long field names fold; the locator column stays readable."""
-    preset = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        f'[fields."{"s" * 30}.{"n" * 40}"]\ntype = "int"\ndefault = 1\n',
+    preset = preset_file(
+        place.work, fields={f"{'s' * 30}.{'n' * 40}": {"type": "int", "default": 1}}
     )
     result = run_process(["explain", "--preset", str(preset)], env={"COLUMNS": "80"})
     assert result.returncode == 0

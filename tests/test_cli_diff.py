@@ -10,6 +10,7 @@ import pytest
 from budgetconf.cli import main
 
 from conftest import Place
+from presetfiles import preset_file
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -129,10 +130,11 @@ def test_another_preset_shows_the_fields_each_side_lacks(
 
 def test_a_secret_is_masked_on_both_sides(place: Place, capsys: pytest.CaptureFixture[str]) -> None:
     """A secret field's values are `***`, while its sources still show."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n[[sources]]\nkind = "explicit"\n'
-        '[fields."auth.pin"]\ntype = "int"\ndefault = 1234\nsecret = true\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", "explicit"],
+        fields={"auth.pin": {"type": "int", "default": 1234, "secret": True}},
     )
     code, out, _ = run(
         ["explain", "--preset", "app.toml", "--diff", "--set", "auth.pin=9999"], capsys

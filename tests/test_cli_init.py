@@ -17,6 +17,7 @@ import budgetconf
 from budgetconf.cli import _init, main
 
 from conftest import Place
+from presetfiles import preset_file
 
 DEFAULTS = {f.path: f.default for f in budgetconf.resolve(env={}).schema}
 
@@ -27,10 +28,10 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-def _clean(**options: str) -> budgetconf.Resolution:
+def _clean(*, profile: str | None = None) -> budgetconf.Resolution:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a written file must read back without a warning
-        return budgetconf.resolve(env={}, **options)
+        return budgetconf.resolve(env={}, profile=profile)
 
 
 def test_the_project_file_changes_nothing_and_explains_every_field(
@@ -89,8 +90,7 @@ def test_the_json_files_say_what_they_hold_in_a_comment_key(
     (note,) = [n for n in document["$comment"] if n.startswith("loop.max_steps: ")]
     assert "Takes an integer >= 1. Default: 40. Environment: BUDGETCONF_MAX_STEPS." in note
     kind = "profile" if "profile" in args else "global"
-    options = {"profile": "fast"} if kind == "profile" else {}
-    res = _clean(**options)
+    res = _clean(profile="fast" if kind == "profile" else None)
     assert res.values == DEFAULTS
     report = next(s for s in res.sources if s.source == kind)
     assert (report.status.value, report.offered) == ("loaded", 0)
@@ -141,7 +141,7 @@ def test_a_failed_write_leaves_no_file_behind(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(_init.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     code, _, err = run(["init"], capsys)
     assert code == 1
     assert err == (
@@ -178,11 +178,11 @@ def test_a_preset_without_a_default_project_path_needs_one(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A preset file whose project source names no path: init asks for PATH, then writes it."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
-        '[[sources]]\nkind = "project"\n[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
-        'help = "Turns."\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", "project"],
+        fields={"agent.turns": {"type": "int", "default": 5, "help": "Turns."}},
     )
     code, _, err = run(["init", "--preset", "app.toml"], capsys)
     assert code == 64
@@ -197,12 +197,17 @@ def test_a_file_that_reads_some_sections_lists_only_those(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A project source with `sections = ["agent"]`: the written file leaves the others out."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
-        '[[sources]]\nkind = "project"\npath = "app-settings.toml"\nsections = ["agent"]\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
-        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "project", "path": "app-settings.toml", "sections": ["agent"]},
+        ],
+        fields={
+            "agent.turns": {"type": "int", "default": 5},
+            "server.retries": {"type": "int", "default": 2},
+        },
     )
     assert main(["init", "--preset", "app.toml"]) == 0
     text = (place.work / "app-settings.toml").read_text()

@@ -7,7 +7,7 @@ import re
 import tomllib
 import warnings
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import jsonschema
 import pytest
@@ -16,6 +16,7 @@ import budgetconf
 from budgetconf.cli import main
 
 from conftest import Place
+from presetfiles import preset_file
 
 ROOT = Path(__file__).parent.parent
 _NAMED = re.compile(r"^```(json|toml) (\S+)\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
@@ -134,13 +135,18 @@ def test_a_source_that_reads_some_sections_leaves_the_rest_of_its_file_open(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With `sections`, other top-level keys belong to the application: the schema allows them."""
-    place.write(
-        "app.toml",
-        'format = 1\nname = "app"\n[[sources]]\nkind = "default"\n'
-        '[[sources]]\nkind = "project"\npath = "app.toml"\nsections = ["agent"]\n'
-        '[[sources]]\nkind = "global"\npath = "g.json"\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 5\n'
-        '[fields."server.retries"]\ntype = "int"\ndefault = 2\n',
+    preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "project", "path": "app.toml", "sections": ["agent"]},
+            {"kind": "global", "path": "g.json"},
+        ],
+        fields={
+            "agent.turns": {"type": "int", "default": 5},
+            "server.retries": {"type": "int", "default": 2},
+        },
     )
     project = schema_of(capsys, "--preset", "app.toml", "--kind", "project")
     assert list(project["properties"]) == ["$schema", "$comment", "agent"]
@@ -150,38 +156,37 @@ def test_a_source_that_reads_some_sections_leaves_the_rest_of_its_file_open(
     assert errors(global_, {"other": {}}) == ["'other' does not match any of the regexes: '^\\\\$'"]
 
 
-APP: Final = """format = 1
-name = "app"
-[[sources]]
-kind = "default"
-[[sources]]
-kind = "project"
-path = "settings.toml"
-[fields."agent.cap"]
-type = "int"
-ge = 1
-default = 20
-help = "The cap."
-[fields."agent.turns"]
-type = "int"
-ge = 1
-optional = true
-default_from = "agent.cap"
-help = "Turns; unset, the cap."
-[fields."agent.budget"]
-type = "number"
-gt = 0.5
-le = 2500000
-default = 5.0
-help = "money"
-"""
+def _app(place: Place) -> Path:
+    """A preset with a field that follows another, and a number field with a whole bound."""
+    return preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "project", "path": "settings.toml"}],
+        fields={
+            "agent.cap": {"type": "int", "ge": 1, "default": 20, "help": "The cap."},
+            "agent.turns": {
+                "type": "int",
+                "ge": 1,
+                "optional": True,
+                "default_from": "agent.cap",
+                "help": "Turns; unset, the cap.",
+            },
+            "agent.budget": {
+                "type": "number",
+                "gt": 0.5,
+                "le": 2500000,
+                "default": 5.0,
+                "help": "money",
+            },
+        },
+    )
 
 
 def test_a_field_that_follows_another_says_so(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A field that, unset, takes another's value: the description says that, with no default."""
-    place.write("app.toml", APP)
+    _app(place)
     schema = schema_of(capsys, "--preset", "app.toml")
     turns = schema["properties"]["agent"]["properties"]["turns"]
     assert "Default: the value of agent.cap." in turns["description"]
@@ -192,7 +197,7 @@ def test_bounds_are_whole_numbers_and_help_ends_its_sentence(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``le = 2500000`` is written so, not ``2.5e+06``; a help text without a stop gets one."""
-    place.write("app.toml", APP)
+    _app(place)
     budget = schema_of(capsys, "--preset", "app.toml")["properties"]["agent"]["properties"]
     assert budget["budget"]["maximum"] == 2500000
     assert budget["budget"]["description"].startswith("money.\nDefault: 5.0.")

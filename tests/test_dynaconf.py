@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 import dynaconf
 import pytest
@@ -14,6 +16,7 @@ from budgetconf._engine import load_preset
 from budgetconf.cli._table import render
 
 from conftest import Place
+from presetfiles import preset_file
 
 SETTINGS = """\
 [default]
@@ -31,38 +34,26 @@ max_steps = 30
 max_tokens = 5000
 """
 
-FIELDS = """
-[fields."loop.max_steps"]
-type = "int"
-default = 40
-ge = 1
-aliases = ["max_turns"]
-env = ["APP_MAX_STEPS"]
-
-[fields."loop.max_tool_calls_per_turn"]
-type = "int"
-default = 10
-ge = 1
-
-[fields."limits.max_tokens"]
-type = "int"
-ge = 1
-optional = true
-"""
+FIELDS: Final = {
+    "loop.max_steps": {
+        "type": "int",
+        "default": 40,
+        "ge": 1,
+        "aliases": ["max_turns"],
+        "env": ["APP_MAX_STEPS"],
+    },
+    "loop.max_tool_calls_per_turn": {"type": "int", "default": 10, "ge": 1},
+    "limits.max_tokens": {"type": "int", "ge": 1, "optional": True},
+}
 
 
-def _preset(place: Place, dynaconf_source: str, *, below: str = "project") -> Path:
+def _preset(place: Place, options: Mapping[str, object], *, below: str = "project") -> Path:
     """An application's preset: default, project, the dynaconf source, env, explicit."""
     stack = ["default", "project", "env", "explicit"]
     stack.insert(stack.index(below) + 1, "dynaconf")
-    text = 'format = 1\nname = "app"\n'
-    for kind in stack:
-        text += f'\n[[sources]]\nkind = "{kind}"\n'
-        if kind == "project":
-            text += 'path = "settings.toml"\n'
-        if kind == "dynaconf":
-            text += dynaconf_source
-    return place.write("app.toml", text + FIELDS)
+    options_of = {"project": {"path": "settings.toml"}, "dynaconf": options}
+    sources = [{"kind": kind, **options_of.get(kind, {})} for kind in stack]
+    return preset_file(place.work, name="app", sources=sources, fields=FIELDS)
 
 
 def _settings(place: Place, text: str = SETTINGS, **options: object) -> dynaconf.Dynaconf:
@@ -74,7 +65,7 @@ def _settings(place: Place, text: str = SETTINGS, **options: object) -> dynaconf
 
 def test_a_key_of_sections_is_one_layer_with_dynaconf_locators(place: Place) -> None:
     """``key = "budgets"`` reads budgets.loop and budgets.limits; each value names its key."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
 
@@ -91,7 +82,7 @@ def test_a_key_of_sections_is_one_layer_with_dynaconf_locators(place: Place) -> 
 
 def test_a_section_written_among_the_applications_keys(place: Place) -> None:
     """``section = "loop"`` reads agent.max_turns; agent.model is the app's, a near miss is told."""
-    preset = _preset(place, 'key = "agent"\nsection = "loop"\n')
+    preset = _preset(place, {"key": "agent", "section": "loop"})
 
     with pytest.warns(budgetconf.BudgetConfWarning) as caught:
         res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
@@ -107,7 +98,7 @@ def test_a_section_written_among_the_applications_keys(place: Place) -> None:
 
 def test_the_top_level_sections_without_a_key(place: Place) -> None:
     """Without ``key``, the preset's sections are read at the top; other keys are the app's."""
-    preset = _preset(place, "")
+    preset = _preset(place, {})
     settings = _settings(place, '[default.loop]\nmax_steps = 8\n[default.database]\nurl = "x"\n')
 
     res = budgetconf.resolve(preset, env={}, dynaconf=settings)
@@ -124,7 +115,7 @@ def test_values_from_dynaconfs_own_variables_keep_dynaconfs_types(
 ) -> None:
     """APP_BUDGETS__LOOP__MAX_STEPS=7 reaches budgetconf as dynaconf parsed it: the integer 7."""
     monkeypatch.setenv("APP_BUDGETS__LOOP__MAX_STEPS", "7")
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
 
@@ -137,7 +128,7 @@ def test_a_bad_value_is_rejected_with_its_dynaconf_key(
 ) -> None:
     """A value dynaconf read as text is judged as typed: ``"ten"`` is no integer, named by key."""
     monkeypatch.setenv("APP_BUDGETS__LOOP__MAX_STEPS", "ten")
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
@@ -154,7 +145,7 @@ def test_a_bad_value_is_rejected_with_its_dynaconf_key(
 
 def test_text_in_a_settings_file_is_not_a_number(place: Place) -> None:
     """``max_steps = "7"`` in the TOML dynaconf read stays text, so it is rejected."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     settings = _settings(place, '[default.budgets.loop]\nmax_steps = "7"\n')
 
     with pytest.raises(budgetconf.ConfigError, match=r'dynaconf:budgets\.loop\.max_steps: .*"7"'):
@@ -163,7 +154,7 @@ def test_text_in_a_settings_file_is_not_a_number(place: Place) -> None:
 
 def test_under_fallback_a_bad_value_is_ignored_with_a_warning(place: Place) -> None:
     """``invalid = "fallback"``: the rejected value stays in the trace and the default wins."""
-    preset = _preset(place, 'key = "budgets"\ninvalid = "fallback"\n')
+    preset = _preset(place, {"key": "budgets", "invalid": "fallback"})
     settings = _settings(place, "[default.budgets.loop]\nmax_steps = 0\n")
 
     with pytest.warns(budgetconf.BudgetConfWarning, match=r"dynaconf:budgets\.loop\.max_steps"):
@@ -176,7 +167,7 @@ def test_under_fallback_a_bad_value_is_ignored_with_a_warning(place: Place) -> N
 
 def test_a_lazy_value_is_read_as_the_application_sees_it(place: Place) -> None:
     """dynaconf's ``@int`` and ``@format`` are evaluated before budgetconf judges the value."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     settings = _settings(
         place,
         '[default]\nsteps = 9\n[default.budgets.loop]\nmax_steps = "@int @format {this.STEPS}"\n',
@@ -187,7 +178,7 @@ def test_a_lazy_value_is_read_as_the_application_sees_it(place: Place) -> None:
 
 def test_a_value_the_settings_cannot_evaluate_is_a_source_error(place: Place) -> None:
     """A lazy value that fails in dynaconf makes the source an error, named, never a traceback."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     settings = _settings(place, '[default.budgets.loop]\nmax_steps = "@format {this.NOPE}"\n')
 
     with pytest.raises(
@@ -198,7 +189,7 @@ def test_a_value_the_settings_cannot_evaluate_is_a_source_error(place: Place) ->
 
 def test_a_key_that_is_not_a_table_is_a_problem_of_the_source(place: Place) -> None:
     """``budgets = 5`` cannot hold sections: an error under the ``error`` policy, at its key."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     settings = _settings(place, "[default]\nbudgets = 5\n")
 
     with pytest.raises(budgetconf.ConfigError, match=r"^dynaconf:budgets \(dynaconf\): must be a"):
@@ -208,7 +199,7 @@ def test_a_key_that_is_not_a_table_is_a_problem_of_the_source(place: Place) -> N
 @pytest.mark.parametrize("key", ["budgets.agent", "name.budgets"])
 def test_a_missing_key_is_a_missing_layer(place: Place, key: str) -> None:
     """Settings without the key (or with text on its way) give nothing, and say it is missing."""
-    preset = _preset(place, f'key = "{key}"\n')
+    preset = _preset(place, {"key": key})
 
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
 
@@ -219,7 +210,7 @@ def test_a_missing_key_is_a_missing_layer(place: Place, key: str) -> None:
 
 def test_without_settings_the_source_is_not_configured(place: Place) -> None:
     """No ``dynaconf=`` argument: the layer is reported ``not configured`` and gives nothing."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     document = budgetconf.resolve(preset, env={}).to_dict()
 
@@ -230,7 +221,7 @@ def test_without_settings_the_source_is_not_configured(place: Place) -> None:
 
 def test_explain_shows_the_layer(place: Place) -> None:
     """The explain table names the dynaconf key that set a value and what it shadowed."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     place.write("settings.toml", "[loop]\nmax_steps = 20\n")
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
     out = io.StringIO()
@@ -255,11 +246,10 @@ def test_precedence_against_the_neighbouring_sources(
     place: Place, lower: str, higher: str, winner: str
 ) -> None:
     """The dynaconf layer beats the sources below it in the stack and loses to those above."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     place.write("settings.toml", "[loop]\nmax_steps = 20\n")
-    given = {"env": {"APP_MAX_STEPS": "50"}, "explicit": {"loop.max_steps": 60}}
-    env = given["env"] if "env" in (lower, higher) else {}
-    explicit = given["explicit"] if "explicit" in (lower, higher) else None
+    env = {"APP_MAX_STEPS": "50"} if "env" in (lower, higher) else {}
+    explicit = {"loop.max_steps": 60} if "explicit" in (lower, higher) else None
 
     res = budgetconf.resolve(preset, env=env, explicit=explicit, dynaconf=_settings(place))
 
@@ -274,7 +264,7 @@ def test_precedence_against_the_neighbouring_sources(
 
 def test_the_place_in_the_stack_is_the_presets_choice(place: Place) -> None:
     """Placed above env, the dynaconf layer wins over the variable."""
-    preset = _preset(place, 'key = "budgets"\n', below="env")
+    preset = _preset(place, {"key": "budgets"}, below="env")
 
     res = budgetconf.resolve(preset, env={"APP_MAX_STEPS": "50"}, dynaconf=_settings(place))
 
@@ -283,7 +273,7 @@ def test_the_place_in_the_stack_is_the_presets_choice(place: Place) -> None:
 
 def test_replace_merge_discards_the_lower_sections_values(place: Place) -> None:
     """``merge = { loop = "replace" }``: the project's loop values are replaced, not kept."""
-    preset = _preset(place, 'key = "budgets"\nmerge = { loop = "replace" }\n')
+    preset = _preset(place, {"key": "budgets", "merge": {"loop": "replace"}})
     place.write("settings.toml", "[loop]\nmax_steps = 20\nmax_tool_calls_per_turn = 3\n")
 
     res = budgetconf.resolve(preset, env={}, dynaconf=_settings(place))
@@ -301,7 +291,7 @@ def test_settings_for_a_preset_without_the_source_are_a_usage_error() -> None:
 
 def test_an_object_without_get_is_a_usage_error(place: Place) -> None:
     """Anything that cannot be asked for a key is refused with what was given."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     with pytest.raises(budgetconf.UsageError, match="got int"):
         budgetconf.resolve(preset, env={}, dynaconf=5)
@@ -310,13 +300,15 @@ def test_an_object_without_get_is_a_usage_error(place: Place) -> None:
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
-        ('section = "loop"\n', "section: needs a key"),
-        ('key = "agent"\nsection = "nope"\n', "section: no section 'nope'"),
-        ('key = "a..b"\n', "key: expected a dotted key"),
-        ('keys = "agent"\n', "keys"),
+        ({"section": "loop"}, "section: needs a key"),
+        ({"key": "agent", "section": "nope"}, "section: no section 'nope'"),
+        ({"key": "a..b"}, "key: expected a dotted key"),
+        ({"keys": "agent"}, "keys"),
     ],
 )
-def test_bad_options_are_preset_errors(place: Place, options: str, problem: str) -> None:
+def test_bad_options_are_preset_errors(
+    place: Place, options: dict[str, object], problem: str
+) -> None:
     """The source's options are checked when the preset loads."""
     with warnings.catch_warnings(), pytest.raises(budgetconf.PresetError, match=problem):
         budgetconf.resolve(_preset(place, options), env={})
@@ -324,7 +316,7 @@ def test_bad_options_are_preset_errors(place: Place, options: str, problem: str)
 
 def test_any_object_with_get_will_do(place: Place) -> None:
     """A plain dict of sections is read the same way: dynaconf is duck-typed, never imported."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
 
     res = budgetconf.resolve(preset, env={}, dynaconf={"budgets": {"loop": {"max_steps": 3}}})
 
@@ -340,7 +332,7 @@ def test_a_factory_reads_the_settings_at_every_construction(
     """``factory(..., dynaconf=settings)`` follows a change dynaconf sees after it was made."""
     settings = _settings(place)
     make = budgetconf.factory(
-        "loop.max_steps", _preset(place, 'key = "budgets"\n'), env={}, dynaconf=settings
+        "loop.max_steps", _preset(place, {"key": "budgets"}), env={}, dynaconf=settings
     )
     first = make()
     settings.set("budgets.loop.max_steps", 31)
@@ -350,7 +342,7 @@ def test_a_factory_reads_the_settings_at_every_construction(
 
 def test_an_integer_past_pythons_digit_limit_is_out_of_range_not_a_crash(place: Place) -> None:
     """A settings file's 0x… of 5,000 digits reaches the source as an int; it is shown cut."""
-    preset = _preset(place, 'key = "budgets"\n')
+    preset = _preset(place, {"key": "budgets"})
     settings = _settings(place, "[default.budgets.loop]\nmax_steps = 0x" + "f" * 5000 + "\n")
 
     with pytest.raises(budgetconf.ConfigError) as caught:

@@ -13,7 +13,7 @@ import pytest
 
 from budgetconf import SourceError, _files
 from budgetconf._files import read_table
-from budgetconf._formats import Table
+from budgetconf._formats import Document
 
 from conftest import Place
 
@@ -25,8 +25,8 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Wrap each real parser so that every parse is recorded by format."""
     calls: list[str] = []
 
-    def counting(fmt: str, parser: Callable[[str], Table]) -> Callable[[str], Table]:
-        def parse(text: str) -> Table:
+    def counting(fmt: str, parser: Callable[[str], Document]) -> Callable[[str], Document]:
+        def parse(text: str) -> Document:
             calls.append(fmt)
             return parser(text)
 
@@ -37,7 +37,7 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def _read(path: Path, fmt: str = "toml", *, max_bytes: int = LIMIT) -> Table | None:
+def _read(path: Path, fmt: str = "toml", *, max_bytes: int = LIMIT) -> Document | None:
     return read_table(str(path), fmt, source="project", max_bytes=max_bytes)
 
 

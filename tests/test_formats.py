@@ -289,6 +289,13 @@ def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return str(request.param)
 
 
+def _yaml_table(text: str) -> Table:
+    """The YAML document ``text``, which must be a mapping at the top level."""
+    table = parse_yaml(text)
+    assert isinstance(table, Table)
+    return table
+
+
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_block_lines() -> None:
     """Keys in block mappings have their own lines, even when the value is on the next line."""
@@ -305,7 +312,7 @@ def test_yaml_block_lines() -> None:
         "\n"  # 10
         "  max_tokens: 10\n"  # 11
     )
-    table = parse_yaml(text)
+    table = _yaml_table(text)
     assert table == {
         "name": "x",
         "loop": {"max_steps": 5, "last_turn": "wrap_up", "note": "max_steps: 9\n"},
@@ -322,7 +329,7 @@ def test_yaml_block_lines() -> None:
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_flow_lines() -> None:
     """Flow mappings, on one line or spread over several, keep each key's line."""
-    table = parse_yaml(
+    table = _yaml_table(
         "loop: {max_steps: 5, last_turn: wrap_up}\nlimits: {\n  max_tokens:\n    10}\n"
     )
     assert table.lines == {"loop": 1, "limits": 2}
@@ -335,7 +342,7 @@ def test_yaml_flow_lines() -> None:
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_empty_value_is_none_on_its_keys_line() -> None:
     """A key with no value is None, located on its own line."""
-    table = parse_yaml("a:\nb: 1\n")
+    table = _yaml_table("a:\nb: 1\n")
     assert table == {"a": None, "b": 1}
     assert table.lines == {"a": 1, "b": 2}
 
@@ -382,7 +389,7 @@ def test_yaml_merge_key_explicit_keys_win_and_lines_are_kept() -> None:
         "  <<: *base\n"  # 6
         "  extra: 1\n"  # 7
     )
-    table = parse_yaml(text)
+    table = _yaml_table(text)
     assert table["loop"] == {"max_steps": 9, "last_turn": "wrap_up", "extra": 1}
     assert table["loop"].lines == {"max_steps": 5, "last_turn": 3, "extra": 7}
     assert table["base"] == {"max_steps": 5, "last_turn": "wrap_up"}
@@ -391,7 +398,7 @@ def test_yaml_merge_key_explicit_keys_win_and_lines_are_kept() -> None:
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_merge_of_several_mappings_the_first_wins() -> None:
     """<<: [*a, *b] takes a key from the first mapping that has it."""
-    table = parse_yaml("a: &a {x: 1}\nb: &b {x: 2, y: 3}\nc:\n  <<: [*a, *b]\n")
+    table = _yaml_table("a: &a {x: 1}\nb: &b {x: 2, y: 3}\nc:\n  <<: [*a, *b]\n")
     assert table["c"] == {"x": 1, "y": 3}
     assert table["c"].lines == {"x": 1, "y": 2}
 
@@ -422,14 +429,14 @@ def test_yaml_billion_laughs_is_refused() -> None:
 @pytest.mark.usefixtures("yaml_loader")
 def test_a_long_document_without_aliases_is_not_an_alias_bomb() -> None:
     """Only alias expansion is bounded: a list of 30,000 items, each written out, is read."""
-    table = parse_yaml("agents:\n" + "".join(f"  - {i}\n" for i in range(30_000)))
+    table = _yaml_table("agents:\n" + "".join(f"  - {i}\n" for i in range(30_000)))
     assert len(table["agents"]) == 30_000
 
 
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_few_aliases_are_fine() -> None:
     """Aliases that expand to a small tree are read normally."""
-    table = parse_yaml("a: &a [1, 2]\nb: [*a, *a]\n")
+    table = _yaml_table("a: &a [1, 2]\nb: [*a, *a]\n")
     assert table == {"a": [1, 2], "b": [[1, 2], [1, 2]]}
 
 
@@ -513,7 +520,7 @@ def test_yaml_plain_scalars_read_differently_by_1_1_and_1_2_are_ambiguous(
     text: str, yaml11: str, yaml12: str
 ) -> None:
     """A plain scalar whose YAML 1.1 and 1.2 readings differ is Unusable, naming both readings."""
-    table = parse_yaml(f"loop:\n  max_steps: {text}\n")
+    table = _yaml_table(f"loop:\n  max_steps: {text}\n")
     value = table["loop"]["max_steps"]
     assert isinstance(value, Unusable)
     assert value.text == text
@@ -525,20 +532,20 @@ def test_yaml_plain_scalars_read_differently_by_1_1_and_1_2_are_ambiguous(
 @pytest.mark.usefixtures("yaml_loader")
 def test_an_explicit_tag_settles_what_a_scalar_is() -> None:
     """!!str 010 is the text "010" and !!int 10 is 10: a tag leaves nothing ambiguous."""
-    table = parse_yaml("a: !!str 010\nb: !!int 10\nc: !!str on\n")
+    table = _yaml_table("a: !!str 010\nb: !!int 10\nc: !!str on\n")
     assert (table["a"], table["b"], table["c"]) == ("010", 10, "on")
 
 
 @pytest.mark.usefixtures("yaml_loader")
 def test_forms_both_versions_read_alike_are_accepted_even_when_unusual() -> None:
     """07 is 7 in YAML 1.1 (octal) and 1.2 (decimal) alike, so it is not ambiguous."""
-    assert parse_yaml("a: 07\n")["a"] == 7
+    assert _yaml_table("a: 07\n")["a"] == 7
 
 
 @pytest.mark.usefixtures("yaml_loader")
 def test_yaml_ambiguous_markers_inside_lists() -> None:
     """Unusable scalars are found inside sequences too."""
-    items = parse_yaml("a: [010, 10, on]\n")["a"]
+    items = _yaml_table("a: [010, 10, on]\n")["a"]
     assert isinstance(items[0], Unusable)
     assert items[1] == 10
     assert isinstance(items[2], Unusable)
@@ -568,7 +575,7 @@ def test_yaml_scalars_read_alike_by_1_1_and_1_2_are_plain_values(
     text: str, expected: object
 ) -> None:
     """Scalars both YAML versions agree on, and quoted ones, are ordinary typed values."""
-    value = parse_yaml(f"a: {text}\n")["a"]
+    value = _yaml_table(f"a: {text}\n")["a"]
     assert not isinstance(value, Unusable)
     assert value == expected
     assert type(value) is type(expected)

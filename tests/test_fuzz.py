@@ -34,8 +34,6 @@ FUZZ: Final = settings(
     derandomize=_SEED is None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-if _SEED is not None:  # pragma: no cover - only in a long fuzz run
-    FUZZ = settings(FUZZ, derandomize=False)
 
 SCHEMA: Final = budgetconf.resolve(env={}).schema
 FIELDS: Final[tuple[Field, ...]] = tuple(SCHEMA)
@@ -198,10 +196,11 @@ def _resolve_file(
 ) -> tuple[budgetconf.Resolution | None, budgetconf.ConfigError | None]:
     """Resolve with the file as its format's source: the result, or the error it raised."""
     argument = {"json": "global_file", "toml": "project_file", "yaml": "workflow"}[fmt]
+    named: dict[str, Any] = {argument: path}  # the keyword is chosen at run time
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
-            return budgetconf.resolve(env={}, **{argument: path}), None
+            return budgetconf.resolve(env={}, **named), None
     except budgetconf.ConfigError as exc:
         return None, exc
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from budgetconf.loop import LoopExecutor, ScriptedModel, StopReason
 
 from conftest import Place
 from loops import Driver, Echo, answer, budget, call, calls, types, usage
+from presetfiles import preset_file
 
 # --- turns and answers -----------------------------------------------------------------
 
@@ -254,11 +256,10 @@ def test_opendot_stops_with_its_seed_message_and_names_its_variable(drive: Drive
 
 def test_a_preset_may_rename_the_budget_stop(drive: Driver, place: Place) -> None:
     """stop_reasons renames the stop; stop_kind keeps the standard name."""
-    path = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        '[fields."agent.turns"]\ntype = "int"\nge = 1\ndefault = 2\n'
-        '[loop]\nmax_steps = "agent.turns"\nstop_reasons = { max_steps = "out_of_turns" }\n',
+    path = preset_file(
+        place.work,
+        fields={"agent.turns": {"type": "int", "ge": 1, "default": 2}},
+        loop={"max_steps": "agent.turns", "stop_reasons": {"max_steps": "out_of_turns"}},
     )
     model = ScriptedModel([calls(1)])
     result = drive.run(drive.executor(model, {"echo": Echo()}, str(path)), "go")
@@ -480,21 +481,17 @@ def test_a_bad_budget_value_is_a_config_error() -> None:
 
 def test_a_preset_without_a_loop_table_cannot_drive_a_loop(place: Place) -> None:
     """The executor needs to know which field is the step budget."""
-    path = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n[fields."a.b"]\ntype = "int"\ndefault = 1\n',
-    )
+    path = preset_file(place.work, fields={"a.b": {"type": "int", "default": 1}})
     with pytest.raises(budgetconf.PresetError, match="bounds no loop"):
         LoopExecutor(ScriptedModel([answer()]), budget=str(path))
 
 
 def test_a_secret_budget_is_masked_in_the_limit_and_events(place: Place) -> None:
     """A budget field marked secret shows as *** wherever the run reports it."""
-    path = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 1\nsecret = true\n'
-        '[loop]\nmax_steps = "agent.turns"\n',
+    path = preset_file(
+        place.work,
+        fields={"agent.turns": {"type": "int", "default": 1, "secret": True}},
+        loop={"max_steps": "agent.turns"},
     )
     result = LoopExecutor(ScriptedModel([calls(1)]), {"echo": Echo()}, str(path)).run("go")
     assert result.limit is not None
@@ -523,31 +520,20 @@ def test_resume_defaults_to_the_resolved_step_budget(drive: Driver) -> None:
     assert second.limit["source"] == "explicit"
 
 
-ADVICE = """\
-format = 1
-home = "~/.app"
-
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "global"
-path = "{home}/settings.json"
-
-[[sources]]
-kind = "profile"
-
-[[sources]]
-kind = "explicit"
-
-[fields."agent.turns"]
-type = "int"
-ge = 1
-default = 1
-
-[loop]
-max_steps = "agent.turns"
-"""
+def _advised(place: Place) -> Path:
+    """A preset whose stack has no variable or flag: a global file, a profile, code."""
+    return preset_file(
+        place.work,
+        home="~/.app",
+        sources=[
+            "default",
+            {"kind": "global", "path": "{home}/settings.json"},
+            "profile",
+            "explicit",
+        ],
+        fields={"agent.turns": {"type": "int", "ge": 1, "default": 1}},
+        loop={"max_steps": "agent.turns"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -564,7 +550,7 @@ def test_without_a_variable_or_flag_the_advice_names_the_sources_above(
     place: Place, setup: dict[str, int], advice: str
 ) -> None:
     """No env var or flag can raise the value: the message names the sources that outrank it."""
-    preset = place.write("app.toml", ADVICE)
+    preset = _advised(place)
     if "global" in setup:
         place.write(".app/settings.json", '{"agent": {"turns": 1}}\n', base=place.home)
     explicit = {"agent.turns": 1} if "explicit" in setup else None
@@ -611,12 +597,13 @@ def test_an_interrupt_between_calls_still_answers_every_call() -> None:
 
 def test_a_secret_cap_is_not_shown_in_feedback_or_events(place: Place) -> None:
     """The per-response cap of a secret field shows as *** to the model and in events."""
-    path = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        '[fields."agent.turns"]\ntype = "int"\ndefault = 3\n'
-        '[fields."agent.cap"]\ntype = "int"\ndefault = 2\nsecret = true\n'
-        '[loop]\nmax_steps = "agent.turns"\nmax_tool_calls_per_turn = "agent.cap"\n',
+    path = preset_file(
+        place.work,
+        fields={
+            "agent.turns": {"type": "int", "default": 3},
+            "agent.cap": {"type": "int", "default": 2, "secret": True},
+        },
+        loop={"max_steps": "agent.turns", "max_tool_calls_per_turn": "agent.cap"},
     )
     model = ScriptedModel([calls(3), answer()])
     result = LoopExecutor(model, {"echo": Echo()}, str(path)).run("go")

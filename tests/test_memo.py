@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 
 import budgetconf
 from budgetconf._engine import load_preset
+from budgetconf.sources import SourceStatus
 
 from conftest import Place
+from presetfiles import preset_file
 from seeds import SKILLER_WORKFLOW
 
 
@@ -146,7 +148,11 @@ def test_a_profile_named_by_a_workflow_step_is_read_again_when_it_changes(place:
     profile = place.home / ".skiller" / "profiles" / "agent.reviewer.json"
     _replace_file(profile, json.dumps({"loop": {"max_turns": 20}}))
     workflow = place.write("workflow.yaml", SKILLER_WORKFLOW)
-    kwargs = {"env": {"HOME": str(place.home)}, "workflow": workflow, "step": "reviewer"}
+    kwargs: dict[str, Any] = {
+        "env": {"HOME": str(place.home)},
+        "workflow": workflow,
+        "step": "reviewer",
+    }
     assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 20
     _replace_file(profile, json.dumps({"loop": {"max_turns": 21}}))
     assert budgetconf.resolve("skiller", **kwargs)["loop.max_turns"] == 21
@@ -232,7 +238,7 @@ def test_a_value_seen_for_a_moment_is_never_kept_under_the_lasting_one(odd_read:
 def test_a_resolution_is_read_only() -> None:
     res = budgetconf.resolve(env={})
     with pytest.raises(AttributeError, match="read-only"):
-        res.preset = "other"  # type: ignore[misc]
+        res.preset = "other"
     with pytest.raises(TypeError):
         res.values["loop.max_steps"] = 1  # type: ignore[index]
 
@@ -242,15 +248,15 @@ def test_nothing_reached_from_a_resolution_can_be_changed() -> None:
     res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})
     trace = res.trace("loop.max_steps")
     with pytest.raises(AttributeError, match="read-only"):
-        trace.winner.value = 9999  # type: ignore[misc]
+        trace.winner.value = 9999
     with pytest.raises(AttributeError, match="read-only"):
-        trace.field.ge = 8  # type: ignore[misc]
+        trace.field.ge = 8
     with pytest.raises(AttributeError, match="read-only"):
-        res.sources[0].status = "error"  # type: ignore[misc]
+        res.sources[0].status = SourceStatus.ERROR
     with pytest.raises(AttributeError, match="read-only"):
         del trace.merge
     with pytest.raises(AttributeError, match="read-only"):
-        res.schema.fields = ()  # type: ignore[misc]
+        res.schema.fields = ()
     with pytest.raises(TypeError):
         del res.schema.by_path["loop.max_steps"]  # type: ignore[attr-defined]
     assert res.loop is not None
@@ -259,27 +265,25 @@ def test_nothing_reached_from_a_resolution_can_be_changed() -> None:
     assert budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "7"})["loop.max_steps"] == 7
 
 
-FALLBACK_CODE = """\
-format = 1
-name = "app"
-
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "env"
-invalid = "fallback"
-
-[[sources]]
-kind = "explicit"
-invalid = "fallback"
-
-[fields."agent.max_steps"]
-type = "int"
-ge = 1
-default = 40
-env = ["APP_MAX_STEPS"]
-"""
+def _fallback_code(place: Place, default: int = 40) -> Path:
+    """A preset whose explicit source falls back, as the env source does."""
+    return preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "env", "invalid": "fallback"},
+            {"kind": "explicit", "invalid": "fallback"},
+        ],
+        fields={
+            "agent.max_steps": {
+                "type": "int",
+                "ge": 1,
+                "default": default,
+                "env": ["APP_MAX_STEPS"],
+            }
+        },
+    )
 
 
 @pytest.mark.parametrize(
@@ -291,7 +295,7 @@ def test_values_that_compare_equal_but_differ_in_type_are_not_one_key(
     place: Place, odd: object, even: object
 ) -> None:
     """True == 1 == 1.0 in Python, but only 1 is an integer: each is judged as itself."""
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))  # settled: kept by its signature
     for value in (odd, even):
         fresh = _outcome(_copy(place, preset), {"env": {}, "explicit": {"agent.max_steps": value}})
@@ -300,7 +304,7 @@ def test_values_that_compare_equal_but_differ_in_type_are_not_one_key(
 
 
 def test_a_variable_that_is_not_text_is_judged_afresh_each_time(place: Place) -> None:
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
@@ -328,10 +332,10 @@ def test_a_rewrite_that_keeps_the_old_modification_time_is_seen(place: Place) ->
 def test_a_preset_file_rewritten_with_its_old_modification_time_is_read_again(
     place: Place,
 ) -> None:
-    preset = place.write("app.toml", FALLBACK_CODE)
+    preset = _fallback_code(place)
     os.utime(preset, ns=(0, 0))
     assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 40
-    preset.write_text(FALLBACK_CODE.replace("default = 40", "default = 41"), encoding="utf-8")
+    assert _fallback_code(place, default=41) == preset  # the same file, rewritten in place
     os.utime(preset, ns=(0, 0))
     assert budgetconf.resolve(preset, env={})["agent.max_steps"] == 41
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Final
 
 import pytest
 
 import budgetconf
 
 from conftest import Place
+from presetfiles import SourceEntry, preset_file
 
 LAYERED = str(Path(__file__).parent / "data" / "presets" / "layered.toml")
 
@@ -121,49 +123,35 @@ def test_field_merge_is_the_default_mode(place: Place, global_settings: Path) ->
 
 # --- default_from: an unset field takes another field's value ---------------------------
 
-DERIVED = """\
-format = 1
-name = "derived"
-
-[[sources]]
-kind = "default"
-
-[[sources]]
-kind = "env"
-invalid = "fallback"
-
-[[sources]]
-kind = "explicit"
-
-[fields."run.max_iter"]
-type = "int"
-ge = 1
-default = 20
-env = ["APP_MAX_ITER"]
-
-[fields."run.max_steps"]
-type = "int"
-ge = 1
-optional = true
-default_from = "run.max_iter"
-env = ["APP_MAX_STEPS"]
-
-[fields."run.budget"]
-type = "int"
-ge = 1
-optional = true
-
-[fields."run.spend"]
-type = "int"
-ge = 1
-optional = true
-default_from = "run.budget"
-"""
+DERIVED_SOURCES: Final[list[SourceEntry]] = [
+    "default",
+    {"kind": "env", "invalid": "fallback"},
+    "explicit",
+]
+# two fields that, unset, take another's value: one that has a default, one optional
+DERIVED_FIELDS: Final[dict[str, dict[str, object]]] = {
+    "run.max_iter": {"type": "int", "ge": 1, "default": 20, "env": ["APP_MAX_ITER"]},
+    "run.max_steps": {
+        "type": "int",
+        "ge": 1,
+        "optional": True,
+        "default_from": "run.max_iter",
+        "env": ["APP_MAX_STEPS"],
+    },
+    "run.budget": {"type": "int", "ge": 1, "optional": True},
+    "run.spend": {"type": "int", "ge": 1, "optional": True, "default_from": "run.budget"},
+}
 
 
 @pytest.fixture
 def derived(place: Place) -> Path:
-    return place.write("derived.toml", DERIVED)
+    return preset_file(
+        place.work,
+        name="derived",
+        file="derived.toml",
+        sources=DERIVED_SOURCES,
+        fields=DERIVED_FIELDS,
+    )
 
 
 def test_an_unset_field_takes_the_other_field_s_value(derived: Path) -> None:
@@ -272,12 +260,14 @@ def test_the_explain_table_shows_where_the_value_was_taken_from(
 
 def test_a_field_may_take_its_default_from_one_listed_after_it(place: Place) -> None:
     """Order in the file does not matter; warnings still come in the fields' order."""
-    first, second = DERIVED.split('[fields."run.max_steps"]')
-    steps, rest = second.split('[fields."run.budget"]')
-    reordered = first.replace(
-        '[fields."run.max_iter"]', '[fields."run.max_steps"]' + steps + '[fields."run.max_iter"]'
+    order = ["run.max_steps", "run.max_iter", "run.budget", "run.spend"]
+    path = preset_file(
+        place.work,
+        name="derived",
+        file="reordered.toml",
+        sources=DERIVED_SOURCES,
+        fields={field: DERIVED_FIELDS[field] for field in order},
     )
-    path = place.write("reordered.toml", reordered + '[fields."run.budget"]' + rest)
     with pytest.warns(budgetconf.BudgetConfWarning) as caught:
         res = budgetconf.resolve(path, env={"APP_MAX_STEPS": "x", "APP_MAX_ITER": "y"})
     assert list(res.values)[:2] == ["run.max_steps", "run.max_iter"]

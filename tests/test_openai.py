@@ -226,7 +226,7 @@ def test_an_answer_that_is_no_completion_is_an_error(mode: str, answer: Any) -> 
 
 def test_a_strict_clients_validation_error_is_one_line() -> None:
     """Any other error of the openai client is a `ModelError` naming the server too."""
-    with serving(["oops"]) as chat:
+    with serving(["oops"]) as chat:  # type: ignore[list-item]  # a body that is no completion, on purpose
         settings: dict[str, Any] = {"_strict_response_validation": True, "max_retries": 0}
         with openai.OpenAI(base_url=chat.url, api_key="k", **settings) as client:
             result = LoopExecutor(OpenAIModel("m", client=client)).run("hi")

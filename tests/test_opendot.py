@@ -21,8 +21,8 @@ import budgetconf
 
 @dataclass
 class AgentConfig:
-    max_steps: int = field(
-        default_factory=budgetconf.factory("agent.max_steps", preset="opendot")  # type: ignore[arg-type]
+    max_steps: int = field(  # type: ignore[assignment]  # factory() is typed for any field's value
+        default_factory=budgetconf.factory("agent.max_steps", preset="opendot")
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import budgetconf
 from budgetconf._schema import Field, Kind, Unusable
 from budgetconf._trace import Candidate, Status
 from budgetconf.sources import Offer, Problem
@@ -19,7 +20,7 @@ def test_records_are_equal_when_their_fields_are() -> None:
 
 def test_records_of_two_types_are_never_equal() -> None:
     """A Problem and an Offer with the same values in order are not the same thing."""
-    assert Offer("a", "b", "c", False, None) != Problem("a", "b", "c", False)  # type: ignore[arg-type]
+    assert Offer("a", "b", "c", False, None) != Problem("a", "b", "c", False)
 
 
 def test_a_record_shows_its_fields() -> None:
@@ -54,3 +55,12 @@ def test_an_unusable_value_compares_by_its_text() -> None:
     assert repr(octal) == (
         "Unusable(text='010', what='ambiguous', hint='8 in YAML 1.1, 10 in 1.2')"
     )
+
+
+def test_membership_understands_aliases() -> None:
+    """`in` agrees with []: an alias is in the resolution, a typo is not."""
+    res = budgetconf.resolve(env={})
+    assert "loop.max_turns" in res
+    assert "loop.max_steps" in res
+    assert "loop.max_step" not in res
+    assert 5 not in res

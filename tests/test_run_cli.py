@@ -17,6 +17,7 @@ from budgetconf.loop import ScriptedModel
 
 from conftest import Place
 from loops import ECHO, script
+from presetfiles import preset_file
 
 KEYS = {
     "status",
@@ -254,11 +255,7 @@ def test_usage_errors_exit_64_with_one_line(
     place.write("empty.json", '{"responses": []}\n')
     place.write("other.json", '{"replies": [{"content": "x"}]}\n')
     place.write("number.json", '{"responses": [5]}\n')
-    place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        '[fields."agent.max_steps"]\ntype = "int"\ndefault = 3\n',
-    )
+    preset_file(place.work, fields={"agent.max_steps": {"type": "int", "default": 3}})
     code, out, err = run(args, capsys)
     assert (code, out) == (64, "")
     assert err.count("\n") == 1
@@ -724,11 +721,10 @@ def test_a_presets_own_truncation_warning_is_printed_with_the_limit(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A loop table's truncated_warning replaces the default line; [FIELD = V from L] follows."""
-    preset = place.write(
-        "app.toml",
-        'format = 1\n[[sources]]\nkind = "default"\n'
-        '[fields."agent.turns"]\ntype = "int"\nge = 1\ndefault = 2\n'
-        '[loop]\nmax_steps = "agent.turns"\ntruncated_warning = "Ran out of turns."\n',
+    preset = preset_file(
+        place.work,
+        fields={"agent.turns": {"type": "int", "ge": 1, "default": 2}},
+        loop={"max_steps": "agent.turns", "truncated_warning": "Ran out of turns."},
     )
     code, _, err = run(
         ["run", "--model", script(place, ECHO), "--preset", str(preset), "go"], capsys

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -13,46 +12,36 @@ import budgetconf
 from budgetconf.cli import main
 
 from conftest import Place
+from presetfiles import preset_file
 
-PRESET = textwrap.dedent(
-    """\
-    format = 1
-    name = "vault"
-
-    [[sources]]
-    kind = "default"
-
-    [[sources]]
-    kind = "env"
-    invalid = "fallback"
-
-    [[sources]]
-    kind = "yaml"
-
-    [[sources]]
-    kind = "explicit"
-
-    [fields."limits.budget"]
-    type = "number"
-    gt = 0
-    default = 31.5
-    secret = true
-    env = ["VAULT_BUDGET"]
-
-    [fields."limits.mode"]
-    type = "enum"
-    choices = ["sk-secret-aaaa", "sk-secret-bbbb"]
-    default = "sk-secret-aaaa"
-    secret = true
-    env = ["VAULT_MODE"]
-    """
-)
 # the values set below; the choices of a secret enum are schema, and public
 SECRETS = ("31.5", "12.75", "1_000", "1000", "sk-secret-bbbc", "98.25")
 
 
 def _preset(place: Place) -> Path:
-    return place.write("vault.toml", PRESET)
+    """Two secret fields: a number, and an enum whose choices look like keys."""
+    return preset_file(
+        place.work,
+        name="vault",
+        file="vault.toml",
+        sources=["default", {"kind": "env", "invalid": "fallback"}, "yaml", "explicit"],
+        fields={
+            "limits.budget": {
+                "type": "number",
+                "gt": 0,
+                "default": 31.5,
+                "secret": True,
+                "env": ["VAULT_BUDGET"],
+            },
+            "limits.mode": {
+                "type": "enum",
+                "choices": ["sk-secret-aaaa", "sk-secret-bbbb"],
+                "default": "sk-secret-aaaa",
+                "secret": True,
+                "env": ["VAULT_MODE"],
+            },
+        },
+    )
 
 
 def _assert_masked(text: str) -> None:

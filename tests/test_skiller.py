@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from conftest import Explain, Place
 from seeds import SKILLER_OVERRIDES, SKILLER_WORKFLOW
 
 
-def _json(loop: dict[str, object] | None, **other: object) -> str:
+def _json(loop: Mapping[str, object] | None, **other: object) -> str:
     """A settings file as people write them: the loop section, and the agent's other keys."""
     body = dict(other)
     if loop is not None:
@@ -35,11 +36,11 @@ def _json(loop: dict[str, object] | None, **other: object) -> str:
     return json.dumps(body, indent=2) + "\n"
 
 
-def global_file(place: Place, loop: dict[str, object] | None, **other: object) -> Path:
+def global_file(place: Place, loop: Mapping[str, object] | None, **other: object) -> Path:
     return place.write(".skiller/settings/agent.json", _json(loop, **other), base=place.home)
 
 
-def profile_file(place: Place, loop: dict[str, object] | None, **other: object) -> Path:
+def profile_file(place: Place, loop: Mapping[str, object] | None, **other: object) -> Path:
     return place.write(
         ".skiller/profiles/agent.reviewer.json", _json(loop, **other), base=place.home
     )

@@ -2,44 +2,40 @@
 
 from __future__ import annotations
 
-import textwrap
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 import pytest
 
 import budgetconf
 
 from conftest import Place
+from presetfiles import SourceEntry, preset_file
 
-LISTED = """\
-format = 1
-name = "listed"
+# the steps are the file itself, named by agent or else by name, with loop's fields on them
+STEP: Final = {"kind": "step", "list": ".", "name_keys": ["agent", "name"], "section": "loop"}
 
-[[sources]]
-kind = "default"
 
-[[sources]]
-kind = "profile"
-from_step = "config.file"
+def _listed(
+    place: Place, step: Mapping[str, object] | None = STEP, *, file: str = "listed.toml"
+) -> Path:
+    """A preset whose profile is the one the selected ``step`` names (no step source: None)."""
+    sources: list[SourceEntry] = ["default", {"kind": "profile", "from_step": "config.file"}]
+    if step is not None:
+        sources.append(step)
+    return preset_file(
+        place.work,
+        name="listed",
+        file=file,
+        sources=sources,
+        fields={
+            "loop.max_turns": {"type": "int", "ge": 1, "default": 30, "aliases": ["turns"]},
+            "loop.max_tool_calls": {"type": "int", "ge": 1, "default": 10},
+        },
+    )
 
-[[sources]]
-kind = "step"
-list = "."
-name_keys = ["agent", "name"]
-section = "loop"
-
-[fields."loop.max_turns"]
-type = "int"
-ge = 1
-default = 30
-aliases = ["turns"]
-
-[fields."loop.max_tool_calls"]
-type = "int"
-ge = 1
-default = 10
-"""
 
 WORKFLOW = """\
 - agent: planner
@@ -58,7 +54,7 @@ WORKFLOW = """\
 @pytest.fixture
 def listed(place: Place) -> Path:
     place.write("profile.json", '{\n  "loop": {\n    "max_tool_calls": 7\n  }\n}\n')
-    return place.write("listed.toml", LISTED)
+    return _listed(place)
 
 
 def test_a_workflow_that_is_a_list_holds_the_steps(place: Place, listed: Path) -> None:
@@ -168,7 +164,7 @@ def test_a_step_without_a_name_cannot_be_selected(place: Place, listed: Path) ->
 
 def test_the_step_section_must_exist(place: Place) -> None:
     """section = names one of the preset's sections, checked when the preset is loaded."""
-    path = place.write("bad.toml", LISTED.replace('section = "loop"', 'section = "lop"'))
+    path = _listed(place, {**STEP, "section": "lop"}, file="bad.toml")
     with pytest.raises(budgetconf.PresetError) as caught:
         budgetconf.resolve(path)
     assert str(caught.value) == (
@@ -178,8 +174,7 @@ def test_the_step_section_must_exist(place: Place) -> None:
 
 def test_the_step_options_are_typed(place: Place) -> None:
     """name_keys is a list of strings, as every list option is."""
-    text = textwrap.dedent(LISTED).replace('["agent", "name"]', '"agent"')
-    path = place.write("bad.toml", text)
+    path = _listed(place, {**STEP, "name_keys": "agent"}, file="bad.toml")
     with pytest.raises(budgetconf.PresetError, match='name_keys: expected a list, got "agent"'):
         budgetconf.resolve(path)
 
@@ -262,10 +257,42 @@ def test_an_unknown_step_is_reported_once(place: Place, listed: Path) -> None:
 
 def test_from_step_needs_a_step_source(place: Place) -> None:
     """A profile cannot read its path from a step when the preset selects no steps."""
-    text = LISTED[: LISTED.index('[[sources]]\nkind = "step"')] + LISTED[LISTED.index("[fields") :]
-    path = place.write("bad.toml", text)
+    path = _listed(place, None, file="bad.toml")
     with pytest.raises(budgetconf.PresetError) as caught:
         budgetconf.resolve(path)
     assert (
         str(caught.value) == f"preset {path}: sources[1] (profile).from_step: needs a step source"
     )
+
+
+# --- steps in a `steps:` list, more closely -------------------------------------------
+
+
+def test_a_step_without_a_workflow_is_a_usage_error() -> None:
+    """step= needs workflow= to be found in."""
+    with pytest.raises(budgetconf.UsageError, match="step= needs workflow="):
+        budgetconf.resolve(env={}, step="review")
+
+
+def test_step_names_are_compared_as_the_file_writes_them(place: Place) -> None:
+    """`name: true` is the step true, `name: 010` the step 010."""
+    path = place.write(
+        "wf.yaml", "steps:\n  - name: true\n    loop: {max_steps: 2}\n  - name: 010\n"
+    )
+    assert budgetconf.resolve(env={}, workflow=path, step="true")["loop.max_steps"] == 2
+    with pytest.raises(budgetconf.SourceError, match=r"its steps are true, 010$"):
+        budgetconf.resolve(env={}, workflow=path, step="other")
+
+
+def test_a_steps_key_that_is_not_a_list_is_an_error(place: Place) -> None:
+    """`steps:` written as a mapping cannot hold the step asked for."""
+    path = place.write("wf.yaml", "steps:\n  review:\n    loop: {max_steps: 2}\n")
+    with pytest.raises(budgetconf.SourceError, match="it has no 'steps' list of steps"):
+        budgetconf.resolve(env={}, workflow=path, step="review")
+
+
+def test_two_steps_with_one_name_are_an_error(place: Place) -> None:
+    """Which of two same-named steps applies cannot be guessed; both lines are named."""
+    path = place.write("wf.yaml", "steps:\n  - name: a\n  - name: a\n")
+    with pytest.raises(budgetconf.SourceError, match=r"2 steps have that name \(lines 2, 3\)"):
+        budgetconf.resolve(env={}, workflow=path, step="a")

@@ -1,0 +1,66 @@
+"""The ``yaml`` source: a workflow file's top-level sections, and its step beside them.
+
+The yaml and step sources read one file: a step of it overrides its
+sections, and the file's problem is reported once. How a step is found is in
+test_steps.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import budgetconf
+
+from conftest import Place
+
+WORKFLOW = """\
+agents:
+  coder: {model: big}
+loop:
+  max_steps: 30
+steps:
+  - name: plan
+    loop: {max_steps: 3}
+  - name: review
+    loop:
+      max_steps: 5
+    limits:
+      max_tokens: 100
+    other: ignored
+"""
+
+
+def test_workflow_sections_are_read_and_other_keys_ignored(place: Place) -> None:
+    """Top-level sections are the yaml source; agents: and steps: are not reported."""
+    path = place.write("wf.yaml", WORKFLOW)
+    res = budgetconf.resolve(env={}, workflow=path)
+    assert res["loop.max_steps"] == 30
+    assert res.trace("loop.max_steps").locator == f"{path}:4"
+    assert res.warnings == ()
+
+
+def test_a_step_overrides_the_workflow_and_is_located_by_name_and_line(place: Place) -> None:
+    """--step review makes that entry's sections the step source, at step:NAME (path:line)."""
+    path = place.write("wf.yaml", WORKFLOW)
+    res = budgetconf.resolve(env={}, workflow=path, step="review")
+    assert (res["loop.max_steps"], res["limits.max_tokens"]) == (5, 100)
+    assert res.trace("loop.max_steps").locator == f"step:review ({path}:10)"
+    assert {s.source: s.locator for s in res.sources}["step"] == f"step:review ({path}:8)"
+
+
+def test_an_unknown_step_is_an_error_with_a_suggestion(place: Place) -> None:
+    """A step name that is not in the file is refused, naming the nearest one."""
+    path = place.write("wf.yaml", WORKFLOW)
+    with pytest.raises(
+        budgetconf.SourceError, match="no step named 'reveiw'; did you mean 'review'"
+    ):
+        budgetconf.resolve(env={}, workflow=path, step="reveiw")
+
+
+def test_a_broken_workflow_is_reported_once(place: Place) -> None:
+    """The yaml and step sources read the same file: its problem is one error, not two."""
+    path = place.write("wf.yaml", "loop: [\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, workflow=path, step="review")
+    assert caught.value.errors == (caught.value,)
+    assert str(caught.value).startswith(f"yaml {path}:")
