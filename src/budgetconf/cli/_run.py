@@ -20,7 +20,7 @@ from budgetconf.cli._output import printable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
-from budgetconf.integrations import shown_url
+from budgetconf.integrations._urls import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 
 __all__ = ["Server", "chosen_model", "command", "not_run", "opened", "run"]

@@ -25,7 +25,7 @@ except ImportError:
 
 from budgetconf._schema import MASK
 from budgetconf.errors import ModelError, UsageError
-from budgetconf.integrations import shown_url
+from budgetconf.integrations._urls import shown_url
 
 __all__ = ["AsyncOpenAIModel", "ModelError", "OpenAIModel"]
 
