@@ -27,12 +27,19 @@ def test_there_are_exactly_two_set_up_commands() -> None:
     assert test.strip().endswith("pytest")
 
 
-def test_ci_runs_the_readme_test_command_and_nothing_else() -> None:
-    """.ci/run's only command is the README's test command."""
+def test_ci_installs_the_readme_s_packages_then_runs_its_test_command() -> None:
+    """.ci/run installs the Debian packages the README names, then runs the README's test
+    command and nothing else."""
     test = _blocks("sh")[1].strip()
     script = (ROOT / ".ci" / "run").read_text().splitlines()
-    commands = [line for line in script if line and not line.startswith("#")]
-    assert commands == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', test]
+    commands = [line.strip() for line in script if line and not line.startswith("#")]
+    assert commands[:2] == ["set -euo pipefail", 'cd "$(dirname "$0")/.."']
+    assert commands[-1] == test
+    setup = "\n".join(commands[2:-1])
+    packages = re.findall(r"the\s+Debian\s+package\s+`([\w.-]+)`", README)
+    assert packages, "the README names the system packages the tests use"
+    for package in packages:
+        assert f"apt-get install -y -qq {package}" in setup
 
 
 @pytest.mark.parametrize("number", range(len(_blocks("python"))))
