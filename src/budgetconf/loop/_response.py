@@ -74,24 +74,14 @@ def _getter(raw: object) -> Callable[[str], Any] | None:
 
 def read_response(raw: object, turn: int) -> Response:
     """``raw`` as a `Response`; calls without an id get ``call_<turn>_<index>``."""
-    get = _getter(raw)
-    if get is None or (
-        type(raw) is not dict
-        and not isinstance(raw, Mapping)
-        and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
-    ):
-        raise Malformed(
-            f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
-        )
+    # a plain dict is the usual response: its get is read without a call
+    get = raw.get if type(raw) is dict else _message_getter(raw)
     content = get("content")
     raw_calls = get("tool_calls")
-    if content is None and raw_calls is None and get("finish_reason") is None:
-        if get("choices") is not None or get("message") is not None:
-            raise Malformed(
-                "this is a completion or a choice, not a message: pass choices[0].message,"
-                " with the choice's finish_reason"
-            )
-    elif content is not None and not isinstance(content, str):
+    if content is None:
+        if raw_calls is None:
+            _refuse_completion(get)
+    elif not isinstance(content, str):
         raise Malformed(f"content: expected text or null, got {_kind(content)}")
     if raw_calls is None:
         raw_calls = ()
@@ -107,6 +97,32 @@ def read_response(raw: object, turn: int) -> Response:
     elif finish == "tool_calls" and not calls:
         raise Malformed("finish_reason is tool_calls, but the response has no tool calls")
     return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
+
+
+def _message_getter(raw: object) -> Callable[[str], Any]:
+    """How to read a response that is not a plain dict: a mapping, or an object with its keys."""
+    get = _getter(raw)
+    if get is None or (
+        not isinstance(raw, Mapping) and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
+    ):
+        raise Malformed(
+            f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
+        )
+    return get
+
+
+def _refuse_completion(get: Callable[[str], Any]) -> None:
+    """Refuse a completion or a choice passed where its message belongs.
+
+    Called for a response with neither content nor calls: read as a message,
+    a whole completion would be an empty final answer, and the run would end
+    as if it had succeeded.
+    """
+    if get("finish_reason") is None and (get("choices") is not None or get("message") is not None):
+        raise Malformed(
+            "this is a completion or a choice, not a message: pass choices[0].message,"
+            " with the choice's finish_reason"
+        )
 
 
 def _calls(raw_calls: list[Any] | tuple[Any, ...], turn: int) -> tuple[Call, ...]:
@@ -131,13 +147,10 @@ def _calls(raw_calls: list[Any] | tuple[Any, ...], turn: int) -> tuple[Call, ...
 def _call(raw: object, index: int) -> Call:
     """One call; an id the model did not give is left empty for `_calls` to fill."""
     where = f"tool_calls[{index}]"
-    get = _getter(raw)
-    if get is None:
-        raise Malformed(f"{where}: expected a dict or an object, got {_kind(raw)}")
+    # plain dicts are the usual calls: their get is read without a call
+    get = raw.get if type(raw) is dict else _call_getter(where, raw)
     function = get("function")  # the OpenAI shape nests name and arguments
-    inner = get if function is None else _getter(function)
-    if inner is None:
-        raise Malformed(f"{where}.function: expected a dict or an object, got {_kind(function)}")
+    inner = get if function is None else _function_getter(where, function)
     name = inner("name")
     if not isinstance(name, str) or not name:
         raise Malformed(f"{where}: expected a tool name, got {_kind(name)}")
@@ -150,10 +163,7 @@ def _call(raw: object, index: int) -> Call:
     if arguments is None:
         return Call(call_id, name, {}, "{}")
     if type(arguments) is dict or isinstance(arguments, Mapping):
-        try:
-            text = _dumps(arguments)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise Malformed(f"{where}.arguments: not a JSON object: {exc}") from None
+        text = _arguments_text(where, arguments)
         return Call(call_id, name, dict(arguments), text)
     if not isinstance(arguments, str):
         raise Malformed(
@@ -166,6 +176,30 @@ def _call(raw: object, index: int) -> Call:
     if not isinstance(parsed, dict):
         return Call(call_id, name, None, arguments, "arguments are not a JSON object")
     return Call(call_id, name, parsed, arguments)
+
+
+def _call_getter(where: str, raw: object) -> Callable[[str], Any]:
+    """How to read a call that is not a plain dict: a mapping's get, or an object's attributes."""
+    get = _getter(raw)
+    if get is None:
+        raise Malformed(f"{where}: expected a dict or an object, got {_kind(raw)}")
+    return get
+
+
+def _function_getter(where: str, function: object) -> Callable[[str], Any]:
+    """How to read the ``function`` that holds a call's name and arguments."""
+    inner = _getter(function)
+    if inner is None:
+        raise Malformed(f"{where}.function: expected a dict or an object, got {_kind(function)}")
+    return inner
+
+
+def _arguments_text(where: str, arguments: Mapping[Any, Any]) -> str:
+    """Arguments given as an object, as the JSON text the conversation records for them."""
+    try:
+        return _ENCODER.encode(arguments)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise Malformed(f"{where}.arguments: not a JSON object: {exc}") from None
 
 
 def _tokens(usage: object) -> int:

@@ -166,14 +166,8 @@ class Run:
             send, notice = self._request(last)
             try:
                 raw = yield Invoke(self.model, (send, self.specs), {})
-            except Deadline:
-                return self._budget_stop(StopReason.TIMEOUT)
-            except Interrupted:
-                return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
-            except ModelError as exc:  # an adapter's own message says what failed
-                return self._fail(describe(exc, named=False))
             except Exception as exc:
-                return self._fail(f"the model raised {describe(exc)}")
+                return self._model_raised(exc, turn)
             try:
                 response = read_response(raw, turn)
             except Malformed as exc:
@@ -201,6 +195,16 @@ class Run:
             stop = yield from self._batch(calls, turn)
             if stop is not None:
                 return stop
+
+    def _model_raised(self, exc: Exception, turn: int) -> RunResult:
+        """The result of a model call that raised ``exc``, or was abandoned or interrupted."""
+        if isinstance(exc, Deadline):
+            return self._budget_stop(StopReason.TIMEOUT)
+        if isinstance(exc, Interrupted):
+            return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+        if isinstance(exc, ModelError):  # an adapter's own message says what failed
+            return self._fail(describe(exc, named=False))
+        return self._fail(f"the model raised {describe(exc)}")
 
     def _request(self, last: bool) -> tuple[list[Message], str | None]:
         """The messages the model receives this turn, and the notice they carry, if any."""
@@ -237,31 +241,11 @@ class Run:
         batch: tuple[Call, ...] = calls
         skipped: tuple[Call, ...] = ()
         per_turn = self.budget.limits.get("max_tool_calls_per_turn")
-        cap = None if per_turn is None else int(per_turn.value)
-        if per_turn is not None and cap is not None and len(calls) > cap:
-            shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
-            setting = f"{per_turn.field} = {shown}"
-            if self.budget.over_cap is OverCap.REJECT:
-                why = (
-                    f"not executed: this response has {len(calls)} tool calls and at most"
-                    f" {shown} are accepted in one response ({setting}), so none ran."
-                    f" Send at most {shown} calls in a response."
-                )
-                for call in calls:
-                    self._answer(call, why)
-                ids = [c.id for c in calls]
-                cap_shown = per_turn.public_value
-                self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap_shown, ids=ids)
+        if per_turn is not None and len(calls) > int(per_turn.value):
+            split = self._over_cap(calls, turn, per_turn)
+            if split is None:  # rejected: every call has its answer, and none ran
                 return None
-            batch, skipped = calls[:cap], calls[cap:]
-            ids = [c.id for c in skipped]
-            self.emit(
-                "batch_truncated",
-                turn=turn,
-                calls=len(calls),
-                cap=per_turn.public_value,
-                skipped=ids,
-            )
+            batch, skipped = split
         total_cap = self.limits.get("max_tool_calls")
         if total_cap is not None and self.executed + self._runnable(batch) > total_cap:
             self._refuse(calls, turn, "the run's tool-call budget would be exceeded")
@@ -272,39 +256,93 @@ class Run:
         for index, call in enumerate(batch):
             tool = self.tools.get(call.name)
             if tool is None or call.arguments is None:
-                if tool is None:
-                    why = f"no tool named {call.name!r}{self._tool_names()}"
-                else:
-                    why = call.problem or "the arguments cannot be read"
-                self._answer(call, f"error: {why}")
-                self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
+                self._refuse_call(call, tool is None, turn)
                 continue
             try:
                 value = yield Invoke(tool, (), call.arguments)
                 text = tool_text(value)
-            except Deadline:
-                self._abandon(call, turn, "still running at the run's deadline")
-                self._refuse(batch[index + 1 :] + skipped, turn, "the run's deadline passed")
-                return self._budget_stop(StopReason.TIMEOUT)
-            except Interrupted:
-                self._abandon(call, turn, "interrupted while it ran")
-                self._refuse(batch[index + 1 :] + skipped, turn, "the run was cancelled")
-                return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
             except Exception as exc:
-                self.executed += 1
-                self._answer(call, f"error: {describe(exc)}")
-                error = describe(exc)
-                self.emit(
-                    "tool_executed", turn=turn, id=call.id, name=call.name, ok=False, error=error
-                )
+                stop = self._tool_raised(exc, call, batch[index + 1 :] + skipped, turn)
+                if stop is not None:
+                    return stop
                 continue
             self.executed += 1
             self._answer(call, text)
             self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
-        if skipped and per_turn is not None:
-            why = f"skipped: only the first {shown} calls of a response run ({setting})"
-            for call in skipped:
+        if skipped and per_turn is not None:  # answered last, after the calls that ran
+            self._answer_skipped(skipped, per_turn)
+        return None
+
+    def _over_cap(
+        self, calls: tuple[Call, ...], turn: int, per_turn: Limit
+    ) -> tuple[tuple[Call, ...], tuple[Call, ...]] | None:
+        """A response with more calls than one may have: the calls to run and those to skip.
+
+        None when the preset rejects such a response whole; its calls are answered then.
+        """
+        cap = int(per_turn.value)
+        if self.budget.over_cap is OverCap.REJECT:
+            shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
+            setting = f"{per_turn.field} = {shown}"
+            why = (
+                f"not executed: this response has {len(calls)} tool calls and at most"
+                f" {shown} are accepted in one response ({setting}), so none ran."
+                f" Send at most {shown} calls in a response."
+            )
+            for call in calls:
                 self._answer(call, why)
+            ids = [c.id for c in calls]
+            cap_shown = per_turn.public_value
+            self.emit("batch_rejected", turn=turn, calls=len(calls), cap=cap_shown, ids=ids)
+            return None
+        batch, skipped = calls[:cap], calls[cap:]
+        ids = [c.id for c in skipped]
+        self.emit(
+            "batch_truncated",
+            turn=turn,
+            calls=len(calls),
+            cap=per_turn.public_value,
+            skipped=ids,
+        )
+        return batch, skipped
+
+    def _answer_skipped(self, skipped: tuple[Call, ...], per_turn: Limit) -> None:
+        """Answer the calls past the per-turn cap, which a truncated response does not run."""
+        shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
+        setting = f"{per_turn.field} = {shown}"
+        why = f"skipped: only the first {shown} calls of a response run ({setting})"
+        for call in skipped:
+            self._answer(call, why)
+
+    def _refuse_call(self, call: Call, unknown: bool, turn: int) -> None:
+        """Answer a call that cannot run: its tool is ``unknown``, or its arguments unreadable."""
+        if unknown:
+            why = f"no tool named {call.name!r}{self._tool_names()}"
+        else:
+            why = call.problem or "the arguments cannot be read"
+        self._answer(call, f"error: {why}")
+        self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
+
+    def _tool_raised(
+        self, exc: Exception, call: Call, rest: tuple[Call, ...], turn: int
+    ) -> RunResult | None:
+        """Record a tool call that raised ``exc``; a result when that ends the run.
+
+        A tool's own exception is its answer and the batch goes on; an abandoned
+        or interrupted call ends the run, and the calls after it (``rest``) do not run.
+        """
+        if isinstance(exc, Deadline):
+            self._abandon(call, turn, "still running at the run's deadline")
+            self._refuse(rest, turn, "the run's deadline passed")
+            return self._budget_stop(StopReason.TIMEOUT)
+        if isinstance(exc, Interrupted):
+            self._abandon(call, turn, "interrupted while it ran")
+            self._refuse(rest, turn, "the run was cancelled")
+            return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
+        self.executed += 1
+        self._answer(call, f"error: {describe(exc)}")
+        error = describe(exc)
+        self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=False, error=error)
         return None
 
     def _tool_names(self) -> str:

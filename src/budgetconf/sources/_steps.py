@@ -81,14 +81,18 @@ class StepFinder(Record):
             lines = ", ".join(str(e.line) for e in found)
             return _fail(kind, path, name, f"{len(found)} steps have that name (lines {lines})")
         if not found:
-            known = list(dict.fromkeys(n for e in entries for n in self._names(e)))
-            hint = did_you_mean(name, known)
-            if hint:
-                why = f"did you mean {hint!r}?"
-            else:
-                why = f"its steps are {', '.join(known)}" if known else "no step has a name"
-            return _fail(kind, path, name, f"no step named {name!r}; {why}")
+            return _fail(kind, path, name, self._no_such_step(name, entries))
         return Step(name, path, found[0])
+
+    def _no_such_step(self, name: str, entries: list[Table]) -> str:
+        """Why no step is ``name``, with the nearest name the steps have, or else all of them."""
+        known = list(dict.fromkeys(n for e in entries for n in self._names(e)))
+        hint = did_you_mean(name, known)
+        if hint:
+            why = f"did you mean {hint!r}?"
+        else:
+            why = f"its steps are {', '.join(known)}" if known else "no step has a name"
+        return f"no step named {name!r}; {why}"
 
     def _steps(self, document: Document) -> list[Any] | None:
         if self.list_key == WHOLE_FILE:
