@@ -13,7 +13,6 @@ diff share in ``_resolution``, what they all write with in ``_output``.
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import sys
@@ -93,5 +92,7 @@ def _main(args: list[str], out: TextIO, err: TextIO) -> int:
 
 def _handler(command: str) -> _Handler:
     """The command's handler, its module imported now: import time is start-up time."""
-    handler: _Handler = importlib.import_module(f"budgetconf.cli.{_COMMANDS[command]}").command
+    # __import__, not importlib.import_module: the importlib package would cost its own import
+    module = __import__(f"budgetconf.cli.{_COMMANDS[command]}", fromlist=["command"])
+    handler: _Handler = module.command
     return handler

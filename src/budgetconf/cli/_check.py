@@ -23,7 +23,7 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
 
 def check(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
     """The problems, then one line that says whether the check passed; or the JSON document."""
-    res, preset, fields = found
+    res, preset, fields = found.res, found.preset, found.fields
     failed = bool(res.errors or res.warnings)
     if fmt == "json":
         document(res, fields, out)

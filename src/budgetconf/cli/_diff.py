@@ -54,11 +54,12 @@ def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> 
     # the second side repeats the first's arguments, so it is an explain command too
     line = parse(second)
     try:
-        after, _, fields = resolve(line)  # the fields of both sides: the first's and any after
+        second_side = resolve(line)
     except PresetFailed as exc:
         return preset_failed(exc, line.ns.format, out, err)
     if line.ns.format == "toml":
         raise Usage("explain --diff shows a table or json")
+    after, fields = second_side.res, second_side.fields  # both sides' fields: the first's and more
     _problems(before, after, err)
     render(before, after, fields, line.ns.format, out)
     return EXIT_ERROR if before.errors or after.errors else EXIT_OK

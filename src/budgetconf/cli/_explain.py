@@ -30,7 +30,7 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
 
 def explain(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
     """Show the resolution in ``fmt``, its errors (and, but in the table, warnings) on ``err``."""
-    res, preset, fields = found
+    res, preset, fields = found.res, found.preset, found.fields
     if fmt == "json":
         document(res, fields, out)
     elif fmt == "toml":

@@ -7,7 +7,7 @@ A command line that cannot be carried out as given raises `Usage`, which the
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final, NamedTuple, NoReturn
+from typing import Any, Final, NoReturn
 
 from budgetconf import __version__
 from budgetconf.sources import KINDS
@@ -269,12 +269,20 @@ def _add_file_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
 
 
-class CommandLine(NamedTuple):
-    """A parsed command line, and the parser that read it (for help and completion)."""
+class CommandLine:
+    """A parsed command line, and the parser that read it (for help and completion).
 
-    ns: argparse.Namespace
-    app_args: list[str] | None  # the arguments after `--`: the application's own flags
-    parser: argparse.ArgumentParser
+    A plain class: a named tuple costs a compile at start-up, which every command pays.
+    """
+
+    __slots__ = ("app_args", "ns", "parser")
+
+    def __init__(
+        self, ns: argparse.Namespace, app_args: list[str] | None, parser: argparse.ArgumentParser
+    ) -> None:
+        self.ns = ns
+        self.app_args = app_args  # the arguments after `--`: the application's own flags
+        self.parser = parser
 
     def no_app_args(self) -> None:
         """Refuse arguments after ``--``, for a command that resolves nothing from them."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 from budgetconf._description import Argument
 from budgetconf._engine import Preset, load_preset, resolve_request
@@ -35,12 +35,18 @@ class PresetFailed(Exception):
         self.preset = preset
 
 
-class Resolved(NamedTuple):
-    """A command line's resolution, its preset and the fields it asks for (none: all)."""
+class Resolved:
+    """A command line's resolution, its preset and the fields it asks for (none: all).
 
-    res: Resolution
-    preset: Preset
-    fields: list[str]
+    A plain class: a named tuple costs a compile at start-up, which every command pays.
+    """
+
+    __slots__ = ("fields", "preset", "res")
+
+    def __init__(self, res: Resolution, preset: Preset, fields: list[str]) -> None:
+        self.res = res
+        self.preset = preset
+        self.fields = fields
 
 
 def chosen_preset(ns: argparse.Namespace) -> Preset:
