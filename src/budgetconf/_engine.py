@@ -46,7 +46,7 @@ class Preset:
     (see `resolve_request`).
     """
 
-    __slots__ = ("by_kind", "description", "keys", "memo", "sources")
+    __slots__ = ("by_kind", "description", "keys", "kinds", "memo", "sources")
 
     def __init__(self, description: Description, sources: tuple[Source, ...]) -> None:
         self.description = description
@@ -54,6 +54,7 @@ class Preset:
         self.by_kind = MappingProxyType(
             {spec.kind: source for spec, source in zip(description.stack, sources, strict=True)}
         )
+        self.kinds = frozenset(self.by_kind)  # the kinds of its stack
         self.memo: dict[_Key, Resolution] = {}
         # each source's key method, looked up once: a warm resolution is mostly these calls
         self.keys = tuple(source.key for source in sources)
@@ -78,7 +79,7 @@ class Preset:
         return self.description.summary
 
     def has_source(self, kind: str) -> bool:
-        return self.description.has_source(kind)
+        return kind in self.kinds
 
     def context(self, request: Request) -> Context:
         """The context the sources of this preset read ``request`` in."""

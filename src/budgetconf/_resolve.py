@@ -80,6 +80,12 @@ _ARGUMENTS: Final = {
     for kind, source in KINDS.items()
     if source.KIND.argument is not None
 }
+#: an argument -> the kinds whose own argument needs it (``workflow`` -> the step source)
+_NEEDED_BY: Final = {
+    argument.needs: frozenset(k for a, k in _ARGUMENTS.values() if a.needs == argument.needs)
+    for argument, _ in _ARGUMENTS.values()
+    if argument.needs is not None
+}
 
 
 def check_request(preset: Preset, request: Request, *, command_line: bool = False) -> None:
@@ -87,22 +93,23 @@ def check_request(preset: Preset, request: Request, *, command_line: bool = Fals
 
     With ``command_line``, arguments are named as the command line spells
     them (``--global``), else as `resolve` keywords (``global_file=``).
+    Problems are found in the registry's order, each kind of them in turn.
     """
-    for name, (argument, _) in _ARGUMENTS.items():
-        value = request.get(name)
-        if argument.text and value == "":
+    given = request.arguments
+    asked = [entry for name, entry in _ARGUMENTS.items() if name in given]
+    for argument, _ in asked:
+        if argument.text and given[argument.name] == "":
             raise UsageError(f"{_spelled(argument, command_line)} is empty")
-        if value is not None and argument.needs is not None and request.get(argument.needs) is None:
+        if argument.needs is not None and argument.needs not in given:
             needed = _ARGUMENTS[argument.needs][0]
             raise UsageError(
                 f"{_spelled(argument, command_line)} needs {_spelled(needed, command_line)}:"
                 f" {argument.needs_reason}"
             )
-    for name, (argument, kind) in _ARGUMENTS.items():
-        if request.get(name) is None or preset.has_source(kind):
-            continue
-        if any(preset.has_source(k) for a, k in _ARGUMENTS.values() if a.needs == name):
-            continue  # read by a source that needs it: `workflow` by the step source
+    kinds = preset.kinds
+    for argument, kind in asked:
+        if kind in kinds or not kinds.isdisjoint(_NEEDED_BY.get(argument.name, ())):
+            continue  # a source reads it, or one that needs it: `workflow`, the step source
         have = ", ".join(preset.description.source_kinds)
         raise UsageError(
             f"preset {preset.name!r} has no {kind} source for {_spelled(argument, command_line)}"

@@ -62,18 +62,14 @@ class Request(Record):
         explicit_is_text: bool = False,  # `--set` gives text, code gives typed values
         **arguments: object,
     ) -> None:
-        given = {name: _text(value) for name, value in arguments.items() if value is not None}
+        given = {
+            name: os.fspath(value) if isinstance(value, os.PathLike) else value
+            for name, value in arguments.items()
+            if value is not None
+        }
         set_field(self, "env", os.environ if env is None else env)
         set_field(self, "arguments", MappingProxyType(given))
         set_field(self, "explicit_is_text", explicit_is_text)
-
-    def get(self, argument: str) -> Any:
-        """The value given for the `resolve` keyword ``argument``, or None."""
-        return self.arguments.get(argument)
-
-
-def _text(value: object) -> object:
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
 class Context:

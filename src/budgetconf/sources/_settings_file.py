@@ -72,7 +72,7 @@ class FileSource:
 
     def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
         """The file to read and whether the caller named it (then it must exist), or why none."""
-        named = ctx.request.get(self._argument)
+        named = ctx.request.arguments.get(self._argument)
         if named is not None:
             return ctx.user_path(named), True
         return (ctx.preset_path(self._default) if self._default else None), False

@@ -64,7 +64,7 @@ class StepFinder(Record):
 
     def find(self, ctx: Context, kind: str) -> Step | Layer:
         """The step ``ctx.request.step`` names, or a failed layer of ``kind`` that says why not."""
-        name, workflow = ctx.request.get("step"), ctx.request.get("workflow")
+        name, workflow = ctx.request.arguments.get("step"), ctx.request.arguments.get("workflow")
         assert name is not None, "callers read a step only when one is asked for"
         assert workflow is not None, "check_request refuses a step without a workflow"
         path = ctx.user_path(workflow)

@@ -29,11 +29,11 @@ class CliSource:
         self._flags = schema.by_flag
 
     def key(self, ctx: Context) -> Hashable:
-        argv = ctx.request.get("argv")
+        argv = ctx.request.arguments.get("argv")
         return () if argv is None else ("argv", *argv)
 
     def load(self, ctx: Context) -> Layer:
-        argv = ctx.request.get("argv")
+        argv = ctx.request.arguments.get("argv")
         if argv is None:
             return Layer.not_configured()
         offers: list[Offer] = []

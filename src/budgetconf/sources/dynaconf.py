@@ -61,10 +61,10 @@ class DynaconfSource:
     def key(self, ctx: Context) -> Hashable:
         # a settings object can change under it at any time (``settings.set``, a
         # reload): a resolution that reads one is never reused
-        return () if ctx.request.get("dynaconf") is None else None
+        return () if ctx.request.arguments.get("dynaconf") is None else None
 
     def load(self, ctx: Context) -> Layer:
-        settings: Any = ctx.request.get("dynaconf")
+        settings: Any = ctx.request.arguments.get("dynaconf")
         if settings is None:
             return Layer.not_configured()
         if not callable(getattr(settings, "get", None)):

@@ -46,7 +46,7 @@ class ExplicitSource:
         pass
 
     def key(self, ctx: Context) -> Hashable:
-        given = ctx.request.get("explicit")
+        given = ctx.request.arguments.get("explicit")
         if given is None:
             return ()
         key: list[Hashable] = [ctx.request.explicit_is_text]
@@ -59,7 +59,7 @@ class ExplicitSource:
         return tuple(key)
 
     def load(self, ctx: Context) -> Layer:
-        given = ctx.request.get("explicit")
+        given = ctx.request.arguments.get("explicit")
         if given is None:
             return Layer.not_configured()
         offers: list[Offer] = []

@@ -61,12 +61,12 @@ class ProfileSource(FileSource):
         self._from_step: str | None = spec.options.get("from_step")
 
     def target(self, ctx: Context) -> tuple[str | None, bool] | Layer:
-        profile = ctx.request.get("profile")
+        profile = ctx.request.arguments.get("profile")
         if profile is not None:
             if is_path(profile):
                 return ctx.user_path(profile), True
             return os.path.join(ctx.preset_path(self._folder), profile + ".json"), True
-        if self._from_step is None or ctx.request.get("step") is None:
+        if self._from_step is None or ctx.request.arguments.get("step") is None:
             return None, False
         steps = ctx.sources.get("step")
         assert isinstance(steps, StepSource), "the preset reader refuses from_step without one"

@@ -56,7 +56,7 @@ class StepSource:
         return self._finder.find(ctx, kind)
 
     def key(self, ctx: Context) -> Hashable:
-        step, workflow = ctx.request.get("step"), ctx.request.get("workflow")
+        step, workflow = ctx.request.arguments.get("step"), ctx.request.arguments.get("workflow")
         if step is None or workflow is None:
             return ()
         path = ctx.user_path(workflow)
@@ -64,7 +64,7 @@ class StepSource:
         return None if version is None else (step, path, version)
 
     def load(self, ctx: Context) -> Layer:
-        if ctx.request.get("step") is None:
+        if ctx.request.arguments.get("step") is None:
             return Layer.not_configured()
         step = self._finder.find(ctx, "step")
         if isinstance(step, Layer):

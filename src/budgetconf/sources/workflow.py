@@ -39,7 +39,7 @@ class WorkflowSource:
         self._only = frozenset(schema.sections) if only is None else only
 
     def key(self, ctx: Context) -> Hashable:
-        workflow = ctx.request.get("workflow")
+        workflow = ctx.request.arguments.get("workflow")
         if workflow is None:
             return ()
         path = ctx.user_path(workflow)
@@ -47,7 +47,7 @@ class WorkflowSource:
         return None if version is None else (path, version)
 
     def load(self, ctx: Context) -> Layer:
-        workflow = ctx.request.get("workflow")
+        workflow = ctx.request.arguments.get("workflow")
         if workflow is None:
             return Layer.not_configured()
         path = ctx.user_path(workflow)
