@@ -16,8 +16,6 @@ from types import MappingProxyType
 
 from budgetconf._description import Description, SourceSpec
 from budgetconf._files import is_recent
-from budgetconf._merge import merge
-from budgetconf._presets import builtin_path, is_preset_path, read_preset
 from budgetconf._resolution import Resolution
 from budgetconf.errors import PresetError
 from budgetconf.sources import KINDS
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
 
     _Key: TypeAlias = tuple[Hashable, ...]
 
-__all__ = ["Preset", "load_preset", "resolve_request"]
+__all__ = ["Preset", "is_preset_path", "load_preset", "resolve_request"]
 
 _MEMO_SIZE: Final = 64  # resolutions kept per preset
 #: each kind's declaration, for the reader's strict check of a stack
@@ -87,6 +85,12 @@ class Preset:
         return Context(request, d.schema, d.home, d.home_env, d.max_file_bytes, self.by_kind)
 
 
+def is_preset_path(preset: str | os.PathLike[str]) -> bool:
+    """Whether ``preset`` names a file rather than a built-in preset."""
+    text = os.fspath(preset)
+    return isinstance(preset, os.PathLike) or os.sep in text or text.endswith(".toml")
+
+
 _builtin: dict[str, Preset] = {}
 _by_path: dict[str, tuple[tuple[int, int, int, int, int], Preset]] = {}
 
@@ -101,6 +105,8 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
         name = os.fspath(preset)
         cached = _builtin.get(name)
         if cached is None:
+            from budgetconf._presets import builtin_path
+
             cached = _builtin[name] = _built(builtin_path(name), origin="built-in")
         return cached
     path = os.path.abspath(os.path.expanduser(os.fspath(preset)))
@@ -121,6 +127,8 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
 
 
 def _built(path: str, *, origin: str) -> Preset:
+    from budgetconf._presets import read_preset  # the reader, at the first preset read
+
     description = read_preset(path, origin=origin, kinds=_DECLARED)
     schema = description.schema
     return Preset(
@@ -153,6 +161,8 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
         known: Resolution | None = preset.memo.get(key)
         if known is not None:
             return known
+    from budgetconf._merge import merge  # here: a process that reuses resolutions needs none
+
     ctx.env = snapshot(ctx.env)
     result = merge(preset.description, preset.sources, ctx)
     if key is not None and not result.errors and _key(preset, ctx) == key:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from budgetconf._description import Description, LoopSpec
+from budgetconf._description import Description
 from budgetconf._record import ReadOnly, set_field
 from budgetconf._schema import MASK, Schema, Value
 from budgetconf._trace import FieldTrace, SourceReport
@@ -18,6 +18,8 @@ from budgetconf.errors import ConfigError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, TypeVar
+
+    from budgetconf._loop_table import LoopSpec
 
     T = TypeVar("T")
 

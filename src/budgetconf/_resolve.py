@@ -7,8 +7,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from budgetconf._description import Argument
-from budgetconf._engine import Preset, load_preset, resolve_request
-from budgetconf._presets import is_preset_path
+from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._schema import Value
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError

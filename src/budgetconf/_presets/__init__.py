@@ -13,18 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from budgetconf._description import (
-    BEHAVIOURS,
-    BudgetName,
-    Description,
-    LoopSpec,
-    MergeMode,
-    Policy,
-    SourceKind,
-    SourceSpec,
-    StopReason,
-)
+from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
 from budgetconf._files import DEFAULT_MAX_FILE_BYTES, FileProblem, read_limited
+from budgetconf._loop_table import BEHAVIOURS, BudgetName, LoopSpec, StopReason
 from budgetconf._schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
 from budgetconf.errors import PresetError
 
@@ -32,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["builtin_path", "is_preset_path", "preset_names", "read_preset"]
+__all__ = ["builtin_path", "preset_names", "read_preset"]
 
 FORMAT_VERSION: Final = 1
 _HERE: Final = os.path.dirname(__file__)
@@ -68,12 +59,6 @@ _LOOP_KEYS: Final = frozenset({*BudgetName, *BEHAVIOURS, *_LOOP_TEXTS, "stop_rea
 def preset_names() -> list[str]:
     """The names of the built-in presets."""
     return sorted(n[: -len(".toml")] for n in os.listdir(_HERE) if n.endswith(".toml"))
-
-
-def is_preset_path(preset: str | os.PathLike[str]) -> bool:
-    """Whether ``preset`` names a file rather than a built-in preset."""
-    text = os.fspath(preset)
-    return isinstance(preset, os.PathLike) or os.sep in text or text.endswith(".toml")
 
 
 def builtin_path(name: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, TextIO, TypeAlias
 
 from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, say
-from budgetconf.cli._parser import CommandLine, Usage, parse
+from budgetconf.cli._parser import CommandLine, Usage, parse, split
 from budgetconf.cli._resolution import PresetFailed
 
 __all__ = ["main"]
@@ -77,15 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:
-    from budgetconf.cli._diff import command as diff
-    from budgetconf.cli._diff import split
-
     args, second = split(args)
     line = parse(args)
     if line.ns.command is None:
         line.parser.print_help(err)
         return EXIT_USAGE
     if second is not None:
+        from budgetconf.cli._diff import command as diff
+
         return diff(line, second, out, err)
     return _handler(line.ns.command)(line, out, err)
 

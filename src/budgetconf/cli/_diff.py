@@ -19,24 +19,9 @@ from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, printable, say, write_js
 from budgetconf.cli._parser import CommandLine, Usage, parse
 from budgetconf.cli._resolution import PresetFailed, resolve
 
-__all__ = ["DIFF", "changes", "command", "render", "split"]
+__all__ = ["changes", "command", "render"]
 
-DIFF: Final = "--diff"
 _SIDES: Final = ("before", "after")
-
-
-def split(args: list[str]) -> tuple[list[str], list[str] | None]:
-    """The arguments of the first resolution, and of the second (None without ``--diff``).
-
-    ``--diff`` counts only before ``--``: after it, arguments are the
-    application's. The second resolution's arguments are the first's followed
-    by those after ``--diff``, so that later options override earlier ones.
-    """
-    end = args.index("--") if "--" in args else len(args)
-    if DIFF not in args[:end]:
-        return args, None
-    at = args.index(DIFF)
-    return args[:at], args[:at] + args[at + 1 :]
 
 
 def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> int:

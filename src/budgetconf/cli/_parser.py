@@ -12,9 +12,10 @@ from typing import Any, Final, NoReturn
 from budgetconf import __version__
 from budgetconf.sources import KINDS
 
-__all__ = ["FILE_KINDS", "OPTIONS", "PRESET_ENV", "CommandLine", "Usage", "build", "parse"]
+__all__ = ["FILE_KINDS", "OPTIONS", "PRESET_ENV", "CommandLine", "Usage", "build", "parse", "split"]
 
 PRESET_ENV: Final = "BUDGETCONF_PRESET"
+DIFF: Final = "--diff"  # splits explain's arguments into two sides, before any parsing
 _PRESET_HELP: Final = (
     f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)"
 )
@@ -288,6 +289,20 @@ class CommandLine:
         """Refuse arguments after ``--``, for a command that resolves nothing from them."""
         if self.app_args is not None:
             raise Usage(f"{self.ns.command} takes no application arguments")
+
+
+def split(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """The arguments of the first resolution, and of the second (None without ``--diff``).
+
+    ``--diff`` counts only before ``--``: after it, arguments are the
+    application's. The second resolution's arguments are the first's followed
+    by those after ``--diff``, so that later options override earlier ones.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    if DIFF not in args[:end]:
+        return args, None
+    at = args.index(DIFF)
+    return args[:at], args[:at] + args[at + 1 :]
 
 
 def parse(args: list[str]) -> CommandLine:

@@ -12,8 +12,7 @@ import os
 from typing import Any
 
 from budgetconf._description import Argument
-from budgetconf._engine import Preset, load_preset, resolve_request
-from budgetconf._presets import is_preset_path
+from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
 from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage

@@ -7,7 +7,7 @@
 <RunStatus.OK: 'ok'>
 """
 
-from budgetconf._description import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
+from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._executor import LoopExecutor
 from budgetconf.loop._run import RunResult, Totals

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from budgetconf._description import LastTurn, LoopSpec, OverCap
+from budgetconf._loop_table import LastTurn, LoopSpec, OverCap
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._schema import MASK, show_value

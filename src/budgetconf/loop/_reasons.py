@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from budgetconf._description import RunStatus, StopReason
+from budgetconf._loop_table import RunStatus, StopReason
 
 __all__ = ["BLOCKS", "RunStatus", "StopReason"]
 

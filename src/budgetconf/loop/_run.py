@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from budgetconf._description import LastTurn, OverCap
+from budgetconf._loop_table import LastTurn, OverCap
 from budgetconf.errors import ModelError
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
