@@ -260,9 +260,6 @@ class Description(Record):
     def __repr__(self) -> str:
         return f"Description({self.name!r}, origin={self.origin!r})"
 
-    def has_source(self, kind: str) -> bool:
-        return any(spec.kind == kind for spec in self.stack)
-
     @property
     def source_kinds(self) -> tuple[str, ...]:
         return tuple(spec.kind for spec in self.stack)

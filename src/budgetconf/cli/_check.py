@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from budgetconf.cli._explain import preset_failed
+from budgetconf.cli._explain import shown
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, plural, problems
 from budgetconf.cli._parser import CommandLine
-from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
+from budgetconf.cli._resolution import Resolved
 
 __all__ = ["check", "command"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``check``: a preset file that cannot be read fails it as explain's would."""
-    try:
-        found = resolve(line)
-    except PresetFailed as exc:
-        return preset_failed(exc, line.ns.format, out, err)
-    return check(found, line.ns.format, out, err)
+    return shown(line, check, out, err)
 
 
 def check(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:

@@ -6,6 +6,7 @@ rich), the JSON document for tools, and TOML, the values as a project file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from budgetconf._resolution import explain_document
@@ -16,16 +17,27 @@ from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
 
-__all__ = ["command", "explain", "preset_failed"]
+__all__ = ["command", "explain", "preset_failed", "shown"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``explain``: the exit code is 1 when a value or a source failed."""
+    return shown(line, explain, out, err)
+
+
+def shown(
+    line: CommandLine,
+    show: Callable[[Resolved, str, TextIO, TextIO], int],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """The command line resolved and given to ``show`` in its format; explain and check share
+    this, so a preset file that cannot be read fails both the same way."""
     try:
         found = resolve(line)
     except PresetFailed as exc:
         return preset_failed(exc, line.ns.format, out, err)
-    return explain(found, line.ns.format, out, err)
+    return show(found, line.ns.format, out, err)
 
 
 def explain(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
