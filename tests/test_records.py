@@ -64,3 +64,18 @@ def test_membership_understands_aliases() -> None:
     assert "loop.max_steps" in res
     assert "loop.max_step" not in res
     assert 5 not in res
+
+
+def test_a_resolution_answers_to_an_alias_as_to_the_name() -> None:
+    """`res["loop.max_turns"]` is the value of loop.max_steps, the field it names."""
+    res = budgetconf.resolve(env={})
+    assert res["loop.max_turns"] == res["loop.max_steps"] == 40
+
+
+def test_a_preset_and_its_description_say_which_they_are() -> None:
+    """The engine's preset and the reader's description show their name and origin."""
+    from budgetconf._engine import load_preset
+
+    preset = load_preset("opendot")
+    assert repr(preset) == "Preset('opendot', origin='built-in')"
+    assert repr(preset.description) == "Description('opendot', origin='built-in')"
