@@ -44,7 +44,7 @@ class Preset:
     (see `resolve_request`).
     """
 
-    __slots__ = ("by_kind", "description", "keys", "kinds", "memo", "sources")
+    __slots__ = ("by_kind", "context_parts", "description", "keys", "kinds", "memo", "sources")
 
     def __init__(self, description: Description, sources: tuple[Source, ...]) -> None:
         self.description = description
@@ -53,6 +53,9 @@ class Preset:
             {spec.kind: source for spec, source in zip(description.stack, sources, strict=True)}
         )
         self.kinds = frozenset(self.by_kind)  # the kinds of its stack
+        d = description
+        # what every resolution's `Context` holds besides the request, gathered once
+        self.context_parts = (d.schema, d.home, d.home_env, d.max_file_bytes, self.by_kind)
         self.memo: dict[_Key, Resolution] = {}
         # each source's key method, looked up once: a warm resolution is mostly these calls
         self.keys = tuple(source.key for source in sources)
@@ -81,8 +84,7 @@ class Preset:
 
     def context(self, request: Request) -> Context:
         """The context the sources of this preset read ``request`` in."""
-        d = self.description
-        return Context(request, d.schema, d.home, d.home_env, d.max_file_bytes, self.by_kind)
+        return Context(request, *self.context_parts)
 
 
 def is_preset_path(preset: str | os.PathLike[str]) -> bool:
@@ -155,7 +157,7 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
     are now), still match: a file changed while it was read is never kept,
     nor a result read from variables other than its key's.
     """
-    ctx = preset.context(request)
+    ctx = Context(request, *preset.context_parts)  # as preset.context(), without its call
     key = _key(preset, ctx)
     if key is not None:
         known: Resolution | None = preset.memo.get(key)
