@@ -44,7 +44,7 @@ class Preset:
     (see `resolve_request`).
     """
 
-    __slots__ = ("by_kind", "context_parts", "description", "keys", "kinds", "memo", "sources")
+    __slots__ = ("by_kind", "context_parts", "description", "keys", "memo", "sources")
 
     def __init__(self, description: Description, sources: tuple[Source, ...]) -> None:
         self.description = description
@@ -52,7 +52,6 @@ class Preset:
         self.by_kind = MappingProxyType(
             {spec.kind: source for spec, source in zip(description.stack, sources, strict=True)}
         )
-        self.kinds = frozenset(self.by_kind)  # the kinds of its stack
         d = description
         # what every resolution's `Context` holds besides the request, gathered once
         self.context_parts = (d.schema, d.home, d.home_env, d.max_file_bytes, self.by_kind)
@@ -80,7 +79,7 @@ class Preset:
         return self.description.summary
 
     def has_source(self, kind: str) -> bool:
-        return kind in self.kinds
+        return kind in self.by_kind
 
     def context(self, request: Request) -> Context:
         """The context the sources of this preset read ``request`` in."""

@@ -105,7 +105,7 @@ def check_request(preset: Preset, request: Request, *, command_line: bool = Fals
                 f"{_spelled(argument, command_line)} needs {_spelled(needed, command_line)}:"
                 f" {argument.needs_reason}"
             )
-    kinds = preset.kinds
+    kinds = preset.by_kind.keys()
     for argument, kind in asked:
         if kind in kinds or not kinds.isdisjoint(_NEEDED_BY.get(argument.name, ())):
             continue  # a source reads it, or one that needs it: `workflow`, the step source

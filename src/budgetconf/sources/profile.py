@@ -101,7 +101,6 @@ class ProfileSource(FileSource):
     ) -> Layer:
         locator = step.locator(line)
         why = f"{key} must be {wanted}, got {show_typed(node)}"
-        error = SourceError(
-            f"profile {locator}: {why}", source="profile", locator=locator, problem=why
-        )
+        kind = self.KIND.name
+        error = SourceError(f"{kind} {locator}: {why}", source=kind, locator=locator, problem=why)
         return Layer.failed(error, locator)

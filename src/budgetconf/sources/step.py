@@ -66,7 +66,7 @@ class StepSource:
     def load(self, ctx: Context) -> Layer:
         if ctx.request.arguments.get("step") is None:
             return Layer.not_configured()
-        step = self._finder.find(ctx, "step")
+        step = self.find(ctx, self.KIND.name)
         if isinstance(step, Layer):
             return step
         if self._section is None:
