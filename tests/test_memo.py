@@ -444,3 +444,30 @@ def test_a_rewrite_with_the_same_signature_is_not_served_from_memory(place: Plac
     os.utime(project, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert project.stat().st_ino == before.st_ino
     assert budgetconf.resolve(env={}, project_file=project)["loop.max_steps"] == 6
+
+
+def test_a_file_written_a_moment_ago_is_reused_while_its_bytes_are_the_same(place: Place) -> None:
+    """A recent file is keyed by its bytes too: unchanged, the resolution is the same one."""
+    project = place.write("settings.toml", "[loop]\nmax_steps = 5\n")
+    fields = {"loop.max_steps": {"type": "int", "default": 40}}
+    preset = preset_file(place.work, fields=fields, sources=["default", "project"])
+    first = budgetconf.resolve(env={}, project_file=project, preset=preset)
+    assert budgetconf.resolve(env={}, project_file=project, preset=preset) is first
+    before = project.stat()
+    project.write_text("[loop]\nmax_steps = 6\n", encoding="utf-8")  # same size, inode, mtime
+    os.utime(project, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = budgetconf.resolve(env={}, project_file=project, preset=preset)
+    assert changed["loop.max_steps"] == 6
+    assert budgetconf.resolve(env={}, project_file=project, preset=preset) is changed
+
+
+def test_a_preset_file_written_a_moment_ago_is_loaded_once(place: Place) -> None:
+    fields = {"loop.max_steps": {"type": "int", "default": 40}}
+    preset = preset_file(place.work, fields=fields)
+    first = load_preset(preset)
+    assert load_preset(preset) is first
+    before = preset.stat()
+    preset.write_text(preset.read_text(encoding="utf-8").replace("40", "41"), encoding="utf-8")
+    os.utime(preset, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert load_preset(preset) is not first
+    assert budgetconf.resolve(env={}, preset=preset)["loop.max_steps"] == 41

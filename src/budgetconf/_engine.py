@@ -10,12 +10,11 @@ nothing its sources read has changed.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Hashable
 from types import MappingProxyType
 
 from budgetconf._description import Description, SourceSpec
-from budgetconf._files import is_recent
+from budgetconf._files import DEFAULT_MAX_FILE_BYTES, stamp, version
 from budgetconf._resolution import Resolution
 from budgetconf.errors import PresetError
 from budgetconf.sources import KINDS
@@ -93,7 +92,7 @@ def is_preset_path(preset: str | os.PathLike[str]) -> bool:
 
 
 _builtin: dict[str, Preset] = {}
-_by_path: dict[str, tuple[tuple[int, int, int, int, int], Preset]] = {}
+_by_path: dict[str, tuple[Hashable, Preset]] = {}
 
 
 def load_preset(preset: str | os.PathLike[str]) -> Preset:
@@ -117,13 +116,13 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
         raise PresetError(f"preset {path}: {exc.strerror}") from None
     except ValueError as exc:  # a NUL byte in the path
         raise PresetError(f"preset {path}: {exc}") from None
-    signature = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
-    cached_entry = _by_path.get(path)
-    if cached_entry is not None and cached_entry[0] == signature:
-        return cached_entry[1]
+    known = version(path, st, DEFAULT_MAX_FILE_BYTES)
+    entry = _by_path.get(path)
+    if entry is not None and known is not None and entry[0] == known:
+        return entry[1]
     loaded = _built(path, origin=path)
-    if not is_recent(st, time.time_ns()):  # else its signature may not tell its versions apart
-        _by_path[path] = (signature, loaded)
+    if known is not None and stamp(path, DEFAULT_MAX_FILE_BYTES) == known:  # unchanged as read
+        _by_path[path] = (known, loaded)
     return loaded
 
 

@@ -12,9 +12,10 @@ A signature alone cannot tell apart two versions written within one tick of
 the file system's clock (as coarse as 2 s on some), when the second has the
 same size and a recycled inode (a rename over the file frees the old inode,
 and the next new file may get it). So a version read while its mtime was that
-recent is not trusted by its signature: until it has aged, each resolution
-reads its bytes again, and parses them only if they differ; and `stamp` gives
-no key for it, so no resolution is reused on its account.
+recent is not trusted by its signature alone: until it has aged, each
+resolution reads its bytes again, and parses them only if they differ; and
+`stamp` keys it by its signature and its bytes, so a resolution is reused on
+its account only while its bytes are the same.
 """
 
 from __future__ import annotations
@@ -107,12 +108,11 @@ def read_table(path: str, fmt: str, *, source: str, max_bytes: int) -> Document 
     return entry.table
 
 
-def stamp(path: str) -> Hashable:
-    """The version of the file at ``path`` for a source's key, without reading it.
+def stamp(path: str, max_bytes: int) -> Hashable:
+    """The version of the file at ``path`` for a source's key.
 
-    The signature, ``"missing"`` when there is no file, None when it cannot
-    even be looked at (reading it will fail, and say why) or when it changed
-    too recently for its signature to tell its versions apart.
+    As `version`; ``"missing"`` when there is no file, None when it cannot
+    even be looked at (reading it will fail, and say why).
     """
     try:
         st = os.stat(path)
@@ -120,7 +120,26 @@ def stamp(path: str) -> Hashable:
         return "missing"
     except (OSError, ValueError):
         return None
-    return None if is_recent(st, time.time_ns()) else _signature(st)
+    return version(path, st, max_bytes)
+
+
+def version(path: str, st: os.stat_result, max_bytes: int) -> Hashable:
+    """The version of the file at ``path``, whose status is ``st``, as a key.
+
+    A settled file is known by its signature, without reading it. One that
+    changed too recently for its signature to tell its versions apart is
+    known by its signature and its bytes, read again: the same bytes are the
+    same version, so a resolution over it may be reused, while two versions
+    written within one tick of the clock never share a key. None when the
+    recent file cannot be read whole (reading it will fail, and say why).
+    """
+    if not is_recent(st, time.time_ns()):
+        return _signature(st)
+    try:
+        data, st = read_limited(path, max_bytes)
+    except FileProblem:
+        return None
+    return (_signature(st), data)
 
 
 def _load(path: str, fmt: str, source: str, max_bytes: int, known: _Entry | None) -> _Entry:

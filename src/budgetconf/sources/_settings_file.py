@@ -84,7 +84,7 @@ class FileSource:
         path, named = target
         if path is None:
             return ()
-        version = stamp(path)
+        version = stamp(path, ctx.max_file_bytes)
         return None if version is None else (path, named, version)
 
     def load(self, ctx: Context) -> Layer:

@@ -60,7 +60,7 @@ class StepSource:
         if step is None or workflow is None:
             return ()
         path = ctx.user_path(workflow)
-        version = stamp(path)
+        version = stamp(path, ctx.max_file_bytes)
         return None if version is None else (step, path, version)
 
     def load(self, ctx: Context) -> Layer:

@@ -43,7 +43,7 @@ class WorkflowSource:
         if workflow is None:
             return ()
         path = ctx.user_path(workflow)
-        version = stamp(path)
+        version = stamp(path, ctx.max_file_bytes)
         return None if version is None else (path, version)
 
     def load(self, ctx: Context) -> Layer:
