@@ -154,3 +154,42 @@ def test_a_secret_budget_that_stops_a_run_is_masked_in_its_result_events_and_out
     for shown in (out, err, events.read_text()):
         assert "0.0137" not in shown
     assert "***" in out + err
+
+
+# --- records that hold values before a field judges them -------------------------------
+
+
+def test_records_of_raw_values_show_no_value() -> None:
+    """An offer, a problem and a request hold values of unknown secrecy: their reprs hide them."""
+    from budgetconf.sources import Offer, Problem, Request
+
+    offer = Offer("limits.budget", "sk-secret-cccc", "env:VAULT_BUDGET", text=True)
+    problem = Problem("not a table", "wf.yaml:1", "limits.budget", raw=["sk-secret-cccc"])
+    request = Request({"VAULT_BUDGET": "sk-secret-cccc"}, explicit={"x.y": "sk-secret-cccc"})
+    assert repr(offer) == (
+        "Offer(field='limits.budget', key=None, locator='env:VAULT_BUDGET', text=True, value=***)"
+    )
+    assert repr(problem) == (
+        "Problem(field='limits.budget', locator='wf.yaml:1', message='not a table', raw=***)"
+    )
+    assert repr(request) == "Request(arguments=['explicit'], env=***, explicit_is_text=False)"
+
+
+def test_a_limit_and_a_budget_show_a_secret_value_masked(place: Place) -> None:
+    """repr() and str() of Limit and Budget show *** for a secret cap; its value stays usable."""
+    from budgetconf.loop import Budget
+
+    preset = Path(budgetconf.__file__).parent / "_presets" / "budgetconf.toml"
+    text = preset.read_text().replace(
+        '[fields."limits.max_cost_usd"]', '[fields."limits.max_cost_usd"]\nsecret = true'
+    )
+    vault = place.write("secret-cost.toml", text)
+    budget = Budget.from_resolution(
+        budgetconf.resolve(vault, env={}, explicit={"limits.max_cost_usd": 0.0137})
+    )
+    limit = budget.limits["max_cost_usd"]
+    assert limit.value == 0.0137
+    for shown in (repr(limit), str(limit), repr(budget), str(budget)):
+        assert "0.0137" not in shown
+    assert "value='***'" in repr(limit)
+    assert "value=40," in repr(budget.limits["max_steps"])  # a plain limit is shown as it is
