@@ -280,7 +280,7 @@ def test_a_broken_preset_file_still_prints_a_json_document(
             ["explain", "loop.max_step"],
             "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?",
         ),
-        (["explain", "--set", "loop.max_steps"], "--set takes FIELD=VALUE, got 'loop.max_steps'"),
+        (["explain", "--set", "loop.max_steps"], "--set takes FIELD=VALUE, got one with no '='"),
         (["explain", "--preset", "opendots"], "unknown preset 'opendots'; did you mean 'opendot'?"),
         (
             ["explain", "--preset", "opendot", "--", "--max-steps", "3"],

@@ -154,3 +154,105 @@ def test_a_secret_budget_that_stops_a_run_is_masked_in_its_result_events_and_out
     for shown in (out, err, events.read_text()):
         assert "0.0137" not in shown
     assert "***" in out + err
+
+
+# --- what a preset may not do with a secret ---------------------------------------------
+
+
+@pytest.mark.parametrize("names", ["env", "flags"])
+def test_a_variable_or_flag_shared_with_a_secret_field_is_refused(place: Place, names: str) -> None:
+    """Read by a secret field and by one that is not, its text would be shown by the other."""
+    shared = ["VAULT_KEY"] if names == "env" else ["--key"]
+    path = preset_file(
+        place.work,
+        fields={
+            "limits.key": {"type": "number", "default": 1, "secret": True, names: shared},
+            "loop.max_steps": {"type": "int", "default": 5, names: shared},
+        },
+    )
+    with pytest.raises(budgetconf.PresetError) as caught:
+        budgetconf.resolve(path, env={})
+    assert str(caught.value) == (
+        f'preset {path}: fields."loop.max_steps".{names}: {shared[0]} is also read by limits.key,'
+        " which is secret; a field that shares a secret's variable or flag must be secret too"
+    )
+
+
+def test_secret_fields_may_share_a_variable(place: Place) -> None:
+    """Two secret fields that read one variable keep it masked in both traces."""
+    path = preset_file(
+        place.work,
+        sources=["default", {"kind": "env", "invalid": "fallback"}],
+        fields={
+            "limits.key": {"type": "number", "default": 1, "secret": True, "env": ["VAULT_KEY"]},
+            "loop.max_steps": {"type": "int", "default": 5, "secret": True, "env": ["VAULT_KEY"]},
+        },
+    )
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"VAULT_KEY": "98.25"})
+    assert res["limits.key"] == 98.25
+    assert [str(w.message) for w in caught] == [
+        "loop.max_steps from env:VAULT_KEY: not an integer: ***; ignored, using *** from "
+        "built-in default"
+    ]
+
+
+def test_a_behaviour_of_the_loop_cannot_be_secret(place: Place) -> None:
+    """The run's events and what it does would say which word a secret behaviour is."""
+    path = preset_file(
+        place.work,
+        fields={
+            "loop.max_steps": {"type": "int", "default": 5},
+            "loop.last_turn": {
+                "type": "enum",
+                "choices": ["warn", "wrap_up", "none"],
+                "default": "warn",
+                "secret": True,
+            },
+        },
+        loop={"max_steps": "loop.max_steps", "last_turn": "loop.last_turn"},
+    )
+    with pytest.raises(budgetconf.PresetError) as caught:
+        budgetconf.resolve(path, env={})
+    assert str(caught.value) == (
+        f"preset {path}: loop.last_turn: loop.last_turn is secret; a behaviour cannot be"
+    )
+
+
+# --- records that hold values before a field judges them -------------------------------
+
+
+def test_records_of_raw_values_show_no_value() -> None:
+    """An offer, a problem and a request hold values of unknown secrecy: their reprs hide them."""
+    from budgetconf.sources import Offer, Problem, Request
+
+    offer = Offer("limits.budget", "sk-secret-cccc", "env:VAULT_BUDGET", text=True)
+    problem = Problem("not a table", "wf.yaml:1", "limits.budget", raw=["sk-secret-cccc"])
+    request = Request({"VAULT_BUDGET": "sk-secret-cccc"}, explicit={"x.y": "sk-secret-cccc"})
+    assert repr(offer) == (
+        "Offer(field='limits.budget', key=None, locator='env:VAULT_BUDGET', text=True, value=***)"
+    )
+    assert repr(problem) == (
+        "Problem(field='limits.budget', locator='wf.yaml:1', message='not a table', raw=***)"
+    )
+    assert repr(request) == "Request(arguments=['explicit'], env=***, explicit_is_text=False)"
+
+
+def test_a_limit_and_a_budget_show_a_secret_value_masked(place: Place) -> None:
+    """repr() and str() of Limit and Budget show *** for a secret cap; its value stays usable."""
+    from budgetconf.loop import Budget
+
+    preset = Path(budgetconf.__file__).parent / "_presets" / "budgetconf.toml"
+    text = preset.read_text().replace(
+        '[fields."limits.max_cost_usd"]', '[fields."limits.max_cost_usd"]\nsecret = true'
+    )
+    vault = place.write("secret-cost.toml", text)
+    budget = Budget.from_resolution(
+        budgetconf.resolve(vault, env={}, explicit={"limits.max_cost_usd": 0.0137})
+    )
+    limit = budget.limits["max_cost_usd"]
+    assert limit.value == 0.0137
+    for shown in (repr(limit), str(limit), repr(budget), str(budget)):
+        assert "0.0137" not in shown
+    assert "value='***'" in repr(limit)
+    assert "value=40," in repr(budget.limits["max_steps"])  # a plain limit is shown as it is

@@ -122,11 +122,14 @@ def test_sections_must_be_the_preset_s_own(place: Place, kind: str) -> None:
 
 
 def test_a_section_that_is_not_a_table_is_an_error(place: Place) -> None:
-    """`loop = 5` in a file under the error policy raises, naming the place and the value."""
+    """`loop = 5` under the error policy raises, naming the place and the type, not the value."""
     path = place.write("settings.toml", "loop = 5\n")
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(env={})
-    assert str(caught.value) == f"{path}:1 (project): section loop must be a table of fields, got 5"
+    assert (
+        str(caught.value)
+        == f"{path}:1 (project): section loop must be a table of fields, got an integer"
+    )
 
 
 # --- paths as people give them --------------------------------------------------------

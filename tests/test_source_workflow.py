@@ -64,3 +64,24 @@ def test_a_broken_workflow_is_reported_once(place: Place) -> None:
         budgetconf.resolve(env={}, workflow=path, step="review")
     assert caught.value.errors == (caught.value,)
     assert str(caught.value).startswith(f"yaml {path}:")
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ("[5]", "a list"),
+        ("five", "a string"),
+        ("010", "a value that is ambiguous in YAML"),
+        ("~", "null"),
+    ],
+)
+def test_a_section_that_is_no_mapping_is_named_by_its_type(
+    place: Place, body: str, named: str
+) -> None:
+    """`loop: [5]` is an error naming the section and what it is, never what it holds."""
+    path = place.write("wf.yaml", f"loop: {body}\n")
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={}, workflow=path)
+    assert str(caught.value) == (
+        f"{path}:1 (yaml): section loop must be a table of fields, got {named}"
+    )

@@ -126,3 +126,72 @@ def test_the_converter_is_strict_on_its_own() -> None:
     with pytest.raises(TypeError):
         converter().structure("4", int)
     assert converter().structure(4, float) == 4.0
+
+
+@dataclass
+class Turns:
+    last_turn: Literal["stop"]
+    max_steps: float
+    max_tool_calls_per_turn: bool
+
+
+@dataclass
+class TurnBudget:
+    loop: Turns
+
+
+def test_an_error_names_the_type_it_wanted_and_never_the_value() -> None:
+    """A Literal, a number, a bool: each problem says what it expected; no value is quoted."""
+    res = budgetconf.resolve(env={"BUDGETCONF_MAX_TOOL_CALLS_PER_TURN": "7"})
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        res.structure(TurnBudget)
+    assert str(caught.value) == (
+        "resolved values do not fit TurnBudget: invalid value for type, expected "
+        "typing.Literal['stop'] @ $.loop.last_turn; expected a boolean, got an integer @ "
+        "$.loop.max_tool_calls_per_turn"
+    )
+    assert "wrap_up" not in str(caught.value)
+
+
+@dataclass
+class Missing:
+    max_steps: int
+    not_a_field: int
+
+
+@dataclass
+class MissingBudget:
+    loop: Missing
+
+
+@dataclass
+class Listed:
+    max_steps: list[int]
+
+
+@dataclass
+class ListedBudget:
+    loop: Listed
+
+
+def test_a_missing_field_and_a_wrong_container_are_named_by_path() -> None:
+    """A field the values lack, a list where a number is: each named, with no value quoted."""
+    res = budgetconf.resolve(env={})
+    with pytest.raises(budgetconf.ConfigError) as missing:
+        res.structure(MissingBudget)
+    with pytest.raises(budgetconf.ConfigError) as listed:
+        res.structure(ListedBudget)
+    assert str(missing.value) == (
+        "resolved values do not fit MissingBudget: required field missing @ $.loop.not_a_field"
+    )
+    assert str(listed.value) == (
+        "resolved values do not fit ListedBudget: invalid value for type, expected list[int] @ "
+        "$.loop.max_steps"
+    )
+
+
+def test_a_problem_placed_on_no_type_is_an_invalid_value() -> None:
+    """cattrs may report an error it cannot place on a type; its text is not repeated."""
+    from budgetconf._structure import _described
+
+    assert _described(ValueError("sk-secret-dddd"), None) == "invalid value"

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceSpec
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MASK, Field, Invalid, Unusable, Value, show_value
+from budgetconf._schema import MASK, Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf.errors import ConfigError
 from budgetconf.sources._records import Context, Layer, Offer, Problem
@@ -89,9 +89,10 @@ class _Merging:
             SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
         )
         self.warnings.extend(layer.warnings)
-        for problem in layer.problems:
-            _judge_problem(problem, spec.kind, spec.invalid, errors, self.warnings)
         schema, work = self.preset.schema, self.work
+        for problem in layer.problems:
+            raw = _problem_raw(problem, schema)
+            _judge_problem(problem, raw, spec.kind, spec.invalid, errors, self.warnings)
         for section, where in layer.sections.items():
             mode = spec.merge_mode(section)
             self.merge_of[(spec.kind, section)] = mode
@@ -223,8 +224,21 @@ def _value_error(field: Field, offer: Offer, source: str, reason: str) -> Config
     )
 
 
+def _problem_raw(problem: Problem, schema: Schema) -> object:
+    """What an error may hold of a problem's value: none without a field, `MASK` for a secret."""
+    field = schema.by_path.get(problem.field) if problem.field is not None else None
+    if field is None or problem.raw is None:
+        return None
+    return MASK if field.secret else problem.raw
+
+
 def _judge_problem(
-    problem: Problem, source: str, policy: Policy, errors: list[ConfigError], found: list[str]
+    problem: Problem,
+    raw: object,
+    source: str,
+    policy: Policy,
+    errors: list[ConfigError],
+    found: list[str],
 ) -> None:
     message = f"{problem.locator} ({source}): {problem.message}"
     if policy is Policy.ERROR:
@@ -234,7 +248,7 @@ def _judge_problem(
                 field=problem.field,
                 source=source,
                 locator=problem.locator,
-                raw=problem.raw,
+                raw=raw,
                 reason=problem.message,
             )
         )

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Self
+    from typing import Any, ClassVar, Final, Self
+
+#: what a secret, or a value that may be one, is shown as, in every rendering, error and log
+MASK: Final = "***"
 
 
 #: how a record's constructor sets a field, past the guard against any later change
@@ -35,9 +38,16 @@ class ReadOnly:
 
 
 class Record(ReadOnly):
-    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``."""
+    """Equality, hashing, a readable repr and `replace`, from the fields in ``__slots__``.
+
+    A record that holds a value whose secrecy it cannot know (a source's raw
+    offer, before any field judges it) names that field in ``unshown``: its
+    repr shows `MASK` there, so no repr can spell out a secret.
+    """
 
     __slots__: tuple[str, ...] = ()
+    #: the fields a repr never shows (a field left at None is shown, as it holds nothing)
+    unshown: ClassVar[tuple[str, ...]] = ()
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -51,8 +61,12 @@ class Record(ReadOnly):
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        shown = ", ".join(f"{name}={self._shown(name)}" for name in self.__slots__)
         return f"{type(self).__name__}({shown})"
+
+    def _shown(self, name: str) -> str:
+        value = getattr(self, name)
+        return MASK if name in self.unshown and value is not None else repr(value)
 
     def replace(self, **changes: Any) -> Self:
         """A copy with the fields named in ``changes`` changed."""

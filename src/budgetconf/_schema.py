@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from budgetconf._record import ReadOnly, Record, set_field
+from budgetconf._record import MASK, ReadOnly, Record, set_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,8 +25,6 @@ __all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "d
 
 Value: TypeAlias = int | float | bool | str | None
 
-#: what a secret field's value is shown as, in every rendering, error and log
-MASK: Final = "***"
 MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
 # The text of a number. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠';
@@ -116,7 +114,14 @@ def shown_default(f: Field) -> str:
     return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
 
 
-def _type_name(value: object) -> str:
+def type_name(value: object) -> str:
+    """What ``value`` is, for a message that must not quote it: ``a list``, ``a string``.
+
+    A value of unknown secrecy (a section's body, a step, what a settings
+    object holds) is named this way and never shown.
+    """
+    if isinstance(value, Unusable):
+        return f"a value that is {value.what}"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
@@ -296,11 +301,11 @@ class Field(Record):
             raise Invalid(f"null is not allowed: {self.path} must be {self.noun}")
         if self.kind is Kind.INT:
             if type(value) is not int:
-                raise self._not_a(value, False, f" ({_type_name(value)})")
+                raise self._not_a(value, False, f" ({type_name(value)})")
             return self._check(value, value, False)
         if self.kind is Kind.NUMBER:
             if type(value) not in (int, float):
-                raise self._not_a(value, False, f" ({_type_name(value)})")
+                raise self._not_a(value, False, f" ({type_name(value)})")
             try:
                 number = float(value)  # type: ignore[arg-type]  # int or float, checked above
             except OverflowError:
@@ -308,11 +313,11 @@ class Field(Record):
             return self._check(number, value, False)
         if self.kind is Kind.BOOL:
             if type(value) is not bool:
-                raise self._not_a(value, False, f" ({_type_name(value)})")
+                raise self._not_a(value, False, f" ({type_name(value)})")
             return value
         if isinstance(value, str) and value in self.choices:
             return value
-        note = self._suggest(value) if isinstance(value, str) else f" ({_type_name(value)})"
+        note = self._suggest(value) if isinstance(value, str) else f" ({type_name(value)})"
         raise self._not_a(value, False, note)
 
     def _check(self, number: int | float, raw: object, text: bool) -> int | float:

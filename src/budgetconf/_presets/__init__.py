@@ -173,6 +173,7 @@ def _schema(data: Mapping[str, Any]) -> Schema:
         raise _Bad("fields: a preset needs at least one field")
     schema = Schema(tuple(_field(path, spec) for path, spec in fields_table.items()))
     _check_names(schema)
+    _check_shared(schema)
     return Schema(tuple(_linked(f, schema) for f in schema))
 
 
@@ -276,6 +277,8 @@ def _behaviours(table: Mapping[str, Any], schema: Schema) -> dict[str, str]:
                 raise _Bad(f"loop.{behaviour}: {setting} must be an enum of {', '.join(words)}")
             if field.optional:
                 raise _Bad(f"loop.{behaviour}: {setting} may be unset; it needs a default")
+            if field.secret:  # the run's events, and what it does, would say which word it is
+                raise _Bad(f"loop.{behaviour}: {setting} is secret; a behaviour cannot be")
             setting = field.path
         elif setting not in words:
             raise _Bad(f"loop.{behaviour}: expected a field or one of {', '.join(words)}")
@@ -381,6 +384,23 @@ def _check_names(schema: Schema) -> None:
             other = seen.setdefault((f.section, key), f.path)
             if other != f.path:
                 raise _Bad(f'fields."{f.path}": {key!r} is already a name of {other}')
+
+
+def _check_shared(schema: Schema) -> None:
+    """A variable or flag that a secret field reads is read by no field that is not secret.
+
+    The other field would judge the secret's text by its own rules, and show it
+    in its trace, its warnings and its errors.
+    """
+    for kind, by_name in (("env", schema.by_env), ("flags", schema.by_flag)):
+        for name, fields in by_name.items():
+            secret = next((f for f in fields if f.secret), None)
+            plain = next((f for f in fields if not f.secret), None)
+            if secret is not None and plain is not None:
+                raise _Bad(
+                    f'fields."{plain.path}".{kind}: {name} is also read by {secret.path}, which'
+                    " is secret; a field that shares a secret's variable or flag must be secret too"
+                )
 
 
 def _linked(field: Field, schema: Schema) -> Field:

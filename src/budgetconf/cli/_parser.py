@@ -314,7 +314,13 @@ def parse(args: list[str]) -> CommandLine:
     parser = build()
     ns, extra = parser.parse_known_args(args)
     if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser.error(f"unrecognized arguments: {_unrecognized(extra)}")
     if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
         ns.fields += extra
     return CommandLine(ns, app_args, parser)
+
+
+def _unrecognized(extra: list[str]) -> str:
+    """The unknown options by name; what follows one, or its ``=``, may be a secret value."""
+    options = [arg.partition("=")[0] for arg in extra if arg.startswith("-")]
+    return " ".join(options or extra)

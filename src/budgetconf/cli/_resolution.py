@@ -86,7 +86,8 @@ def _value(argument: Argument, given: Any) -> Any:
     found = {}
     for pair in given:
         name, eq, value = pair.partition("=")
-        if not eq or not name:
-            raise Usage(f"{argument.option} takes FIELD=VALUE, got {pair!r}")
+        if not eq or not name:  # not quoted: what was meant as a value may be a secret
+            missing = "'='" if not eq else "field before '='"
+            raise Usage(f"{argument.option} takes FIELD=VALUE, got one with no {missing}")
         found[name.strip()] = value
     return found or None

@@ -111,6 +111,11 @@ def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
             f"--base-url: no API key in ${choice.key_env}: set it (a local server takes any"
             " value), or name another variable with --api-key-env"
         )
+    from budgetconf.integrations._keys import key_flaw
+
+    flaw = key_flaw(key)
+    if flaw is not None:  # said by where it is, never by what it is
+        raise UsageError(f"--base-url: the API key in ${choice.key_env} {flaw}; strip it")
     client = openai.OpenAI(
         base_url=choice.url, api_key=key, timeout=choice.timeout, max_retries=choice.retries
     )

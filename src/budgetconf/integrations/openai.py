@@ -23,8 +23,8 @@ except ImportError:
         "budgetconf.integrations.openai needs the openai package: pip install 'budgetconf[openai]'"
     ) from None
 
-from budgetconf._schema import MASK
 from budgetconf.errors import ModelError, UsageError
+from budgetconf.integrations._keys import key_flaw, masked
 from budgetconf.integrations._urls import shown_url
 
 __all__ = ["AsyncOpenAIModel", "ModelError", "OpenAIModel"]
@@ -43,9 +43,16 @@ class _Base:
         self.model = model
         self.options = dict(options)
 
+    def _check_key(self, key: object) -> None:
+        """Refuse a key no HTTP header can hold, before the library quotes it in an error."""
+        flaw = key_flaw(key) if isinstance(key, str) else None
+        if flaw is not None:
+            raise UsageError(f"api_key: the client's API key {flaw}; strip it where it is read")
+
     def _request(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: object
     ) -> dict[str, Any]:
+        self._check_key(key)  # again at each request: a client's key may be changed
         request: dict[str, Any] = {"model": self.model, "messages": messages, **self.options}
         if tools:  # an empty list is refused by some servers
             request["tools"] = tools
@@ -63,14 +70,18 @@ class OpenAIModel(_Base):
     def __init__(self, model: str, *, client: openai.OpenAI | None = None, **options: Any) -> None:
         super().__init__(model, options)
         self.client = openai.OpenAI() if client is None else client
+        self._check_key(self.client.api_key)
 
     def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        key = self.client.api_key
+        request = self._request(messages, tools, key)
         try:
-            completion = self.client.chat.completions.create(**self._request(messages, tools))
-        except openai.OpenAIError as exc:
-            raise _error(exc, self.client.base_url, self.client.api_key) from exc
+            completion = self.client.chat.completions.create(**request)
+        except openai.OpenAIError as exc:  # not chained: its text may hold the key
+            # the key sent, and the key as the client has it now (a provider may have set it)
+            raise _error(exc, self.client.base_url, key, self.client.api_key) from None
         return _response(completion)
 
 
@@ -82,14 +93,18 @@ class AsyncOpenAIModel(_Base):
     ) -> None:
         super().__init__(model, options)
         self.client = openai.AsyncOpenAI() if client is None else client
+        self._check_key(self.client.api_key)
 
     async def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        key = self.client.api_key
+        request = self._request(messages, tools, key)
         try:
-            completion = await self.client.chat.completions.create(**self._request(messages, tools))
-        except openai.OpenAIError as exc:
-            raise _error(exc, self.client.base_url, self.client.api_key) from exc
+            completion = await self.client.chat.completions.create(**request)
+        except openai.OpenAIError as exc:  # not chained: its text may hold the key
+            # the key sent, and the key as the client has it now (a provider may have set it)
+            raise _error(exc, self.client.base_url, key, self.client.api_key) from None
         return _response(completion)
 
 
@@ -119,16 +134,17 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _error(exc: openai.OpenAIError, base_url: object, api_key: str) -> ModelError:
+def _error(exc: openai.OpenAIError, base_url: object, *keys: object) -> ModelError:
     """One line for a failed request, naming the server; the API key is never in it.
 
-    The URL is shown without its user name and password, and the key is masked
-    in whatever the server or the connection said.
+    The URL is shown without its user name and password, and every form of the
+    key (escaped, stripped, cut at a line end) is masked in whatever the server
+    or the connection said.
     """
     where = shown_url(base_url)
     if isinstance(exc, openai.APITimeoutError):
-        return ModelError(f"{where} did not answer in time")
-    if isinstance(exc, openai.APIConnectionError):
+        message, status = f"{where} did not answer in time", None
+    elif isinstance(exc, openai.APIConnectionError):
         message = f"cannot reach {where}: {_reason(exc)}"
         status = None
     elif isinstance(exc, openai.APIStatusError):
@@ -140,7 +156,7 @@ def _error(exc: openai.OpenAIError, base_url: object, api_key: str) -> ModelErro
         status = exc.status_code
     else:
         message, status = f"{where}: {exc}", None
-    return ModelError(message.replace(api_key, MASK) if api_key else message, status=status)
+    return ModelError(masked(message, *keys), status=status)
 
 
 def _reason(exc: BaseException) -> str:

@@ -41,6 +41,14 @@ class Limit:
     raise_in: tuple[str, ...] = ()
     via: str | None = None  # the field the value was taken from, when the budget's was unset
 
+    def __repr__(self) -> str:
+        # by hand: the generated repr would show a secret field's value
+        shown = ", ".join(
+            f"{name}={self.public_value if name == 'value' else getattr(self, name)!r}"
+            for name in self.__dataclass_fields__
+        )
+        return f"Limit({shown})"
+
     @property
     def public_value(self) -> int | float | str:
         """The value, or ``***`` when the field is secret."""

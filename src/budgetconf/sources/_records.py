@@ -50,6 +50,7 @@ class Request(Record):
 
     __module__ = "budgetconf.sources"
     __slots__ = ("arguments", "env", "explicit_is_text")
+    unshown = ("env",)  # the environment holds secrets as often as budgets
 
     env: Mapping[str, str]
     arguments: Mapping[str, Any]
@@ -70,6 +71,11 @@ class Request(Record):
         set_field(self, "env", os.environ if env is None else env)
         set_field(self, "arguments", MappingProxyType(given))
         set_field(self, "explicit_is_text", explicit_is_text)
+
+    def _shown(self, name: str) -> str:
+        if name == "arguments":  # by name: the values given in code may be secrets
+            return repr(list(self.arguments))
+        return super()._shown(name)
 
 
 class Context:
@@ -177,6 +183,7 @@ class Offer(Record):
 
     __module__ = "budgetconf.sources"
     __slots__ = ("field", "key", "locator", "text", "value")
+    unshown = ("value",)  # not yet judged by its field, it may be a secret's
 
     field: str
     value: object
@@ -200,10 +207,16 @@ class Offer(Record):
 
 
 class Problem(Record):
-    """Something wrong with a source's shape, judged by the source's invalid policy."""
+    """Something wrong with a source's shape, judged by the source's invalid policy.
+
+    ``message`` says what is wrong and where, and quotes no value: a value
+    goes in ``raw``, which the error carries as its field allows (`MASK` for a
+    secret field; nothing when ``field`` is None, as its secrecy is unknown).
+    """
 
     __module__ = "budgetconf.sources"
     __slots__ = ("field", "locator", "message", "raw")
+    unshown = ("raw",)
 
     message: str
     locator: str

@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection
 
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
-from budgetconf._schema import Schema, did_you_mean, show_typed
+from budgetconf._schema import Schema, did_you_mean, type_name
 from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 
 
@@ -71,14 +71,9 @@ def read_sections(
         if only is not None and section not in only:
             continue
         where = locate(table.lines.get(section))
-        if not isinstance(body, Table):
-            found.problems.append(
-                Problem(
-                    f"section {section} must be a table of fields, got {show_typed(body)}",
-                    where,
-                    raw=body,
-                )
-            )
+        if not isinstance(body, Table):  # named by its type: it may hold a secret field's value
+            message = f"section {section} must be a table of fields, got {type_name(body)}"
+            found.problems.append(Problem(message, where))
             continue
         found.defined[section] = where
         for key, value in body.items():

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Mapping
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import Table
-from budgetconf._schema import Schema, show_typed
+from budgetconf._schema import Schema, type_name
 from budgetconf.errors import SourceError, UsageTypeError
 from budgetconf.sources._records import Context, Layer, Problem, SourceStatus
 from budgetconf.sources._sections import read_fields, read_sections
@@ -75,20 +75,21 @@ class DynaconfSource:
         keys = _Keys()
         try:
             if self._key is None:
-                present = {s: v for s in self._sections if (v := settings.get(s)) is not None}
-                table = keys.table(present, None, depth=2)
+                table = keys.table(keys.present(settings, self._sections), None, depth=2)
             else:
                 node = _lookup(settings, self._key)
                 if node is None:
                     return Layer(SourceStatus.MISSING, where)
                 if not isinstance(node, Mapping):
                     what = "sections" if self._section is None else f"{self._section} fields"
-                    problem = Problem(f"must be a table of {what}, got {show_typed(node)}", where)
+                    problem = Problem(f"must be a table of {what}, got {type_name(node)}", where)
                     return Layer(SourceStatus.LOADED, where, problems=(problem,))
                 table = keys.table(node, self._key, depth=1 if self._section else 2)
         except Exception as exc:  # the application's settings failed to evaluate a value
-            message = f"{where}: cannot read the settings: {type(exc).__name__}: {exc}"
-            return Layer.failed(SourceError(message, source="dynaconf", locator=where), where)
+            # named by its type and the key being read: its text may quote the value, a secret
+            at = keys.reading or where
+            message = f"{at}: cannot read the settings: {type(exc).__name__}"
+            return Layer.failed(SourceError(message, source="dynaconf", locator=at), at)
         if self._section is not None:
             return read_fields(table, self._section, ctx.schema, keys.locate).layer(where)
         only = self._sections if self._key is None else None  # the top level is the app's
@@ -116,6 +117,18 @@ class _Keys:
 
     def __init__(self) -> None:
         self._names: list[str] = []
+        self.reading: str | None = None  # the locator of the value being read, for an error
+
+    def present(self, settings: Any, sections: tuple[str, ...]) -> dict[str, Any]:
+        """The sections ``settings`` has, by name."""
+        found = {}
+        for section in sections:
+            self.reading = f"dynaconf:{section}"
+            value = settings.get(section)
+            if value is not None:
+                found[section] = value
+        self.reading = None
+        return found
 
     def locate(self, number: int | None) -> str:
         return f"dynaconf:{self._names[number - 1]}" if number else "dynaconf"
@@ -134,7 +147,9 @@ class _Keys:
         for key in node:
             name = key if prefix is None else f"{prefix}.{key}"
             folded = key.lower() if isinstance(key, str) else key
+            self.reading = f"dynaconf:{name}"
             value = node[key]
+            self.reading = None
             if depth > 1 and isinstance(value, Mapping):
                 value = self.table(value, name, depth - 1)
             items[folded] = value

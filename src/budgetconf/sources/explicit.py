@@ -76,8 +76,7 @@ class ExplicitSource:
                         field=path,
                         source="explicit",
                         locator=LOCATOR,
-                        raw=value,
-                        reason=why,
+                        reason=why,  # no raw: a value of no known field may be a secret
                     )
                 )
                 continue

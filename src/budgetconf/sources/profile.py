@@ -6,7 +6,7 @@ import os
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import Table
-from budgetconf._schema import Schema, show_typed
+from budgetconf._schema import Schema, type_name
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer
 from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource
@@ -100,7 +100,7 @@ class ProfileSource(FileSource):
         self, step: Step, line: int | None, key: str, node: object, wanted: str
     ) -> Layer:
         locator = step.locator(line)
-        why = f"{key} must be {wanted}, got {show_typed(node)}"
+        why = f"{key} must be {wanted}, got {type_name(node)}"  # the step's value is not shown
         kind = self.KIND.name
         error = SourceError(f"{kind} {locator}: {why}", source=kind, locator=locator, problem=why)
         return Layer.failed(error, locator)
