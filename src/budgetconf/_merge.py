@@ -7,9 +7,11 @@ For each source of the stack, lowest rank first:
 2. if the source defines a section it merges with ``replace``, every
    candidate that lower sources (other than ``default``) gave for that
    section is marked ``replaced``;
-3. each offer is checked against its field; a value the field cannot take is
+3. each offer is checked against its field; a value the field cannot take,
+   or one the source refuses itself (a field set twice in one place), is
    ``rejected`` and, under the source's ``error`` policy, becomes a
-   `ConfigError`, under ``fallback`` a warning.
+   `ConfigError`, under ``fallback`` a warning. An offer of nothing (an
+   empty variable) is ``empty``: it is kept in the trace and never wins.
 
 The last valid candidate of each field wins; earlier valid ones are
 ``shadowed``. A field with ``default_from`` that is left unset takes the
@@ -49,7 +51,10 @@ class _Work:
         self.policy = policy
         self.value = value
         self.reason = reason
-        self.status = Status.REJECTED if reason is not None else Status.WON
+        if offer.empty:
+            self.status = Status.EMPTY  # a name with nothing in it: no value, as if unset
+        else:
+            self.status = Status.REJECTED if reason is not None else Status.WON
 
 
 def _located(field: str, locator: str, source: str) -> str:
@@ -85,8 +90,9 @@ class _Merging:
             if not any(_same_problem(error, known) for known in errors):
                 errors.append(error)
         error_text = "; ".join(str(e) for e in layer.errors) or None
+        offered = sum(not offer.empty for offer in layer.offers)
         self.reports.append(
-            SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
+            SourceReport(spec.kind, layer.status, layer.locator, offered, error_text)
         )
         self.warnings.extend(layer.warnings)
         for problem in layer.problems:
@@ -187,6 +193,10 @@ def _replace(items: list[_Work], why: str) -> None:
 
 def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
     """The offer's value for ``field``, or None and the reason it cannot be one."""
+    if offer.empty:
+        return None, None
+    if offer.refused is not None:
+        return None, offer.refused
     try:
         if offer.text and isinstance(offer.value, str):
             return field.parse_text(offer.value), None

@@ -31,6 +31,7 @@ _STYLE: Final = {
     Status.SHADOWED: "dim",
     Status.REJECTED: "red",
     Status.REPLACED: "yellow",
+    Status.EMPTY: "dim",
 }
 _RAW_WIDTH: Final = 16  # a rejected value is evidence, not the answer: it may be cut
 
@@ -118,8 +119,9 @@ def _add_field(grid: Table, trace: FieldTrace, short: Shortener) -> None:
 
 
 def candidate_text(candidate: Candidate, field: Field) -> str:
-    """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected raw quoted."""
-    if candidate.status is Status.REJECTED:
+    """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected or empty raw
+    quoted (``''``)."""
+    if candidate.status is Status.REJECTED or candidate.status is Status.EMPTY:
         shown = field.show_raw(candidate.raw, candidate.text)
         return shown if len(shown) <= _RAW_WIDTH else shown[: _RAW_WIDTH - 1] + "…"
     if field.secret:
