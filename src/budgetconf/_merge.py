@@ -22,11 +22,11 @@ Nothing here prints, and nothing writes a file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceSpec
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MASK, Field, Invalid, Unusable, Value, show_value
+from budgetconf._schema import MASK, Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf.errors import ConfigError
 from budgetconf.sources._records import Context, Layer, Offer, Problem
@@ -122,7 +122,12 @@ class _Merging:
             self._warn_fallbacks(field, settled[field.path])
         traces = {f.path: settled[f.path] for f in schema}
         return Resolution(
-            self.preset, traces, tuple(self.reports), tuple(self.warnings), tuple(self.errors)
+            self.preset,
+            traces,
+            tuple(self.reports),
+            tuple(self.warnings),
+            tuple(self.errors),
+            _notes(schema, traces.values()),
         )
 
     def _warn_fallbacks(self, field: Field, trace: FieldTrace) -> None:
@@ -171,6 +176,27 @@ def _settle(
     )
     candidates.insert(at + 1, derived)
     return FieldTrace(field, derived, tuple(candidates), other.merge)
+
+
+def _notes(schema: Schema, traces: Iterable[FieldTrace]) -> tuple[str, ...]:
+    """A note for each place that used an alias which names another field in another section.
+
+    ``max_tool_calls`` under ``loop`` sets the per-response cap, not the whole
+    run's total ``limits.max_tool_calls``: a value that may not be what was meant.
+    """
+    notes: dict[str, None] = {}
+    for trace in traces:
+        field = trace.field
+        for candidate in trace.candidates:
+            if candidate.alias is None:
+                continue
+            others = schema.namesakes(field, candidate.alias)
+            if others:
+                other = " or ".join(f.path for f in others)
+                alias, section = candidate.alias, field.section
+                note = f"{alias} under {section} is an alias of {field.path}, not {other}"
+                notes[f"{candidate.where}: {note}"] = None
+    return tuple(notes)
 
 
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:

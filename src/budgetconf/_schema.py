@@ -413,14 +413,27 @@ class Schema(ReadOnly):
             raise KeyError(f"unknown field {path!r}{suggestion}")
         return found
 
+    def namesakes(self, field: Field, key: str) -> tuple[Field, ...]:
+        """The fields of other sections whose own name is ``key``, an alias of ``field``.
+
+        In the default preset ``max_tool_calls`` under ``loop`` is the per-response
+        cap's alias, while under ``limits`` it is the whole run's total.
+        """
+        return tuple(f for f in self.fields if f.name == key and f.section != field.section)
+
     def suggest(self, key: str, *, sections: bool = False) -> str | None:
         """The field (or, with ``sections``, the section) ``key`` was most likely meant to be.
 
         A field's name or alias written without its section is the likeliest
-        slip (``max_steps`` for ``loop.max_steps``); otherwise the closest name.
+        slip (``max_steps`` for ``loop.max_steps``), a name before an alias
+        (``max_tool_calls`` is ``limits.max_tool_calls``, though it is an alias
+        under ``loop``); otherwise the closest name.
         """
         for f in self.fields:
-            if key in (f.name, *f.aliases):
+            if key == f.name:
+                return f"{f.section}.{key}"
+        for f in self.fields:
+            if key in f.aliases:
                 return f"{f.section}.{key}"
         names = list(self.by_path)
         return did_you_mean(key, [*names, *self.sections] if sections else names)

@@ -87,12 +87,14 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
     console.print(Text("sources", "dim"))
     console.print(sources)
 
-    if res.warnings:
+    if res.warnings or res.notes:
         notes = Table.grid(padding=(0, 1))
         notes.add_column(no_wrap=True)
         notes.add_column(overflow="fold")
         for warning in res.warnings:
             notes.add_row(Text("warning", "yellow"), _cell(short(warning)))
+        for note in res.notes:
+            notes.add_row(Text("note", "dim"), _cell(short(note)))
         console.print()
         console.print(notes)
 

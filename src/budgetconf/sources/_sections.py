@@ -7,15 +7,21 @@ from collections.abc import Callable, Collection
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
 from budgetconf._schema import Schema, did_you_mean, show_typed
+from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 
 
 class Sections:
-    """What a mapping of sections offers, with the problems found on the way."""
+    """What a mapping of sections offers, with the problems found on the way.
 
-    __slots__ = ("defined", "offers", "problems", "warnings")
+    The mapping is one place: a field it sets by two of its names offers the
+    second refused (see `one_name_each`).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("defined", "offers", "problems", "schema", "warnings")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
         self.offers: list[Offer] = []
         self.defined: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -25,7 +31,7 @@ class Sections:
         return Layer(
             SourceStatus.LOADED,
             locator,
-            tuple(self.offers),
+            tuple(one_name_each(self.offers, self.schema)),
             self.defined,
             tuple(self.problems),
             tuple(self.warnings),
@@ -60,7 +66,7 @@ def read_sections(
     top-level key is read and an unknown one is reported, except keys that
     begin with ``$`` (``$schema``), which are left to editors.
     """
-    found = Sections()
+    found = Sections(schema)
     for section, body in table.items():
         if section not in schema.sections:
             # `$schema` names the file's JSON Schema for editors; no section starts with `$`
@@ -103,7 +109,7 @@ def read_fields(
     it is most likely a typo (``max_turn``): that one is reported. The mapping
     defines the section when it sets at least one of its fields.
     """
-    found = Sections()
+    found = Sections(schema)
     names = [key for (owner, key) in schema.by_key if owner == section]
     for key, value in table.items():
         target = schema.by_key.get((section, key))
