@@ -58,13 +58,16 @@ def read_sections(
     locate: Callable[[int | None], str],
     *,
     only: Collection[str] | None = None,
+    shared: bool = False,
 ) -> Sections:
     """Offers for every field ``table`` sets, section by section.
 
     ``only`` names the top-level keys to read, others being ignored without a
     word (a workflow file holds more than budgets); when it is None every
     top-level key is read and an unknown one is reported, except keys that
-    begin with ``$`` (``$schema``), which are left to editors.
+    begin with ``$`` (``$schema``), which are left to editors. A ``shared``
+    file holds the application's settings too: there an unknown top-level
+    key is reported only when it looks like a slip (see `_stray`).
     """
     found = Sections(schema)
     for section, body in table.items():
@@ -72,7 +75,9 @@ def read_sections(
             # `$schema` names the file's JSON Schema for editors; no section starts with `$`
             if only is None and not str(section).startswith("$"):
                 where = locate(table.lines.get(section))
-                found.warnings.append(_unknown(str(section), where, schema, top_level=True))
+                stray = _stray(str(section), where, schema, shared=shared)
+                if stray:
+                    found.warnings.append(stray)
             continue
         if only is not None and section not in only:
             continue
@@ -125,6 +130,23 @@ def read_fields(
         alias = None if key == target.name else str(key)
         found.offers.append(Offer(target.path, readable(value), where, key=alias))
     return found
+
+
+def _stray(key: str, where: str, schema: Schema, *, shared: bool) -> str | None:
+    """What to say of a top-level key that is no section, if anything.
+
+    In a file of budgets alone, every such key. In a ``shared`` one, whose other
+    tables are the application's (``[database]``), only a key within a small
+    edit of a section (``[lop]``) or a field's name written outside its section.
+    """
+    if not shared:
+        return _unknown(key, where, schema, top_level=True)
+    near = schema.near_section(key)
+    if near is not None:
+        return f"{key} in {where} is not a known key; did you mean {near}?"
+    if any(key == f.name or key in f.aliases for f in schema):
+        return _unknown(key, where, schema, top_level=True)
+    return None
 
 
 def _unknown(key: str, where: str, schema: Schema, *, top_level: bool = False) -> str:
