@@ -87,6 +87,11 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
     console.print(Text("sources", "dim"))
     console.print(sources)
 
+    _footer(console, res, short)
+
+
+def _footer(console: Console, res: Resolution, short: Shortener) -> None:
+    """The warnings, then the notes: what is worth knowing that is no problem."""
     if res.warnings or res.notes:
         notes = Table.grid(padding=(0, 1))
         notes.add_column(no_wrap=True)
