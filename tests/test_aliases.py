@@ -31,7 +31,9 @@ def _app(place: Place, *sources: str | Mapping[str, object]) -> Path:
 
 def test_a_name_and_its_alias_in_one_section_are_an_error(place: Place) -> None:
     """`max_steps = 20` and `max_turns = 30` under [loop]: an error naming both lines."""
-    path = place.write("settings.toml", "[loop]\nmax_steps = 20\nmax_turns = 30\n")
+    path = place.write(
+        "settings.toml", '[loop]\nmax_steps = 20\nmax_turns = 30\nlast_turn = "warn"\n'
+    )
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(env={})
     assert str(caught.value) == (

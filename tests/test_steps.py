@@ -293,8 +293,10 @@ def test_step_names_are_compared_as_the_file_writes_them(place: Place) -> None:
         ("# steps by name\nsteps:\n  review:\n    loop: {max_steps: 2}\n", 2, "a mapping"),
         ("steps: review\n", 1, "a string"),
         ("loop: {max_steps: 3}\nsteps:\n", 2, "nothing (null)"),
+        ("steps: true\n", 1, "a boolean"),
+        ("steps: 2024-01-02\n", 1, "a date"),
     ],
-    ids=["mapping", "string", "empty"],
+    ids=["mapping", "string", "empty", "boolean", "date"],
 )
 def test_a_steps_key_that_is_not_a_list_is_one_line_naming_it(
     place: Place, text: str, line: int, got: str
