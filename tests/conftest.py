@@ -1,4 +1,8 @@
-"""Every test runs in an empty working directory with an empty home and no budget variables."""
+"""Every test runs in an empty working directory with an empty home and no budget variables.
+
+Both are folders of the test's own folder, which holds a ``.git``: the search for
+the project file, which stops at a repository's root, never leaves it.
+"""
 
 from __future__ import annotations
 
@@ -58,6 +62,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
     home = tmp_path / "home"
     work.mkdir()
     home.mkdir()
+    (tmp_path / ".git").mkdir()  # a repository's root: the project file is never looked for above
     for name in list(os.environ):
         if name.startswith(("BUDGETCONF_", "OPENDOT_", "PRAISONAI_", "NO_COLOR", "COLUMNS")):
             monkeypatch.delenv(name)

@@ -56,7 +56,7 @@ KIND: Final = {
     "explicit": "explicit",
 }
 OUTCOMES: Final = {
-    "env": {"rejected", "ok"},
+    "env": {"rejected", "ok", "empty"},
     "flag": {"rejected", "ok"},
     "set": {"error", "ok"},
     "json": {"error", "ok"},
@@ -154,6 +154,7 @@ def test_table_is_well_formed() -> None:
             "rejected": {"reason"},
             "error": {"message", "reason"},
             "ok": {"unset"} if "unset" in case else {"value"},
+            "empty": set(),
         }[case["outcome"]]
         optional = {"form"} if case["source"] == "flag" else set()
         common = {"id", "source", "field", "input", "outcome"}
@@ -181,6 +182,24 @@ def test_rejected_text_falls_back_to_the_default(place: Place, case: dict[str, A
     ]
     assert (trace.winner.source, trace.winner.status) == ("default", "won")
     assert _same(res[path], DEFAULTS[path])
+
+
+@pytest.mark.parametrize("case", _cases("empty", cli=False))
+def test_an_empty_variable_is_as_if_unset(place: Place, case: dict[str, Any]) -> None:
+    """An empty or blank variable offers no value and says nothing; its candidate is `empty`."""
+    kwargs, locator = _arrange(place, case)
+
+    res = budgetconf.resolve(**kwargs)  # warnings are errors here: there must be none
+
+    path = _path(case)
+    assert res.warnings == ()
+    trace = res.trace(path)
+    assert [(c.source, c.locator, c.status, c.raw, c.value) for c in trace.candidates] == [
+        ("default", "built-in default", "won", DEFAULTS[path], DEFAULTS[path]),
+        ("env", locator, "empty", case["input"], None),
+    ]
+    entry = res.to_dict()["fields"][path]["candidates"][1]
+    assert entry == {"source": "env", "locator": locator, "raw": case["input"], "status": "empty"}
 
 
 @pytest.mark.parametrize("case", _cases("error", cli=False))

@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,16 @@ def test_a_pages_python_examples_run_in_order(page: str, monkeypatch: pytest.Mon
 # file after the language (```toml settings.toml) is written there, `~/` being the home.
 # In a console block each `$ ` line is a command and the lines under it its output (stdout,
 # then stderr), where `...` stands for any number of lines and the home reads /home/ada.
-# The commands are `budgetconf` (run in this process), `python` (a process), `echo $?`
-# and `echo TEXT > FILE`, with `NAME=value` prefixes. A command that fails must be
-# followed by `echo $?`, which shows its exit code.
+# The commands are `budgetconf` (run in this process), `python` (a process), `echo $?`,
+# `echo TEXT > FILE`, and `mkdir DIR`, `cd DIR` and `rm FILE`, with `NAME=value` prefixes.
+# A command that fails must be followed by `echo $?`, which shows its exit code.
 _FENCE = re.compile(r"^```(\w*)(?: (\S+))?\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
 HOME_SHOWN = "/home/ada"
+_FOLDER_COMMANDS: dict[str, Callable[[str], None]] = {
+    "mkdir": os.mkdir,
+    "cd": os.chdir,
+    "rm": os.remove,
+}
 
 
 def _commands(block: str) -> list[tuple[str, list[str]]]:
@@ -104,6 +110,11 @@ class Session:
             return shown
         if words[0] == "echo" and words[-2] == ">":
             self.write(words[-1], " ".join(words[1:-2]) + "\n")
+            self.code = 0
+            return ""
+        if words[0] in _FOLDER_COMMANDS:
+            assert len(words) == 2, command
+            _FOLDER_COMMANDS[words[0]](words[1])
             self.code = 0
             return ""
         if words[0] == "budgetconf":

@@ -107,7 +107,8 @@ def _parsed(field: Field, text: str) -> tuple[object, str | None]:
 @FUZZ
 @given(st.dictionaries(st.sampled_from(sorted(ENV)) | st.text(max_size=12), TEXT, max_size=4))
 def test_any_environment_resolves_with_every_bad_value_rejected(env: dict[str, str]) -> None:
-    """Any environment resolves (env falls back); each variable is either the winner or rejected."""
+    """Any environment resolves (env falls back); each variable is the winner, shadowed, rejected,
+    or, when it holds only white space, empty."""
     env = {k: v for k, v in env.items() if "\x00" not in k}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
@@ -121,6 +122,9 @@ def test_any_environment_resolves_with_every_bad_value_rejected(env: dict[str, s
         assert [c.raw for c in mine] == [text]
         if mine[0].status == "rejected":
             assert mine[0].reason
+        elif mine[0].status == "empty":
+            assert not text.strip(" \t\n\r\f\v")
+            assert (mine[0].value, mine[0].reason) == (None, None)
         else:
             _check_value(field, mine[0].value)
     json.dumps(res.to_dict())

@@ -143,6 +143,61 @@ def test_every_change_to_what_a_source_reads_is_seen(place: Place, change: Chang
     assert after["loop.max_steps"] == expected
 
 
+def _nearer_settings(place: Place) -> int:
+    _aged(place.write("src/settings.toml", "[loop]\nmax_steps = 21\n"))
+    return 21
+
+
+def _pyproject_gains_the_table(place: Place) -> int:
+    path = place.work / "src" / "pyproject.toml"
+    _replace_file(path, '[project]\nname = "x"\n[tool.budgetconf.loop]\nmax_steps = 22\n')
+    _aged(path)
+    return 22
+
+
+def _repository_between(place: Place) -> int:
+    (place.work / "src" / ".git").mkdir()
+    return 40
+
+
+def _edit_the_file_found(place: Place) -> int:
+    _replace_file(place.work / "settings.toml", "[loop]\nmax_steps = 23\n")
+    _aged(place.work / "settings.toml")
+    return 23
+
+
+def _remove_the_file_found(place: Place) -> int:
+    (place.work / "settings.toml").unlink()
+    return 40
+
+
+SEARCH_CHANGES: dict[str, Callable[[Place], int]] = {
+    "a settings.toml nearer": _nearer_settings,
+    "a pyproject.toml that gains the table": _pyproject_gains_the_table,
+    "a repository's root between": _repository_between,
+    "the file found edited": _edit_the_file_found,
+    "the file found removed": _remove_the_file_found,
+}
+
+
+@pytest.mark.parametrize("change", SEARCH_CHANGES.values(), ids=SEARCH_CHANGES.keys())
+def test_the_search_for_the_project_file_sees_every_change_on_its_way(
+    place: Place, change: Callable[[Place], int]
+) -> None:
+    """Found from src/app, the project file's resolution is reused, until anything the search
+    looked at changes: a file nearer, a pyproject's table, a .git, the file found."""
+    _aged(place.write("settings.toml", "[loop]\nmax_steps = 11\n"))
+    _aged(place.write("src/pyproject.toml", '[project]\nname = "x"\n'))
+    (place.work / "src" / "app").mkdir()
+    os.chdir(place.work / "src" / "app")
+    env = {"HOME": str(place.home)}
+    first = budgetconf.resolve(env=env)
+    assert first["loop.max_steps"] == 11
+    assert budgetconf.resolve(env=env) is first
+    expected = change(place)
+    assert budgetconf.resolve(env=env)["loop.max_steps"] == expected
+
+
 def test_a_profile_named_by_a_workflow_step_is_read_again_when_it_changes(place: Place) -> None:
     """skiller's step names its profile: the profile's key follows the step to the file."""
     profile = place.home / ".skiller" / "profiles" / "agent.reviewer.json"

@@ -41,7 +41,16 @@ def test_a_valid_env_override_is_honored(monkeypatch: pytest.MonkeyPatch) -> Non
     assert AgentConfig().max_steps == 120
 
 
-@pytest.mark.parametrize("raw", ["abc", "4.5", "", "1e3", "forty"])
+@pytest.mark.parametrize("raw", ["", "  "])
+def test_an_empty_variable_is_unset_and_keeps_40(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    """Seed: "default is 40 when OPENDOT_MAX_STEPS is unset": an empty one is unset, silently."""
+    monkeypatch.setenv("OPENDOT_MAX_STEPS", raw)
+    assert AgentConfig().max_steps == 40  # warnings are errors: there is none
+    statuses = [c.status for c in budgetconf.resolve("opendot").trace("agent.max_steps").candidates]
+    assert statuses == ["won", "empty"]
+
+
+@pytest.mark.parametrize("raw", ["abc", "4.5", "1e3", "forty"])
 def test_non_integer_values_fall_back_to_40(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     """Seed: "non-integer ... values fall back to 40"."""
     monkeypatch.setenv("OPENDOT_MAX_STEPS", raw)

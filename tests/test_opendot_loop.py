@@ -115,7 +115,7 @@ def test_an_exported_variable_bounds_the_next_run(
     assert again.turns == 7
 
 
-@pytest.mark.parametrize("raw", ["junk", "4.5", "", "0", "-3"])
+@pytest.mark.parametrize("raw", ["junk", "4.5", "0", "-3"])
 def test_a_malformed_variable_keeps_the_cap_of_40(
     drive: Driver, monkeypatch: pytest.MonkeyPatch, raw: str
 ) -> None:
@@ -124,6 +124,20 @@ def test_a_malformed_variable_keeps_the_cap_of_40(
     monkeypatch.setenv(VARIABLE, raw)
     with pytest.warns(budgetconf.BudgetConfWarning, match=VARIABLE):
         res = budgetconf.resolve("opendot")
+
+    result = drive.run(drive.executor(busy(), {"echo": Echo()}, res), "go")
+
+    assert (result.status, result.stop_reason, result.turns) == ("truncated", "max_steps", 40)
+    assert result.message == AT_40
+
+
+def test_an_empty_variable_keeps_the_cap_of_40_without_a_word(
+    drive: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed: "unset ... values all keep the original default of 40": an empty one is unset, and
+    the stop message still says how to raise the cap."""
+    monkeypatch.setenv(VARIABLE, "")
+    res = budgetconf.resolve("opendot")  # warnings are errors: there is none
 
     result = drive.run(drive.executor(busy(), {"echo": Echo()}, res), "go")
 

@@ -110,7 +110,6 @@ def test_the_flag_takes_its_value_either_way(explained: Explain) -> None:
     [
         ("lots", "not an integer: 'lots'"),
         ("4.5", "not an integer: '4.5'"),
-        ("", "not an integer: ''"),
         ("0", "must be >= 1, got '0'"),
         ("-10", "must be >= 1, got '-10'"),
     ],
@@ -127,6 +126,15 @@ def test_a_bad_variable_falls_through_to_the_default(raw: str, reason: str) -> N
     ]
     rejected = res.trace(BOTH[0]).candidates[1]
     assert (rejected.status, rejected.raw, rejected.reason) == ("rejected", raw, reason)
+
+
+def test_an_empty_variable_is_unset_for_both_fields() -> None:
+    """PRAISONAI_CODE_MAX_STEPS= is as if unset: both fields keep 200, and nothing is said."""
+    res = budgetconf.resolve("praisonai-code", env={VARIABLE: ""})
+
+    assert both(res) == (200, 200)
+    assert res.warnings == ()
+    assert [c.status for c in res.trace(BOTH[1]).candidates] == ["won", "empty"]
 
 
 @pytest.mark.parametrize("raw", ["lots", "0", "-1"])

@@ -7,6 +7,10 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 import budgetconf
+from budgetconf.cli import main
+
+from conftest import Place
+from presetfiles import preset_file
 
 
 def test_unknown_budgetconf_variables_are_reported_with_a_suggestion() -> None:
@@ -72,3 +76,48 @@ def test_the_environment_is_read_on_every_resolution(monkeypatch: pytest.MonkeyP
     first = budgetconf.resolve()["loop.max_steps"]
     monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "7")
     assert (first, budgetconf.resolve()["loop.max_steps"]) == (6, 7)
+
+
+# --- An empty variable is unset ---------------------------------------------------------
+
+
+def test_an_empty_variable_leaves_a_lower_source_in_force(place: Place) -> None:
+    """BUDGETCONF_MAX_STEPS= offers nothing: the project's value stands, and no word is said."""
+    place.write("settings.toml", "[loop]\nmax_steps = 12\n")
+    res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": ""})  # warnings are errors here
+    trace = res.trace("loop.max_steps")
+    assert (res["loop.max_steps"], trace.source, res.warnings) == (12, "project", ())
+    assert [c.status for c in trace.candidates] == ["shadowed", "won", "empty"]
+    env = next(s for s in res.to_dict()["sources"] if s["source"] == "env")
+    assert env["offered"] == 0  # an empty variable offers no value
+
+
+def test_check_passes_and_the_table_shows_an_empty_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` is ok with an empty variable; explain's table lists it as empty, quoted."""
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "")
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out == "ok: 8 fields resolved, no warnings (preset budgetconf)\n"
+    assert main(["explain", "loop.max_steps"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:4] == [
+        "loop.max_steps 40 built-in default",
+        "  empty        '' env:BUDGETCONF_MAX_STEPS",
+    ]
+
+
+def test_an_empty_first_variable_lets_the_next_one_set_the_field(place: Place) -> None:
+    """Of a field's variables, the first one that holds a value is the field's, without a word."""
+    preset = preset_file(
+        place.work,
+        sources=["default", {"kind": "env", "invalid": "error"}],
+        fields={"loop.max_steps": {"type": "int", "default": 40, "env": ["APP_STEPS", "OLD"]}},
+    )
+    res = budgetconf.resolve(preset, env={"APP_STEPS": " ", "OLD": "9"})
+    assert res["loop.max_steps"] == 9
+    assert [(c.locator, c.status) for c in res.trace("loop.max_steps").candidates] == [
+        ("built-in default", "shadowed"),
+        ("env:OLD", "won"),
+        ("env:APP_STEPS", "empty"),
+    ]

@@ -121,10 +121,13 @@ def test_a_step_value_is_checked_like_any_file_value(place: Place, listed: Path)
 
 
 def test_a_mapping_is_not_a_list_of_steps(place: Place, listed: Path) -> None:
-    """With list = ".", a workflow whose top level is a mapping has no steps to select."""
+    """With list = ".", a workflow whose top level is a mapping has no steps: one line says so."""
     path = place.write("wf.yaml", "steps:\n  - agent: reviewer\n")
-    with pytest.raises(budgetconf.SourceError, match="its top level is not a list of steps"):
+    with pytest.raises(budgetconf.SourceError) as caught:
         budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert str(caught.value) == (
+        f"step {path}:1: the top level must be the list of steps (- agent: reviewer), got a mapping"
+    )
 
 
 def test_a_list_file_has_no_steps_key(place: Place) -> None:
@@ -132,9 +135,9 @@ def test_a_list_file_has_no_steps_key(place: Place) -> None:
     path = place.write("wf.yaml", "- name: review\n")
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(env={}, workflow=path, step="review")
-    assert [e.reason for e in caught.value.errors] == [
-        "the top level must be a mapping of sections, not a list",  # the yaml source
-        "it has no 'steps' list of steps",
+    assert [str(e) for e in caught.value.errors] == [
+        f"yaml {path}:1: the top level must be a mapping of sections, not a list",
+        f"step {path}:1: the top level must be a mapping with a steps: list of steps, got a list",
     ]
 
 
@@ -285,11 +288,70 @@ def test_step_names_are_compared_as_the_file_writes_them(place: Place) -> None:
         budgetconf.resolve(env={}, workflow=path, step="other")
 
 
-def test_a_steps_key_that_is_not_a_list_is_an_error(place: Place) -> None:
-    """`steps:` written as a mapping cannot hold the step asked for."""
-    path = place.write("wf.yaml", "steps:\n  review:\n    loop: {max_steps: 2}\n")
-    with pytest.raises(budgetconf.SourceError, match="it has no 'steps' list of steps"):
+@pytest.mark.parametrize(
+    ("text", "line", "got"),
+    [
+        ("# steps by name\nsteps:\n  review:\n    loop: {max_steps: 2}\n", 2, "a mapping"),
+        ("steps: review\n", 1, "a string"),
+        ("loop: {max_steps: 3}\nsteps:\n", 2, "nothing (null)"),
+        ("steps: true\n", 1, "a boolean"),
+        ("steps: 2024-01-02\n", 1, "a date"),
+    ],
+    ids=["mapping", "string", "empty", "boolean", "date"],
+)
+def test_a_steps_key_that_is_not_a_list_is_one_line_naming_it(
+    place: Place, text: str, line: int, got: str
+) -> None:
+    """`steps:` written as a mapping (or text, or nothing) is one error at its line, saying what
+    was expected; the step asked for shows how a step is written."""
+    path = place.write("wf.yaml", text)
+    with pytest.raises(budgetconf.SourceError) as caught:
         budgetconf.resolve(env={}, workflow=path, step="review")
+    assert str(caught.value) == (
+        f"step {path}:{line}: steps must be a list of steps (- name: review), got {got}"
+    )
+    assert (caught.value.line, caught.value.locator) == (line, "step:review")
+
+
+def test_a_workflow_without_steps_says_what_it_lacks(place: Place) -> None:
+    """No `steps:` at all: the error says which key was looked for and how a step is written."""
+    path = place.write("wf.yaml", "loop: {max_steps: 3}\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, workflow=path, step="review")
+    assert str(caught.value) == (
+        f"step {path}: no top-level steps: list of steps (expected steps: / - name: review)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "line", "got"),
+    [("  - - name: review\n", 3, "a list"), ("  - review\n", 2, "a string")],
+    ids=["list", "string"],
+)
+def test_a_step_that_is_no_mapping_is_named_when_the_step_is_not_found(
+    place: Place, entry: str, line: int, got: str
+) -> None:
+    """`- - name: review` (a list where a step belongs) or `- review`: not found, and why."""
+    path = place.write("wf.yaml", "steps:\n  - name: plan\n" + entry)
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, workflow=path, step="review")
+    assert str(caught.value) == (
+        f"step {path}:{line}: no step named 'review', and step 2 of steps is {got},"
+        " not a mapping (- name: review)"
+    )
+
+
+def test_a_stray_entry_in_a_list_file_is_named_as_a_step_of_the_file(
+    place: Place, listed: Path
+) -> None:
+    """In a workflow that is the list of steps, an entry is counted in the file."""
+    path = place.write("wf.yaml", "- agent: planner\n- 3\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+    assert str(caught.value) == (
+        f"step {path}:1: no step named 'reviewer', and step 2 of the file is a number,"
+        " not a mapping (- agent: reviewer)"
+    )
 
 
 def test_two_steps_with_one_name_are_an_error(place: Place) -> None:

@@ -7,9 +7,11 @@ For each source of the stack, lowest rank first:
 2. if the source defines a section it merges with ``replace``, every
    candidate that lower sources (other than ``default``) gave for that
    section is marked ``replaced``;
-3. each offer is checked against its field; a value the field cannot take is
+3. each offer is checked against its field; a value the field cannot take,
+   or one the source refuses itself (a field set twice in one place), is
    ``rejected`` and, under the source's ``error`` policy, becomes a
-   `ConfigError`, under ``fallback`` a warning.
+   `ConfigError`, under ``fallback`` a warning. An offer of nothing (an
+   empty variable) is ``empty``: it is kept in the trace and never wins.
 
 The last valid candidate of each field wins; earlier valid ones are
 ``shadowed``. A field with ``default_from`` that is left unset takes the
@@ -20,7 +22,7 @@ Nothing here prints, and nothing writes a file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceSpec
 from budgetconf._resolution import Resolution
@@ -49,7 +51,10 @@ class _Work:
         self.policy = policy
         self.value = value
         self.reason = reason
-        self.status = Status.REJECTED if reason is not None else Status.WON
+        if offer.empty:
+            self.status = Status.EMPTY  # a name with nothing in it: no value, as if unset
+        else:
+            self.status = Status.REJECTED if reason is not None else Status.WON
 
 
 def _located(field: str, locator: str, source: str) -> str:
@@ -85,8 +90,9 @@ class _Merging:
             if not any(_same_problem(error, known) for known in errors):
                 errors.append(error)
         error_text = "; ".join(str(e) for e in layer.errors) or None
+        offered = sum(not offer.empty for offer in layer.offers)
         self.reports.append(
-            SourceReport(spec.kind, layer.status, layer.locator, len(layer.offers), error_text)
+            SourceReport(spec.kind, layer.status, layer.locator, offered, error_text)
         )
         self.warnings.extend(layer.warnings)
         schema, work = self.preset.schema, self.work
@@ -117,7 +123,12 @@ class _Merging:
             self._warn_fallbacks(field, settled[field.path])
         traces = {f.path: settled[f.path] for f in schema}
         return Resolution(
-            self.preset, traces, tuple(self.reports), tuple(self.warnings), tuple(self.errors)
+            self.preset,
+            traces,
+            tuple(self.reports),
+            tuple(self.warnings),
+            tuple(self.errors),
+            _notes(schema, traces.values()),
         )
 
     def _warn_fallbacks(self, field: Field, trace: FieldTrace) -> None:
@@ -168,6 +179,27 @@ def _settle(
     return FieldTrace(field, derived, tuple(candidates), other.merge)
 
 
+def _notes(schema: Schema, traces: Iterable[FieldTrace]) -> tuple[str, ...]:
+    """A note for each place that used an alias which names another field in another section.
+
+    ``max_tool_calls`` under ``loop`` sets the per-response cap, not the whole
+    run's total ``limits.max_tool_calls``: a value that may not be what was meant.
+    """
+    notes: dict[str, None] = {}
+    for trace in traces:
+        field = trace.field
+        for candidate in trace.candidates:
+            if candidate.alias is None:
+                continue
+            others = schema.namesakes(field, candidate.alias)
+            if others:
+                other = " or ".join(f.path for f in others)
+                alias, section = candidate.alias, field.section
+                note = f"{alias} under {section} is an alias of {field.path}, not {other}"
+                notes[f"{candidate.where}: {note}"] = None
+    return tuple(notes)
+
+
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:
     """The same fault, reported by two sources (only their names differ in the message)."""
     return a.reason is not None and (type(a), a.locator, a.field, a.reason) == (
@@ -188,6 +220,10 @@ def _replace(items: list[_Work], why: str) -> None:
 
 def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
     """The offer's value for ``field``, or None and the reason it cannot be one."""
+    if offer.empty:
+        return None, None
+    if offer.refused is not None:
+        return None, offer.refused
     try:
         if offer.text and isinstance(offer.value, str):
             return field.parse_text(offer.value), None

@@ -35,11 +35,13 @@ def explain_document(
     sources: list[dict[str, Any]],
     warnings: list[str],
     errors: list[str],
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The version-1 explain document, from its parts: each field's entry, each source's report.
 
     A preset that could not be loaded has a document too: no fields, no
-    sources, and the error.
+    sources, and the error. ``notes`` are information, not problems: `check`
+    does not fail on them.
     """
     return {
         "version": VERSION,
@@ -49,6 +51,7 @@ def explain_document(
         "sources": sources,
         "warnings": warnings,
         "errors": errors,
+        "notes": notes or [],
     }
 
 
@@ -57,12 +60,24 @@ class Resolution(ReadOnly):
 
     ``res["loop.max_steps"]`` is the typed value, ``res.values`` all of them,
     ``res.trace(path)`` the candidates behind one, and ``res.to_dict()`` the
-    version-1 explain document (secrets masked). It is read-only: a later
+    version-1 explain document (secrets masked). ``notes`` are lines of
+    information that are no problem: an alias used that is another field's
+    name in another section. It is read-only: a later
     resolution from the same inputs may return this very object.
     """
 
     __module__ = "budgetconf"
-    __slots__ = ("_traces", "errors", "loop", "preset", "schema", "sources", "values", "warnings")
+    __slots__ = (
+        "_traces",
+        "errors",
+        "loop",
+        "notes",
+        "preset",
+        "schema",
+        "sources",
+        "values",
+        "warnings",
+    )
 
     def __init__(
         self,
@@ -71,6 +86,7 @@ class Resolution(ReadOnly):
         sources: tuple[SourceReport, ...],
         warnings: tuple[str, ...],
         errors: tuple[ConfigError, ...],
+        notes: tuple[str, ...] = (),
     ) -> None:
         values = MappingProxyType({p: t.winner.value for p, t in traces.items()})
         set_field(self, "preset", preset.name)
@@ -81,6 +97,7 @@ class Resolution(ReadOnly):
         set_field(self, "sources", sources)
         set_field(self, "warnings", warnings)
         set_field(self, "errors", errors)
+        set_field(self, "notes", notes)
 
     if TYPE_CHECKING:
         preset: str
@@ -91,6 +108,7 @@ class Resolution(ReadOnly):
         sources: tuple[SourceReport, ...]
         warnings: tuple[str, ...]
         errors: tuple[ConfigError, ...]
+        notes: tuple[str, ...]
 
     def __getitem__(self, path: str) -> Value:
         try:
@@ -140,6 +158,7 @@ class Resolution(ReadOnly):
             [s.to_dict() for s in self.sources],
             list(self.warnings),
             [str(e) for e in self.errors],
+            list(self.notes),
         )
 
     def structure(self, cls: type[T]) -> T:

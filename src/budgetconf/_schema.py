@@ -360,6 +360,28 @@ def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | No
     return lowered[hits[0]] if hits else None
 
 
+def edits(a: str, b: str) -> int:
+    """How many edits turn ``a`` into ``b``, case ignored.
+
+    An edit inserts, deletes or replaces a letter, or swaps two neighbours
+    (``lopo`` is one edit from ``loop``).
+    """
+    a, b = a.lower(), b.lower()
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        earlier, before, row = before, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(
+                before[j] + 1,
+                row[j - 1] + 1,
+                before[j - 1] + (a[i - 1] != b[j - 1]),
+            )
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], earlier[j - 2] + 1)
+    return row[len(b)]
+
+
 def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:
     return MappingProxyType({key: tuple(fields) for key, fields in groups.items()})
 
@@ -418,14 +440,39 @@ class Schema(ReadOnly):
             raise KeyError(f"unknown field {path!r}{suggestion}")
         return found
 
+    def namesakes(self, field: Field, key: str) -> tuple[Field, ...]:
+        """The fields of other sections whose own name is ``key``, an alias of ``field``.
+
+        In the default preset ``max_tool_calls`` under ``loop`` is the per-response
+        cap's alias, while under ``limits`` it is the whole run's total.
+        """
+        return tuple(f for f in self.fields if f.name == key and f.section != field.section)
+
+    def near_section(self, key: str) -> str | None:
+        """The section ``key`` is a slip for, if it is within two edits of one.
+
+        A short name is more easily near another word: a section of five letters
+        or fewer takes one edit (``lop`` is ``loop``, but ``log`` is an
+        application's own table).
+        """
+        for section in self.sections:
+            if edits(key, section) <= (1 if len(section) <= 5 else 2):
+                return section
+        return None
+
     def suggest(self, key: str, *, sections: bool = False) -> str | None:
         """The field (or, with ``sections``, the section) ``key`` was most likely meant to be.
 
         A field's name or alias written without its section is the likeliest
-        slip (``max_steps`` for ``loop.max_steps``); otherwise the closest name.
+        slip (``max_steps`` for ``loop.max_steps``), a name before an alias
+        (``max_tool_calls`` is ``limits.max_tool_calls``, though it is an alias
+        under ``loop``); otherwise the closest name.
         """
         for f in self.fields:
-            if key in (f.name, *f.aliases):
+            if key == f.name:
+                return f"{f.section}.{key}"
+        for f in self.fields:
+            if key in f.aliases:
                 return f"{f.section}.{key}"
         names = list(self.by_path)
         return did_you_mean(key, [*names, *self.sections] if sections else names)

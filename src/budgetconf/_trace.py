@@ -23,20 +23,25 @@ __all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
 
 
 class Status(StrEnum):
-    """What became of one source's value for a field."""
+    """What became of one source's value for a field.
+
+    ``empty`` is a name that was there with nothing in it (an empty
+    environment variable): it offers no value, as if it were unset.
+    """
 
     __module__ = "budgetconf"
     WON = "won"
     SHADOWED = "shadowed"
     REJECTED = "rejected"
     REPLACED = "replaced"
+    EMPTY = "empty"
 
 
 class Candidate(Record):
     """One source's value for one field, and what became of it.
 
-    ``value`` is the typed value (None when rejected, or when the candidate
-    leaves an optional field unset); ``raw`` is what the source gave, text for
+    ``value`` is the typed value (None when rejected or empty, or when the
+    candidate leaves an optional field unset); ``raw`` is what the source gave, text for
     environment variables and flags; ``alias`` is the name it was set by when
     that was an alias. ``derived_from`` names the field whose value this
     candidate carries, when its field was unset and takes that field's value.
@@ -105,7 +110,7 @@ class Candidate(Record):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}
-        if self.status is not Status.REJECTED:
+        if self.status is not Status.REJECTED and self.status is not Status.EMPTY:
             out["value"] = MASK if self.secret else self.value
         if self.text or self.status is Status.REJECTED:
             out["raw"] = MASK if self.secret else jsonable(self.raw)

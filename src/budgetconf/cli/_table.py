@@ -31,6 +31,7 @@ _STYLE: Final = {
     Status.SHADOWED: "dim",
     Status.REJECTED: "red",
     Status.REPLACED: "yellow",
+    Status.EMPTY: "dim",
 }
 _RAW_WIDTH: Final = 16  # a rejected value is evidence, not the answer: it may be cut
 
@@ -86,12 +87,19 @@ def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) 
     console.print(Text("sources", "dim"))
     console.print(sources)
 
-    if res.warnings:
+    _footer(console, res, short)
+
+
+def _footer(console: Console, res: Resolution, short: Shortener) -> None:
+    """The warnings, then the notes: what is worth knowing that is no problem."""
+    if res.warnings or res.notes:
         notes = Table.grid(padding=(0, 1))
         notes.add_column(no_wrap=True)
         notes.add_column(overflow="fold")
         for warning in res.warnings:
             notes.add_row(Text("warning", "yellow"), _cell(short(warning)))
+        for note in res.notes:
+            notes.add_row(Text("note", "dim"), _cell(short(note)))
         console.print()
         console.print(notes)
 
@@ -118,8 +126,9 @@ def _add_field(grid: Table, trace: FieldTrace, short: Shortener) -> None:
 
 
 def candidate_text(candidate: Candidate, field: Field) -> str:
-    """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected raw quoted."""
-    if candidate.status is Status.REJECTED:
+    """The value as a person reads it: ``40``, ``wrap_up``, ``unset``; a rejected or empty raw
+    quoted (``''``)."""
+    if candidate.status is Status.REJECTED or candidate.status is Status.EMPTY:
         shown = field.show_raw(candidate.raw, candidate.text)
         return shown if len(shown) <= _RAW_WIDTH else shown[: _RAW_WIDTH - 1] + "…"
     if field.secret:

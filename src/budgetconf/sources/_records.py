@@ -179,10 +179,17 @@ def _whole(read: Callable[[], T]) -> T:
 
 
 class Offer(Record):
-    """One raw value a source offers for a field."""
+    """One raw value a source offers for a field.
+
+    ``empty`` marks a name that is there with nothing in it (an empty
+    variable): it offers no value, and the trace keeps it as ``empty``.
+    ``refused`` is why the source itself turns the value down (the field is
+    set a second time in one place, by another of its names): the trace keeps
+    it as ``rejected`` with that reason, judged by the source's policy.
+    """
 
     __module__ = "budgetconf.sources"
-    __slots__ = ("field", "key", "locator", "text", "value")
+    __slots__ = ("empty", "field", "key", "locator", "refused", "text", "value")
     unshown = ("value",)  # not yet judged by its field, it may be a secret's
 
     field: str
@@ -190,6 +197,8 @@ class Offer(Record):
     locator: str
     text: bool
     key: str | None
+    empty: bool
+    refused: str | None
 
     def __init__(
         self,
@@ -198,12 +207,17 @@ class Offer(Record):
         locator: str,
         text: bool = False,
         key: str | None = None,  # the alias it was set by, when not the field's own name
+        *,
+        empty: bool = False,
+        refused: str | None = None,
     ) -> None:
         set_field(self, "field", field)
         set_field(self, "value", value)
         set_field(self, "locator", locator)
         set_field(self, "text", text)
         set_field(self, "key", key)
+        set_field(self, "empty", empty)
+        set_field(self, "refused", refused)
 
 
 class Problem(Record):

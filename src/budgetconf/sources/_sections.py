@@ -7,15 +7,21 @@ from collections.abc import Callable, Collection
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
 from budgetconf._schema import Schema, did_you_mean, type_name
+from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 
 
 class Sections:
-    """What a mapping of sections offers, with the problems found on the way."""
+    """What a mapping of sections offers, with the problems found on the way.
 
-    __slots__ = ("defined", "offers", "problems", "warnings")
+    The mapping is one place: a field it sets by two of its names offers the
+    second refused (see `one_name_each`).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("defined", "offers", "problems", "schema", "warnings")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
         self.offers: list[Offer] = []
         self.defined: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -25,7 +31,7 @@ class Sections:
         return Layer(
             SourceStatus.LOADED,
             locator,
-            tuple(self.offers),
+            tuple(one_name_each(self.offers, self.schema)),
             self.defined,
             tuple(self.problems),
             tuple(self.warnings),
@@ -52,21 +58,26 @@ def read_sections(
     locate: Callable[[int | None], str],
     *,
     only: Collection[str] | None = None,
+    shared: bool = False,
 ) -> Sections:
     """Offers for every field ``table`` sets, section by section.
 
     ``only`` names the top-level keys to read, others being ignored without a
     word (a workflow file holds more than budgets); when it is None every
     top-level key is read and an unknown one is reported, except keys that
-    begin with ``$`` (``$schema``), which are left to editors.
+    begin with ``$`` (``$schema``), which are left to editors. A ``shared``
+    file holds the application's settings too: there an unknown top-level
+    key is reported only when it looks like a slip (see `_stray`).
     """
-    found = Sections()
+    found = Sections(schema)
     for section, body in table.items():
         if section not in schema.sections:
             # `$schema` names the file's JSON Schema for editors; no section starts with `$`
             if only is None and not str(section).startswith("$"):
                 where = locate(table.lines.get(section))
-                found.warnings.append(_unknown(str(section), where, schema, top_level=True))
+                stray = _stray(str(section), where, schema, shared=shared)
+                if stray:
+                    found.warnings.append(stray)
             continue
         if only is not None and section not in only:
             continue
@@ -98,7 +109,7 @@ def read_fields(
     it is most likely a typo (``max_turn``): that one is reported. The mapping
     defines the section when it sets at least one of its fields.
     """
-    found = Sections()
+    found = Sections(schema)
     names = [key for (owner, key) in schema.by_key if owner == section]
     for key, value in table.items():
         target = schema.by_key.get((section, key))
@@ -114,6 +125,23 @@ def read_fields(
         alias = None if key == target.name else str(key)
         found.offers.append(Offer(target.path, readable(value), where, key=alias))
     return found
+
+
+def _stray(key: str, where: str, schema: Schema, *, shared: bool) -> str | None:
+    """What to say of a top-level key that is no section, if anything.
+
+    In a file of budgets alone, every such key. In a ``shared`` one, whose other
+    tables are the application's (``[database]``), only a key within a small
+    edit of a section (``[lop]``) or a field's name written outside its section.
+    """
+    if not shared:
+        return _unknown(key, where, schema, top_level=True)
+    near = schema.near_section(key)
+    if near is not None:
+        return f"{key} in {where} is not a known key; did you mean {near}?"
+    if any(key == f.name or key in f.aliases for f in schema):
+        return _unknown(key, where, schema, top_level=True)
+    return None
 
 
 def _unknown(key: str, where: str, schema: Schema, *, top_level: bool = False) -> str:

@@ -60,6 +60,8 @@ class FileSource:
     """
 
     KIND: ClassVar[SourceKind]  # with its argument and its format
+    #: whether the file holds the application's settings too (see `read_sections`)
+    SHARED: ClassVar[bool] = False
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         argument, fmt = self.KIND.argument, self.KIND.format
@@ -101,4 +103,7 @@ class FileSource:
         table = read_mapping(ctx, path, self._format, self.KIND.name, named=named)
         if isinstance(table, Layer):
             return table
-        return read_sections(table, ctx.schema, file_locator(path), only=self._only).layer(path)
+        found = read_sections(
+            table, ctx.schema, file_locator(path), only=self._only, shared=self.SHARED
+        )
+        return found.layer(path)

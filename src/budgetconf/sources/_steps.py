@@ -71,18 +71,26 @@ class StepFinder(Record):
         document = read_file(ctx, path, "yaml", kind, named=True)
         if isinstance(document, Layer):
             return document
-        steps = self._steps(document)
-        if steps is None:
-            return _fail(kind, path, name, self._no_list())
+        steps = self._steps(document, name)
+        if isinstance(steps, tuple):
+            line, why = steps
+            return _fail(kind, path, name, why, line)
         entries = [e for e in steps if isinstance(e, Table)]
         # a step answers to each of its name keys: `agent: reviewer` and `name: first-pass`
         found = [e for e in entries if name in self._names(e)]
         if len(found) > 1:
             lines = ", ".join(str(e.line) for e in found)
             return _fail(kind, path, name, f"{len(found)} steps have that name (lines {lines})")
-        if not found:
-            return _fail(kind, path, name, self._no_such_step(name, entries))
-        return Step(name, path, found[0])
+        if found:
+            return Step(name, path, found[0])
+        # an entry that is no mapping is no step; it may be the one meant (`- - name: review`)
+        for at, entry in enumerate(steps):
+            if not isinstance(entry, Table):
+                line = getattr(entry, "line", None) or steps.line
+                example, got = self._example(name), _shape(entry)
+                why = f"no step named {name!r}, and {self._entry(at)} is {got}, not a mapping"
+                return _fail(kind, path, name, f"{why} ({example})", line)
+        return _fail(kind, path, name, self._no_such_step(name, entries))
 
     def _no_such_step(self, name: str, entries: list[Table]) -> str:
         """Why no step is ``name``, with the nearest name the steps have, or else all of them."""
@@ -94,16 +102,34 @@ class StepFinder(Record):
             why = f"its steps are {', '.join(known)}" if known else "no step has a name"
         return f"no step named {name!r}; {why}"
 
-    def _steps(self, document: Document) -> list[Any] | None:
+    def _steps(self, document: Document, name: str) -> Items | tuple[int | None, str]:
+        """The list of steps, or the line and the words of why the file has none."""
+        example = self._example(name)
         if self.list_key == WHOLE_FILE:
-            return document if isinstance(document, Items) else None
-        steps = document.get(self.list_key) if isinstance(document, Table) else None
-        return steps if isinstance(steps, list) else None
+            if isinstance(document, Items):
+                return document
+            why = f"the top level must be the list of steps ({example}), got a mapping"
+            return document.line, why
+        key = self.list_key
+        if isinstance(document, Items):
+            why = f"the top level must be a mapping with a {key}: list of steps, got a list"
+            return document.line, why
+        if key not in document:
+            return None, f"no top-level {key}: list of steps (expected {key}: / {example})"
+        steps = document[key]
+        if isinstance(steps, Items):
+            return steps
+        got = _shape(steps)
+        return document.lines.get(key), f"{key} must be a list of steps ({example}), got {got}"
 
-    def _no_list(self) -> str:
-        if self.list_key == WHOLE_FILE:
-            return "its top level is not a list of steps"
-        return f"it has no {self.list_key!r} list of steps"
+    def _example(self, name: str) -> str:
+        """How a step named ``name`` is written: ``- name: review``."""
+        return f"- {self.name_keys[0]}: {name}" if self.name_keys else "- …"
+
+    def _entry(self, at: int) -> str:
+        """The ``at``-th step, as a person counts them: ``step 2 of steps``."""
+        where = "the file" if self.list_key == WHOLE_FILE else self.list_key
+        return f"step {at + 1} of {where}"
 
     def _names(self, entry: Table) -> list[str]:
         """Every name the step answers to, as the file writes it (``name: true`` is ``true``)."""
@@ -118,7 +144,27 @@ class StepFinder(Record):
         return names
 
 
-def _fail(kind: str, path: str, name: str, why: str) -> Layer:
+def _fail(kind: str, path: str, name: str, why: str, line: int | None = None) -> Layer:
     locator = f"step:{name}"
-    error = SourceError(f"{kind} {path}: {why}", source=kind, locator=locator, problem=why)
+    where = f"{path}:{line}" if line else path
+    error = SourceError(
+        f"{kind} {where}: {why}", source=kind, locator=locator, line=line, problem=why
+    )
     return Layer.failed(error, locator)
+
+
+def _shape(value: object) -> str:
+    """What a YAML value is, in its own words, without quoting it (it may be a secret)."""
+    if isinstance(value, Table):
+        return "a mapping"
+    if isinstance(value, Items):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float | Unusable):  # Unusable: a number YAML reads two ways
+        return "a number"
+    return "a " + type(value).__name__  # a date

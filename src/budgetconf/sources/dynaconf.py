@@ -91,9 +91,12 @@ class DynaconfSource:
             message = f"{at}: cannot read the settings: {type(exc).__name__}"
             return Layer.failed(SourceError(message, source="dynaconf", locator=at), at)
         if self._section is not None:
-            return read_fields(table, self._section, ctx.schema, keys.locate).layer(where)
-        only = self._sections if self._key is None else None  # the top level is the app's
-        return read_sections(table, ctx.schema, keys.locate, only=only).layer(where)
+            found = read_fields(table, self._section, ctx.schema, keys.locate)
+        else:
+            only = self._sections if self._key is None else None  # the top level is the app's
+            found = read_sections(table, ctx.schema, keys.locate, only=only)
+        found.problems.extend(keys.clashes)
+        return found.layer(where)
 
 
 def _lookup(settings: Any, key: str) -> object:
@@ -112,12 +115,16 @@ class _Keys:
 
     A `Table` knows the line of each of its keys; here a key's "line" is its
     number in this list, so the readers shared with the file sources name each
-    value by its dynaconf key.
+    value by its dynaconf key. Of two keys of one mapping that differ only in
+    case, the first is read and the second is a clash, judged by the source's
+    policy.
     """
 
     def __init__(self) -> None:
         self._names: list[str] = []
         self.reading: str | None = None  # the locator of the value being read, for an error
+        #: keys that are another key of the same mapping in another case (``MAX_STEPS``)
+        self.clashes: list[Problem] = []
 
     def present(self, settings: Any, sections: tuple[str, ...]) -> dict[str, Any]:
         """The sections ``settings`` has, by name."""
@@ -147,6 +154,11 @@ class _Keys:
         for key in node:
             name = key if prefix is None else f"{prefix}.{key}"
             folded = key.lower() if isinstance(key, str) else key
+            if folded in items:  # `max_steps` and `MAX_STEPS`: one key, said twice
+                first = self._names[lines[folded] - 1]
+                why = f"the same key as dynaconf:{first}, as keys match whatever their case"
+                self.clashes.append(Problem(why, f"dynaconf:{name}"))
+                continue
             self.reading = f"dynaconf:{name}"
             value = node[key]
             self.reading = None

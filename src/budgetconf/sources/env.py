@@ -8,15 +8,23 @@ from budgetconf._description import SourceKind, SourceSpec
 from budgetconf._schema import Schema, did_you_mean
 from budgetconf.sources._records import Context, Layer, Offer, SourceStatus, names
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
 __all__ = ["EnvSource"]
+
+_SPACE: Final = " \t\n\r\f\v"  # ASCII white space, as text values are stripped of
 
 
 class EnvSource:
     """One text offer per variable that is set, read afresh at every resolution.
 
-    A field may have several variables; the first one listed wins. With a
-    ``prefix``, variables that start with it and map to nothing are reported
-    (with a suggestion), except the control variables listed in ``ignore``.
+    A variable that is empty, or holds only white space, is as if unset: it
+    offers no value, and the trace keeps it as ``empty``. A field may have
+    several variables; the first one listed wins. With a ``prefix``, variables
+    that start with it and map to nothing are reported (with a suggestion),
+    except the control variables listed in ``ignore``.
     """
 
     __module__ = "budgetconf.sources"
@@ -26,9 +34,8 @@ class EnvSource:
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._prefix: str | None = spec.options.get("prefix")
         self._ignore = frozenset(spec.options.get("ignore", ()))
-        # lowest precedence first, so a field's first-listed variable is offered last
-        self._names = tuple((name, f.path) for f in schema for name in reversed(f.env))
-        self._variables = tuple(name for name, _ in self._names)
+        self._fields = tuple((f.path, f.env) for f in schema if f.env)
+        self._variables = tuple(name for _, variables in self._fields for name in variables)
         self._known = frozenset(schema.by_env)
 
     def key(self, ctx: Context) -> Hashable:
@@ -42,9 +49,9 @@ class EnvSource:
     def load(self, ctx: Context) -> Layer:
         env = ctx.env  # a copy, by now: see the engine's resolve_request
         offers = tuple(
-            Offer(path, env[name], f"env:{name}", text=True)
-            for name, path in self._names
-            if name in env
+            offer
+            for path, variables in self._fields
+            for offer in _offers(path, [(name, env[name]) for name in variables if name in env])
         )
         warnings = []
         for name in sorted(self._strays(env)):
@@ -66,3 +73,23 @@ class EnvSource:
             for name in env
             if name.upper().startswith(prefix) and name not in known and name not in ignore
         )
+
+
+def _blank(value: str) -> bool:
+    """Whether a variable holds nothing: empty, or only white space (``export X=``).
+
+    An ``env=`` mapping may hold what is no text at all; the field judges that.
+    """
+    return isinstance(value, str) and not value.strip(_SPACE)
+
+
+def _offers(path: str, found: list[tuple[str, str]]) -> list[Offer]:
+    """The offers of the variables of one field that are set, lowest precedence first.
+
+    The first variable listed is offered last, so that it wins; a bad value
+    there falls back to the next one, as any rejected value does.
+    """
+    return [
+        Offer(path, value, f"env:{name}", text=True, empty=_blank(value))
+        for name, value in reversed(found)
+    ]

@@ -8,6 +8,7 @@ from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import readable
 from budgetconf._schema import Schema
 from budgetconf.errors import ConfigError
+from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Context, Layer, Offer, SourceStatus
 
 TYPE_CHECKING = False
@@ -83,4 +84,5 @@ class ExplicitSource:
             alias = None if path == target.path else path.partition(".")[2]
             text = ctx.request.explicit_is_text
             offers.append(Offer(target.path, readable(value), LOCATOR, text=text, key=alias))
-        return Layer(SourceStatus.LOADED, LOCATOR, tuple(offers), errors=tuple(errors))
+        settled = one_name_each(offers, ctx.schema, dotted=True)  # loop.max_turns and max_steps
+        return Layer(SourceStatus.LOADED, LOCATOR, tuple(settled), errors=tuple(errors))
