@@ -15,6 +15,7 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
+from budgetconf._text import clipped
 from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.sources import Request
@@ -87,6 +88,6 @@ def _value(argument: Argument, given: Any) -> Any:
     for pair in given:
         name, eq, value = pair.partition("=")
         if not eq or not name:
-            raise Usage(f"{argument.option} takes FIELD=VALUE, got {pair!r}")
+            raise Usage(f"{argument.option} takes FIELD=VALUE, got {clipped(pair, repr)}")
         found[name.strip()] = value
     return found or None
