@@ -3,8 +3,10 @@
 Styling is for terminals only: none when the output is not a terminal, and
 none at all (not even bold) when ``NO_COLOR`` is set. Every cell is a `Text`,
 so nothing from a file or the environment is read as rich markup, and control
-characters are escaped. Paths are shortened to ``./`` and ``~/`` forms here
-only; the JSON document keeps them absolute.
+characters are escaped, the preset's name too. Rich's own style codes are the
+one text written past the output's guard (`budgetconf.cli._output`). Paths
+are shortened to ``./`` and ``~/`` forms here only; the JSON document keeps
+them absolute.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from rich.text import Text
 from budgetconf._engine import Preset
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK, Field, show_typed
+from budgetconf._text import escape
 from budgetconf._trace import Candidate, FieldTrace, Status
-from budgetconf.cli._output import printable
+from budgetconf.cli._output import styled
 from budgetconf.sources import SourceStatus
 
 __all__ = ["Shortener", "candidate_text", "render"]
@@ -42,19 +45,18 @@ def render(res: Resolution, preset: Preset, fields: list[str], out: TextIO) -> N
     with console.capture() as capture:
         _draw(console, res, preset, fields)
     # rich pads every cell to its column's width; trailing blanks only get in the way
-    out.write("".join(line.rstrip() + "\n" for line in capture.get().splitlines()))
+    styled(out, "".join(line.rstrip() + "\n" for line in capture.get().splitlines()))
 
 
 def _cell(text: str | None, style: str = "") -> Text:
-    return Text(printable(text or ""), style)
+    return Text(escape(text or "", keep=""), style)
 
 
 def _draw(console: Console, res: Resolution, preset: Preset, fields: list[str]) -> None:
     short = Shortener()
     origin = "built-in" if preset.origin == "built-in" else short(preset.origin)
-    console.print(
-        Text.assemble(("preset ", "dim"), (preset.name, "bold"), (f"  ({origin})", "dim"))
-    )
+    name, origin = escape(preset.name, keep=""), escape(origin, keep="")
+    console.print(Text.assemble(("preset ", "dim"), (name, "bold"), (f"  ({origin})", "dim")))
     console.print()
 
     grid = Table.grid(padding=(0, 1))
