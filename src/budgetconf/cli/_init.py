@@ -79,7 +79,8 @@ def toml_file(preset: Preset, kind: str) -> str:
     for section, fields in file_sections(preset, kind).items():
         lines += [None, f"[{section}]"]
         for f in fields:
-            lines += textwrap.wrap(_about(f), 76, break_on_hyphens=False)
+            # a name longer than the line stays whole: a variable or flag cut in two is no name
+            lines += textwrap.wrap(_about(f), 76, break_long_words=False, break_on_hyphens=False)
             if f.default is None or f.secret:
                 lines.append(f"{f.name} =")
             else:
