@@ -7,14 +7,21 @@ value or a list repeated in a message keeps only its start.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import TextIO, cast
 
 import pytest
 
+import budgetconf
+from budgetconf._engine import load_preset
 from budgetconf.cli import main
+from budgetconf.cli._output import Guarded
+from budgetconf.cli._table import render
 
 from chat_server import Failure, reply, serving
 from conftest import Place
@@ -332,3 +339,52 @@ def test_the_toml_output_of_a_hostile_enum_value_reads_back(
     assert _raw(out) == []
     assert 'mode = "a\\u009bb\\u202ec"' in out
     assert tomllib.loads(out) == {"loop": {"mode": choice}}
+
+
+# --- the guard and the terminal layout, in process ---------------------------------------
+
+
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal, as a real one would."""
+
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_guarded_stream_is_its_stream_but_for_escapes() -> None:
+    """It is a terminal when its stream is, has its encoding, and escapes each write."""
+    stream = _Terminal()
+    guarded = Guarded(stream)
+    assert (guarded.isatty(), guarded.encoding, guarded.writable()) == (True, "utf-8", True)
+    assert Guarded(io.StringIO()).encoding == "utf-8"  # a stream without one reads as UTF-8
+    guarded.write("a\x1b[2Jb\n")
+    guarded.flush()
+    assert stream.getvalue() == "a\\x1b[2Jb\n"
+    with open(os.devnull, "w", encoding="utf-8") as file:
+        assert Guarded(file).fileno() == file.fileno()
+
+
+def test_on_a_terminal_the_table_wraps_prose_at_spaces_and_keeps_names_whole(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 60 columns: a warning wraps between words, a field name longer than that stays whole."""
+    path = f"{'s' * 30}.{'n' * 40}"
+    preset = preset_file(
+        place.work,
+        sources=["default", {"kind": "env", "prefix": "APP_"}],
+        fields={path: {"type": "int", "default": 1, "env": ["APP_MAXIMUM_NUMBER_OF_STEPS"]}},
+    )
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setenv("NO_COLOR", "1")
+    with pytest.warns(budgetconf.BudgetConfWarning, match="not a known variable"):
+        res = budgetconf.resolve(str(preset), env={"APP_MAXIMUM_NUMBER_OF_STEP": "2"})
+    out = _Terminal()
+    render(res, load_preset(str(preset)), [], cast(TextIO, Guarded(out)))
+    lines = out.getvalue().splitlines()
+    assert lines[2].split() == [path, "1", "built-in", "default"]
+    assert lines[-2:] == [
+        "warning APP_MAXIMUM_NUMBER_OF_STEP is not a known variable;",
+        "        did you mean APP_MAXIMUM_NUMBER_OF_STEPS?",
+    ]

@@ -92,6 +92,12 @@ def test_a_toml_document_escaped_reads_back_the_same(text: str) -> None:
     assert [c for c in safe if _unsafe(c) and c != "\n"] == []
 
 
+def test_a_surrogate_in_a_toml_document_is_shown_as_text() -> None:
+    """TOML has no escape for a surrogate (an undecodable byte of a file name): it reads as text,
+    so a comment that quotes a file name shows it rather than failing to encode."""
+    assert escape_toml("# a\udcff.toml\n") == "# a\\udcff.toml\n"
+
+
 def test_a_value_past_eighty_characters_is_cut_and_says_by_how_much() -> None:
     """The start is kept inside the quotes; the note gives the length and what was cut."""
     assert (
