@@ -238,8 +238,8 @@ def test_an_alias_that_names_another_field_is_noted(
     assert main(["explain", "loop.max_tool_calls_per_turn"]) == 0
     table = capsys.readouterr().out
     assert table.endswith(
-        "\nnote ./settings.toml:2: max_tool_calls under loop is an alias of\n"
-        "     loop.max_tool_calls_per_turn, not limits.max_tool_calls\n"
+        "\nnote ./settings.toml:2: max_tool_calls under loop is an alias of"
+        " loop.max_tool_calls_per_turn, not limits.max_tool_calls\n"
     )
 
 

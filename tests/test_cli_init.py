@@ -215,6 +215,21 @@ def test_a_file_that_reads_some_sections_lists_only_those(
     assert "server" not in text
 
 
+def test_a_name_longer_than_a_comment_line_is_never_cut_in_two(place: Place) -> None:
+    """A variable of 90 characters stays whole on its comment line, as explain never breaks one."""
+    variable = "APP_" + "LONG_" * 17 + "STEPS"
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "project", "path": "settings.toml"}, "env"],
+        fields={"loop.max_steps": {"type": "int", "default": 5, "env": [variable]}},
+    )
+    assert main(["init", "--preset", "app.toml"]) == 0
+    lines = (place.work / "settings.toml").read_text().splitlines()
+    assert f"# {variable}." in lines
+    assert tomllib.loads("\n".join(lines)) == {}
+
+
 @pytest.mark.parametrize(
     ("args", "name", "kind"),
     [

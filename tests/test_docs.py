@@ -160,6 +160,11 @@ def test_the_tutorial_runs_as_written(place: Place, session: Session) -> None:
     assert shown == (EXAMPLES / "agent.py").read_text()  # the page shows the example as it is
 
 
+def test_the_explain_page_shows_what_explain_prints(session: Session) -> None:
+    """docs/explain.md's diff and table are what is printed; piped, a long warning is one line."""
+    session.run_page("explain.md")
+
+
 def test_a_page_session_fails_on_output_it_does_not_show(
     session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

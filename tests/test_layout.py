@@ -88,8 +88,18 @@ def test_the_preset_reader_builds_no_source_and_resolves_nothing() -> None:
 @pytest.mark.parametrize("half", ["budgetconf._description", "budgetconf._loop_table"])
 def test_the_description_imports_only_the_schema(half: str) -> None:
     """Both halves of the description are leaves: records on the schema and the record base."""
-    leaves = {"budgetconf._schema", "budgetconf._record", "budgetconf._loop_table"}
+    leaves = {
+        "budgetconf._schema",
+        "budgetconf._record",
+        "budgetconf._loop_table",
+        "budgetconf._text",
+    }
     assert _reached(half) <= leaves
+
+
+def test_the_text_rules_import_nothing_from_the_package() -> None:
+    """_text, which escapes and bounds what is shown, is a leaf every room may use."""
+    assert _reached("budgetconf._text") == set()
 
 
 def test_no_module_is_longer_than_the_layout_allows() -> None:

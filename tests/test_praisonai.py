@@ -266,13 +266,12 @@ def test_explain_shows_max_steps_taken_from_max_iter(
     assert (code, err) == (0, "")
     lines = [line.split() for line in out.splitlines()]
     start = lines.index(["execution.max_iter", "30", "./agents.yaml:4"])
-    assert lines[start : start + 7] == [
+    assert lines[start : start + 6] == [
         ["execution.max_iter", "30", "./agents.yaml:4"],
         ["shadowed", "20", "built-in", "default"],
         ["execution.max_steps", "30", "execution.max_iter", "(./agents.yaml:4)"],
         ["shadowed", "unset", "built-in", "default"],
-        ["unset,", "so", "it", "takes", "the", "value", "of"],
-        ["execution.max_iter"],
+        ["unset,", "so", "it", "takes", "the", "value", "of", "execution.max_iter"],
         ["execution.max_tool_calls_per_turn", "10", "built-in", "default"],
     ]
     assert "warning" not in out

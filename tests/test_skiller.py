@@ -367,16 +367,15 @@ def test_explain_shows_the_global_values_replaced_by_the_profile(
     assert (code, err) == (0, "")
     lines = [line.split() for line in out.splitlines()]
     start = lines.index(["loop.max_turns", "12", "~/.skiller/profiles/agent.reviewer.json:4"])
-    assert lines[start : start + 10] == [
+    replaced = ["section", "loop", "replaced", "whole", "by", "profile"]
+    assert lines[start : start + 8] == [
         ["loop.max_turns", "12", "~/.skiller/profiles/agent.reviewer.json:4"],
         ["replaced", "50", "~/.skiller/settings/agent.json:3"],
-        ["section", "loop", "replaced", "whole", "by", "profile"],
-        ["~/.skiller/profiles/agent.reviewer.json:3"],
+        [*replaced, "~/.skiller/profiles/agent.reviewer.json:3"],
         ["shadowed", "30", "built-in", "default"],
         ["loop.max_tool_calls", "10", "built-in", "default"],
         ["replaced", "20", "~/.skiller/settings/agent.json:4"],
-        ["section", "loop", "replaced", "whole", "by", "profile"],
-        ["~/.skiller/profiles/agent.reviewer.json:3"],
+        [*replaced, "~/.skiller/profiles/agent.reviewer.json:3"],
         [],
     ]
     assert "warning" not in out

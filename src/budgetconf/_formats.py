@@ -22,7 +22,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping
 
-from budgetconf._schema import Unusable, show_typed
+from budgetconf._schema import Unusable, show_text, show_typed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def parse_json(text: str) -> Table:
             while text[key_at] in _JSON_BETWEEN:  # the key starts after the previous value
                 key_at += 1
             if key in table:
-                raise ParseError(f"duplicate key {key!r}", line_of(key_at))
+                raise ParseError(f"duplicate key {show_text(key)}", line_of(key_at))
             table[key] = value
             table.lines[key] = line_of(key_at)
             key_at = value_end
@@ -386,7 +386,7 @@ class _YamlBuilder:
             if not isinstance(key, str):  # 1: and true: are keys nobody reads; keep their text
                 key = key_node.value
             if key in table:
-                raise ParseError(f"duplicate key {key!r}", _line(key_node))
+                raise ParseError(f"duplicate key {show_text(key)}", _line(key_node))
             table[key] = self.build(value_node, depth + 1)
             table.lines[key] = _line(key_node)
         for source in merged:  # explicit keys win over merged ones, as in YAML's merge key

@@ -16,6 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from budgetconf._record import MASK, ReadOnly, Record, set_field
+from budgetconf._text import clipped, listed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,12 +83,20 @@ class Unusable:
 
 
 def show_text(raw: str) -> str:
-    """Quote text as it was given: ``'abc'``."""
-    return repr(raw)
+    """Quote text as it was given: ``'abc'``; past `SHOWN <budgetconf._text.SHOWN>` characters,
+    its start, and how long it is."""
+    return clipped(raw, repr)
 
 
 def show_typed(value: object) -> str:
-    """Quote a typed value in the notation of the files it comes from: ``"7"``, ``true``."""
+    """Quote a typed value as a message shows it: `typed_text`, cut as `show_text` cuts."""
+    if isinstance(value, str):
+        return clipped(value, typed_text)
+    return clipped(typed_text(value))
+
+
+def typed_text(value: object) -> str:
+    """A typed value in the notation of the files it comes from: ``"7"``, ``true``; whole."""
     if isinstance(value, Unusable):
         return value.text
     if isinstance(value, float) and not math.isfinite(value):
@@ -253,7 +262,7 @@ class Field(Record):
 
     def _not_a(self, raw: object, text: bool, note: str = "") -> Invalid:
         if self.kind is Kind.ENUM:
-            what = "not one of " + ", ".join(self.choices)
+            what = "not one of " + listed(self.choices)
         else:
             what = "not " + self.noun
         return Invalid(f"{what}: {self.show_raw(raw, text)}{note}")
@@ -437,7 +446,7 @@ class Schema(ReadOnly):
         if found is None:
             hint = self.suggest(path)
             suggestion = f"; did you mean {hint!r}?" if hint else ""
-            raise KeyError(f"unknown field {path!r}{suggestion}")
+            raise KeyError(f"unknown field {clipped(path, repr)}{suggestion}")
         return found
 
     def namesakes(self, field: Field, key: str) -> tuple[Field, ...]:

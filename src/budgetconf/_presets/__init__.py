@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
 from budgetconf._files import DEFAULT_MAX_FILE_BYTES, FileProblem, read_limited
 from budgetconf._loop_table import BEHAVIOURS, BudgetName, LoopSpec, StopReason
-from budgetconf._schema import Field, Invalid, Kind, Schema, did_you_mean, show_typed
+from budgetconf._schema import Field, Invalid, Kind, Schema, did_you_mean, show_text, show_typed
 from budgetconf.errors import PresetError
 
 TYPE_CHECKING = False
@@ -68,7 +68,7 @@ def builtin_path(name: str) -> str:
         hint = did_you_mean(name, preset_names())
         tail = f"; did you mean {hint!r}?" if hint else ""
         known = ", ".join(preset_names())
-        raise PresetError(f"unknown preset {name!r}{tail} (built-in presets: {known})")
+        raise PresetError(f"unknown preset {show_text(name)}{tail} (built-in presets: {known})")
     return path
 
 
@@ -137,7 +137,7 @@ def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -
     if unknown:
         hint = did_you_mean(unknown[0], sorted(allowed))
         tail = f" (did you mean {hint!r}?)" if hint else ""
-        raise _Bad(f"{where}unknown key {unknown[0]!r}{tail}")
+        raise _Bad(f"{where}unknown key {show_text(unknown[0])}{tail}")
 
 
 def _build(

@@ -17,9 +17,9 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
 
-from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, say
+from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, Guarded, say
 from budgetconf.cli._parser import CommandLine, Usage, parse, split
 from budgetconf.cli._resolution import PresetFailed
 
@@ -52,25 +52,41 @@ if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code.
+
+    Every write goes through a `Guarded` stream, the command's and any other
+    (argparse's help, a warning) alike: ``sys.stdout`` and ``sys.stderr`` are
+    the guarded streams until the command returns.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
-    for stream in (sys.stdout, sys.stderr):
+    streams = sys.stdout, sys.stderr
+    for stream in streams:
         if isinstance(stream, io.TextIOWrapper):  # a path may hold bytes the locale cannot encode
             stream.reconfigure(errors="backslashreplace")
+    # a Guarded stream is a text stream in all a command does with one
+    out, err = (cast(TextIO, Guarded(stream)) for stream in streams)
+    sys.stdout, sys.stderr = out, err
     try:
-        return _main(args, sys.stdout, sys.stderr)
+        return _guarded(args, out, err)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _guarded(args: list[str], out: TextIO, err: TextIO) -> int:
+    try:
+        return _main(args, out, err)
     except Usage as exc:
-        say(sys.stderr, f"budgetconf: usage error: {exc}")
+        say(err, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
     except PresetFailed as exc:  # reported here by the commands that write no document of it
-        say(sys.stderr, f"budgetconf: error: {exc}")
+        say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except BrokenPipeError:  # before OSError, its base class
         # the reader went away (`| head`); stop quietly, without a second error at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
         return EXIT_ERROR
     except OSError as exc:  # the working directory was removed, and the like
-        say(sys.stderr, f"budgetconf: error: {exc}")
+        say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from budgetconf.cli._explain import shown
-from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, plural, problems
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, plural, problems, say
 from budgetconf.cli._parser import CommandLine
 from budgetconf.cli._resolution import Resolved
 
@@ -26,11 +26,12 @@ def check(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
     else:
         problems(res, err, warnings=True)
         if failed:
-            out.write(
+            say(
+                out,
                 f"check failed: {plural(len(res.errors), 'error')}, "
-                f"{plural(len(res.warnings), 'warning')} (preset {preset.name})\n"
+                f"{plural(len(res.warnings), 'warning')} (preset {preset.name})",
             )
         else:
             count = plural(len(fields or res.values), "field")
-            out.write(f"ok: {count} resolved, no warnings (preset {preset.name})\n")
+            say(out, f"ok: {count} resolved, no warnings (preset {preset.name})")
     return EXIT_ERROR if failed else EXIT_OK

@@ -15,7 +15,7 @@ from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
-from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, printable, say, write_json
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage, parse
 from budgetconf.cli._resolution import PresetFailed, resolve
 
@@ -118,10 +118,10 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
     preset = before.preset if before.preset == after.preset else f"{before.preset} → {after.preset}"
     count = len(found)
     if not count:
-        out.write(f"preset {preset}: no field differs\n")
+        say(out, f"preset {preset}: no field differs")
         return
     differ = "1 field differs" if count == 1 else f"{count} fields differ"
-    out.write(f"preset {preset}: {differ}\n")
+    say(out, f"preset {preset}: {differ}")
     for path, pair in found.items():
         rows = []
         for name, trace in zip(_SIDES, pair, strict=True):
@@ -131,7 +131,7 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
                 value = candidate_text(trace.winner, trace.field)
                 rows.append((name, value, trace.source, short(trace.winner.where)))
         width = max(len(row[1]) for row in rows)
-        out.write(f"\n{printable(path)}\n")
+        out.write("\n")
+        say(out, path)
         for name, value, source, where in rows:
-            line = f"  {name:<6} {value:>{width}}  {source:<8} {where}".rstrip()
-            out.write(printable(line) + "\n")
+            say(out, f"  {name:<6} {value:>{width}}  {source:<8} {where}".rstrip())

@@ -64,6 +64,8 @@ def _toml(res: Resolution, fields: list[str]) -> str:
     """
     import tomli_w
 
+    from budgetconf.cli._output import comment, toml_text
+
     chosen = set(fields or res.values)
     sections: dict[str, dict[str, object]] = {}
     secret: list[str] = []
@@ -75,9 +77,9 @@ def _toml(res: Resolution, fields: list[str]) -> str:
             secret.append(f.path)
             continue
         sections.setdefault(f.section, {})[f.name] = trace.value
-    header = [f"# Resolved by budgetconf explain, preset {res.preset}."]
-    header += [f"# {path} is secret and left out." for path in secret]
-    return "\n".join(header) + "\n\n" + tomli_w.dumps(sections)
+    header = [comment(f"Resolved by budgetconf explain, preset {res.preset}.")]
+    header += [comment(f"{path} is secret and left out.") for path in secret]
+    return toml_text("\n".join(header) + "\n\n" + tomli_w.dumps(sections))
 
 
 def preset_failed(exc: PresetFailed, fmt: str, out: TextIO, err: TextIO) -> int:

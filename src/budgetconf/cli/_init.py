@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import tempfile
 import textwrap
@@ -22,7 +21,7 @@ from typing import Final, TextIO
 
 from budgetconf._engine import Preset
 from budgetconf._schema import Field
-from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, say
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, comment, json_text, say, toml_text
 from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
 from budgetconf.cli._resolution import chosen_preset
 from budgetconf.cli._schema import describe, file_sections
@@ -61,32 +60,38 @@ def _about(f: Field) -> str:
     return " ".join(describe(f, with_rule=True).splitlines())
 
 
-def toml_text(preset: Preset, kind: str) -> str:
-    """Every field as a commented line with its default: the file sets nothing as written."""
+def toml_file(preset: Preset, kind: str) -> str:
+    """Every field as a commented line with its default: the file sets nothing as written.
+
+    Each comment is made one line by `comment`, whatever a preset's name or
+    help holds, so no text of the preset can start a line that sets a value.
+    """
     import tomli_w
 
-    lines = [
-        f"# {_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
-        "#",
-        "# Nothing is set: every value below is commented out and shows the built-in",
-        "# default. To set one, uncomment its section header and its line, then run",
-        "# `budgetconf explain` to see it win. Values must have their type: 40, not",
-        '# "40". `budgetconf schema` gives editors these rules as a JSON Schema.',
+    lines: list[str | None] = [  # each a comment line; None, a blank line
+        f"{_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
+        "",
+        "Nothing is set: every value below is commented out and shows the built-in",
+        "default. To set one, uncomment its section header and its line, then run",
+        "`budgetconf explain` to see it win. Values must have their type: 40, not",
+        '"40". `budgetconf schema` gives editors these rules as a JSON Schema.',
     ]
     for section, fields in file_sections(preset, kind).items():
-        lines += ["", f"# [{section}]"]
+        lines += [None, f"[{section}]"]
         for f in fields:
-            lines += [f"# {line}" for line in textwrap.wrap(_about(f), 76, break_on_hyphens=False)]
+            # a name longer than the line stays whole: a variable or flag cut in two is no name
+            lines += textwrap.wrap(_about(f), 76, break_long_words=False, break_on_hyphens=False)
             if f.default is None or f.secret:
-                lines.append(f"# {f.name} =")
+                lines.append(f"{f.name} =")
             else:
-                lines.append("# " + tomli_w.dumps({f.name: f.default}).strip())
-            lines.append("#")
+                lines.append(tomli_w.dumps({f.name: f.default}).strip())
+            lines.append("")
         lines.pop()
-    return "\n".join(lines) + "\n"
+    text = "\n".join("" if line is None else comment(line) for line in lines)
+    return toml_text(text + "\n")
 
 
-def json_text(preset: Preset, kind: str) -> str:
+def json_file(preset: Preset, kind: str) -> str:
     """A document that sets nothing and, in ``$comment``, says what each field takes."""
     notes = [
         f"{_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
@@ -94,7 +99,7 @@ def json_text(preset: Preset, kind: str) -> str:
         "`budgetconf schema` gives editors the rules as a JSON Schema.",
     ]
     notes += [f"{f.path}: {_about(f)}" for fs in file_sections(preset, kind).values() for f in fs]
-    return json.dumps({"$comment": notes}, indent=2, ensure_ascii=False) + "\n"
+    return json_text({"$comment": notes})
 
 
 class WriteError(Exception):
@@ -191,9 +196,9 @@ def init(
     """
     kind, fmt = _format(kind, fmt, path)
     where = target(preset, kind, path)
-    text = toml_text(preset, kind) if fmt == "toml" else json_text(preset, kind)
+    text = toml_file(preset, kind) if fmt == "toml" else json_file(preset, kind)
     write_new(where, text, force=force)
-    out.write(f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet\n")
+    say(out, f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet")
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:

@@ -1,13 +1,22 @@
-"""What every command writes with: exit codes, lines for people, documents for tools.
+"""What every command writes with: exit codes, the guarded streams, lines and documents.
 
-A line for a person never carries a raw control character: whatever a file,
-the environment or a server gave is escaped before it reaches the terminal.
+Nothing a file, the environment or a server gave reaches a terminal as a
+command: `main` hands every command `Guarded` streams, which escape each
+write (`budgetconf._text.escape`), and sets them as ``sys.stdout`` and
+``sys.stderr`` while the command runs, so that argparse's help and anything
+else printed pass the same way. A document is escaped in its own notation
+first (`json_text`, `toml_text`), so that it still reads back as written.
+The explain table is the one text with escape codes of its own, rich's
+styles: it escapes the text of each piece it draws and writes through
+`styled`.
 """
 
 from __future__ import annotations
 
-import json
+import io
 from typing import TYPE_CHECKING, Final, TextIO
+
+from budgetconf._text import escape, escape_json, escape_toml
 
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
@@ -16,11 +25,15 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_USAGE",
+    "Guarded",
+    "comment",
     "document",
+    "json_text",
     "plural",
-    "printable",
     "problems",
     "say",
+    "styled",
+    "toml_text",
     "write_json",
 ]
 
@@ -29,21 +42,54 @@ EXIT_ERROR: Final = 1
 EXIT_USAGE: Final = 64
 
 
-def printable(text: str, keep: str = "") -> str:
-    """``text`` safe for a terminal: control characters (escapes too) shown as ``\\x1b``.
+class Guarded(io.TextIOBase):
+    """A stream that escapes what is written to it: stdout and stderr as every command has them.
 
-    Characters in ``keep`` (say, newline and tab) are left as they are.
+    The newline and the tab pass; every other unsafe character is written as
+    its escape (``\\x1b``). Whether the stream is a terminal, its encoding and
+    its file number are the stream's.
     """
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text
-    )
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(escape(text))
+        return len(text)
+
+    def styled(self, text: str) -> None:
+        """Write text whose escape codes are a renderer's own and whose words were escaped."""
+        self.stream.write(text)
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # the stream's, which may be unset
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+
+def styled(out: TextIO, text: str) -> None:
+    """Write ``text``, already escaped but for its style codes, past the guard of ``out``."""
+    if isinstance(out, Guarded):
+        out.styled(text)
+    else:  # a stream a caller gave: there is no guard to pass
+        out.write(text)
 
 
 def say(stream: TextIO, line: str) -> None:
-    """One line to a person: a message that spans lines is joined, control codes escaped."""
-    stream.write(printable(" ".join(line.split("\n"))) + "\n")
+    """One line to a person: a message that spans lines is joined into one."""
+    stream.write(" ".join(line.split("\n")) + "\n")
 
 
 def plural(n: int, word: str) -> str:
@@ -51,9 +97,31 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def json_text(data: object) -> str:
+    """A document for tools: indented, its text as it is but what a terminal would act on."""
+    import json
+
+    return escape_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+
+
+def comment(text: str) -> str:
+    """A comment line of a TOML file: ``# text``, a newline in ``text`` shown as ``\\n``.
+
+    The rest of what a terminal or an editor would act on is escaped with the
+    whole document, by `toml_text`, so that a commented value line still reads
+    as TOML once uncommented.
+    """
+    return "# " + text.replace("\n", "\\n") if text else "#"
+
+
+def toml_text(document: str) -> str:
+    """A TOML document with what a terminal or an editor would act on escaped."""
+    return escape_toml(document)
+
+
 def write_json(data: object, out: TextIO) -> None:
-    """A document for tools: indented, and with its text as it is, not as ``\\u`` escapes."""
-    out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Write the document `json_text` makes of ``data``."""
+    out.write(json_text(data))
 
 
 def document(res: Resolution, fields: list[str], out: TextIO) -> None:

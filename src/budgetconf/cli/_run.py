@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
-from budgetconf.cli._output import printable, say, write_json
+from budgetconf.cli._output import say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
@@ -185,7 +185,7 @@ def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
 
 def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
     if result.output and result.status in ("ok", "truncated"):  # an answer, or its summary
-        out.write(printable(result.output, keep="\n\t") + "\n")
+        out.write(result.output + "\n")  # its lines and tabs as the model wrote them
     if result.status == "ok":
         return
     if result.status == "truncated" and result.limit is not None:

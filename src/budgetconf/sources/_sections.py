@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
 from budgetconf._schema import Schema, did_you_mean, type_name
+from budgetconf._text import clipped
 from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 
@@ -147,7 +148,7 @@ def _stray(key: str, where: str, schema: Schema, *, shared: bool) -> str | None:
 def _unknown(key: str, where: str, schema: Schema, *, top_level: bool = False) -> str:
     hint = schema.suggest(key, sections=top_level)
     tail = f"; did you mean {hint}?" if hint else ""
-    return f"{key} in {where} is not a known key{tail}"
+    return f"{clipped(key)} in {where} is not a known key{tail}"
 
 
 def file_locator(path: str) -> Callable[[int | None], str]:

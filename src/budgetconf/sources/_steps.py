@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from budgetconf._formats import Document, Items, Table
 from budgetconf._record import Record, set_field
-from budgetconf._schema import Unusable, did_you_mean, show_typed
+from budgetconf._schema import Unusable, did_you_mean, typed_text
+from budgetconf._text import clipped, listed
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer
 from budgetconf.sources._settings_file import read_file
@@ -99,8 +100,8 @@ class StepFinder(Record):
         if hint:
             why = f"did you mean {hint!r}?"
         else:
-            why = f"its steps are {', '.join(known)}" if known else "no step has a name"
-        return f"no step named {name!r}; {why}"
+            why = f"its steps are {listed(known)}" if known else "no step has a name"
+        return f"no step named {clipped(name, repr)}; {why}"
 
     def _steps(self, document: Document, name: str) -> Items | tuple[int | None, str]:
         """The list of steps, or the line and the words of why the file has none."""
@@ -140,7 +141,7 @@ class StepFinder(Record):
                 if isinstance(value, Unusable):
                     names.append(value.text)
                 else:
-                    names.append(value if isinstance(value, str) else show_typed(value))
+                    names.append(value if isinstance(value, str) else typed_text(value))
         return names
 
 

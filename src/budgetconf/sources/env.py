@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable
 
 from budgetconf._description import SourceKind, SourceSpec
 from budgetconf._schema import Schema, did_you_mean
+from budgetconf._text import clipped
 from budgetconf.sources._records import Context, Layer, Offer, SourceStatus, names
 
 TYPE_CHECKING = False
@@ -59,7 +60,7 @@ class EnvSource:
             spelled = upper in self._known or upper in self._ignore
             hint = upper if spelled else did_you_mean(name, sorted(self._known))
             tail = f"; did you mean {hint}?" if hint else ""
-            warnings.append(f"{name} is not a known variable{tail}")
+            warnings.append(f"{clipped(name)} is not a known variable{tail}")
         return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
 
     def _strays(self, env: Iterable[str]) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from collections.abc import Hashable
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import readable
 from budgetconf._schema import Schema
+from budgetconf._text import clipped
 from budgetconf.errors import ConfigError
 from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Context, Layer, Offer, SourceStatus
@@ -73,7 +74,7 @@ class ExplicitSource:
                 why = "unknown field" + (f"; did you mean {hint!r}?" if hint else "")
                 errors.append(
                     ConfigError(
-                        f"{path} from {LOCATOR}: {why}",
+                        f"{clipped(path)} from {LOCATOR}: {why}",
                         field=path,
                         source="explicit",
                         locator=LOCATOR,
