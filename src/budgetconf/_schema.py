@@ -253,8 +253,37 @@ class Field(Record):
             what = "not " + self.noun
         return Invalid(f"{what}: {self.show_raw(raw, text)}{note}")
 
-    def _out_of_range(self, raw: object, text: bool) -> Invalid:
-        return Invalid(f"out of range: {self.show_raw(raw, text)}")
+    def _out_of_range(self, raw: object, text: bool, hint: str = "") -> Invalid:
+        """``out of range: '99…9' (must be between 1 and 9223372036854775807)``: the range said."""
+        note = f"{hint}; " if hint else ""
+        return Invalid(f"out of range: {self.show_raw(raw, text)} ({note}must be {self.allowed()})")
+
+    def allowed(self) -> str:
+        """The values the field may take, for a message: ``>= 1``, ``between 1 and 10000``.
+
+        An integer is also bounded by what a field can hold (2**63 - 1 either
+        way), and a number must be finite, so each says so when its own
+        bounds leave a side open.
+        """
+        lows = [
+            f"{op} {plain_number(v)}"
+            for op, v in ((">=", self.ge), (">", self.gt))
+            if v is not None
+        ]
+        highs = [
+            f"{op} {plain_number(v)}"
+            for op, v in (("<=", self.le), ("<", self.lt))
+            if v is not None
+        ]
+        if self.kind is Kind.INT:
+            lows = lows or [f">= {-MAX_INT}"]
+            highs = highs or [f"<= {MAX_INT}"]
+        if len(lows) == len(highs) == 1 and lows[0][:2] == ">=" and highs[0][:2] == "<=":
+            return f"between {lows[0][3:]} and {highs[0][3:]}"
+        bounds = " and ".join(lows + highs)
+        if self.kind is Kind.NUMBER and not (lows and highs):
+            return f"a finite number {bounds}".rstrip()
+        return bounds
 
     def parse_text(self, raw: str) -> Value:
         """The value of text from an environment variable, a flag or ``--set``."""
@@ -288,8 +317,7 @@ class Field(Record):
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
         if isinstance(value, Unusable):
-            hint = "" if self.secret else f" ({value.hint})"  # the hint may spell the value out
-            raise Invalid(f"{value.what}: {self.show_raw(value, False)}{hint}")
+            raise self._unusable(value)
         if value is None:
             if self.optional:
                 return None
@@ -315,6 +343,14 @@ class Field(Record):
         note = self._suggest(value) if isinstance(value, str) else f" ({_type_name(value)})"
         raise self._not_a(value, False, note)
 
+    def _unusable(self, value: Unusable) -> Invalid:
+        hint = "" if self.secret else value.hint  # the hint may spell the value out
+        if value.what == "out of range":  # what a parser says of a number past any field's
+            return self._out_of_range(value, False, hint)
+        return Invalid(
+            f"{value.what}: {self.show_raw(value, False)}" + (f" ({hint})" if hint else "")
+        )
+
     def _check(self, number: int | float, raw: object, text: bool) -> int | float:
         if isinstance(number, float) and not math.isfinite(number):
             raise self._out_of_range(raw, text)
@@ -323,7 +359,10 @@ class Field(Record):
         for bound, holds, op in _BOUNDS:
             limit = getattr(self, bound)
             if limit is not None and not holds(number, limit):
-                raise Invalid(f"must be {op} {plain_number(limit)}, got {self.show_raw(raw, text)}")
+                # with bounds on both sides, both: `between 1 and 10000` rather than one of them
+                both = (self.ge, self.gt) != (None, None) and (self.le, self.lt) != (None, None)
+                wanted = self.allowed() if both else f"{op} {plain_number(limit)}"
+                raise Invalid(f"must be {wanted}, got {self.show_raw(raw, text)}")
         return number
 
     def _suggest(self, text: str) -> str:
