@@ -317,4 +317,18 @@ def parse(args: list[str]) -> CommandLine:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
         ns.fields += extra
+    _refuse_empty(parser, ns)
     return CommandLine(ns, app_args, parser)
+
+
+def _refuse_empty(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """A name or path given empty (``--preset ''``, ``--events ''``, ``init ''``) never means
+    its default: it is refused. A prompt may be anything, so ``run`` takes an empty one."""
+    if ns.command is None:
+        return
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for action in commands.choices[ns.command]._actions:
+        value = getattr(ns, action.dest, None) if action.dest != "prompt" else None
+        if value == "" or (isinstance(value, list) and "" in value):
+            named = action.option_strings[0] if action.option_strings else action.metavar
+            raise Usage(f"{named} is empty")
