@@ -7,6 +7,8 @@ whichever option and whichever command.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from budgetconf.cli import main
@@ -98,3 +100,65 @@ def test_an_empty_prompt_is_a_prompt(place: Place, capsys: pytest.CaptureFixture
     """A prompt is a message, not a name: run takes an empty one and the model answers it."""
     code, out, _ = run(["run", "--model", script(place, {"content": "hi"}), ""], capsys)
     assert (code, out) == (0, "hi\n")
+
+
+# --- FIELD: a field, an alias, or a whole section -----------------------------------------
+
+LOOP = ["loop.max_steps", "loop.max_tool_calls_per_turn", "loop.last_turn", "loop.over_cap"]
+
+
+def test_a_section_name_shows_every_field_of_that_section(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """explain loop is explain loop.max_steps loop.max_tool_calls_per_turn ... in one word."""
+    code, out, _ = run(["explain", "--format", "json", "loop"], capsys)
+    assert code == 0
+    assert list(json.loads(out)["fields"]) == LOOP
+    _, spelled_out, _ = run(["explain", "--format", "json", *LOOP], capsys)
+    assert out == spelled_out
+
+
+def test_a_section_and_its_fields_are_each_shown_once_in_the_order_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """limits, then a loop field, then loop again: each field once, where first asked for."""
+    code, out, _ = run(
+        ["explain", "--format", "json", "limits.max_tokens", "loop.last_turn", "limits", "loop"],
+        capsys,
+    )
+    assert code == 0
+    assert list(json.loads(out)["fields"]) == [
+        "limits.max_tokens",
+        "loop.last_turn",
+        "limits.max_tool_calls",
+        "limits.max_cost_usd",
+        "limits.timeout_seconds",
+        "loop.max_steps",
+        "loop.max_tool_calls_per_turn",
+        "loop.over_cap",
+    ]
+
+
+def test_check_and_diff_take_a_section_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """check loop counts the section's fields; --diff limits its comparison to the section."""
+    assert (
+        run(["check", "loop"], capsys)[1]
+        == "ok: 4 fields resolved, no warnings (preset budgetconf)\n"
+    )
+    code, out, _ = run(["explain", "limits", "--diff", "--set", "loop.max_steps=7"], capsys)
+    assert (code, out) == (0, "preset budgetconf: no field differs\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("lop", "unknown field or section 'lop'; did you mean 'loop'? (sections: loop, limits)"),
+        ("zzz", "unknown field or section 'zzz' (sections: loop, limits)"),
+        ("loop.max_step", "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?"),
+    ],
+)
+def test_an_unknown_name_suggests_a_field_or_a_section(
+    name: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt section gets the section; a dotted name the nearest field; both list sections."""
+    assert run(["explain", name], capsys) == (64, "", f"budgetconf: usage error: {message}\n")

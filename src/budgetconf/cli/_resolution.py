@@ -15,11 +15,12 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
+from budgetconf._schema import Schema
 from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.sources import Request
 
-__all__ = ["PresetFailed", "Resolved", "chosen_preset", "resolve"]
+__all__ = ["PresetFailed", "Resolved", "chosen_fields", "chosen_preset", "resolve"]
 
 
 class PresetFailed(Exception):
@@ -71,12 +72,37 @@ def resolve(line: CommandLine) -> Resolved:
     request = Request(os.environ, argv=line.app_args, explicit_is_text=True, **given)
     try:
         check_request(preset, request, command_line=True)
-        fields = [preset.schema.lookup(f).path for f in getattr(ns, "fields", ())]
     except UsageError as exc:
         raise Usage(str(exc)) from None
-    except KeyError as exc:
-        raise Usage(exc.args[0]) from None
+    fields = chosen_fields(preset.schema, getattr(ns, "fields", []))
     return Resolved(resolve_request(preset, request), preset, fields)
+
+
+def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
+    """The paths of the fields ``names`` asks for, each once: a section stands for its fields.
+
+    ``explain loop`` shows every field of ``loop``, as ``explain loop.max_steps
+    loop.max_tool_calls_per_turn ...`` would. Raises `Usage` for a name that is
+    neither a field (nor an alias of one) nor a section, with the nearest of both.
+    """
+    paths: list[str] = []
+    for name in names:
+        section = schema.sections.get(name)
+        if section is not None:
+            paths += [f.path for f in section]
+            continue
+        try:
+            paths.append(schema.lookup(name).path)
+        except KeyError as exc:
+            if "." in name:  # a field's path, misspelt: the nearest field
+                raise Usage(exc.args[0]) from None
+            hint = schema.suggest(name, sections=True)
+            suggestion = f"; did you mean {hint!r}?" if hint else ""
+            sections = ", ".join(schema.sections)
+            raise Usage(
+                f"unknown field or section {name!r}{suggestion} (sections: {sections})"
+            ) from None
+    return list(dict.fromkeys(paths))
 
 
 def _value(argument: Argument, given: Any) -> Any:
