@@ -8,10 +8,15 @@ whichever option and whichever command.
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from budgetconf.cli import main
+from budgetconf.cli._resolution import GONE
 
 from conftest import Place
 from loops import ECHO, script
@@ -162,3 +167,64 @@ def test_an_unknown_name_suggests_a_field_or_a_section(
 ) -> None:
     """A misspelt section gets the section; a dotted name the nearest field; both list sections."""
     assert run(["explain", name], capsys) == (64, "", f"budgetconf: usage error: {message}\n")
+
+
+# --- a working directory that was removed -------------------------------------------------
+
+
+def _in_a_removed_directory(place: Place, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """The console script, run in a folder deleted just before it starts."""
+    gone = place.work / "gone"
+    gone.mkdir()
+    script = shlex.join([str(Path(sys.executable).with_name("budgetconf")), *args])
+    return subprocess.run(
+        ["sh", "-c", f'cd {shlex.quote(str(gone))} && rmdir "$PWD" && exec {script}'],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_explain_json_prints_its_document_in_a_removed_directory(place: Place) -> None:
+    """The document is printed, every value resolved, with a warning that says why no file is."""
+    result = _in_a_removed_directory(place, ["explain", "--format", "json"])
+    assert (result.returncode, result.stderr) == (0, "")
+    document = json.loads(result.stdout)
+    assert document["values"]["loop.max_steps"] == 40
+    assert document["warnings"] == [GONE]
+    assert {s["source"]: s["status"] for s in document["sources"]}["project"] == "missing"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out"),
+    [
+        (["explain"], 0, "loop.max_steps"),
+        (["explain", "--format", "toml"], 0, "[loop]"),
+        (["check", "--format", "json"], 1, '"version": 1'),
+        (["check"], 1, "check failed: 0 errors, 1 warning (preset budgetconf)"),
+        (["explain", "--diff", "--set", "loop.max_steps=3"], 0, "1 field differs"),
+    ],
+)
+def test_every_format_of_explain_and_check_works_in_a_removed_directory(
+    place: Place, args: list[str], code: int, out: str
+) -> None:
+    """Table, TOML, check and --diff resolve too; check fails on the warning, as on any."""
+    result = _in_a_removed_directory(place, args)
+    assert (result.returncode, out in result.stdout) == (code, True), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_run_works_in_a_removed_directory_and_warns(place: Place) -> None:
+    """A run with an absolute script runs; the warning is on stderr, the run's JSON on stdout."""
+    model = script(place, {"content": "done"})
+    result = _in_a_removed_directory(place, ["run", "--model", model, "--output", "json", "go"])
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["result"] == "done"
+    assert result.stderr == f"budgetconf: warning: {GONE}\n"
+
+
+def test_a_relative_preset_file_in_a_removed_directory_is_a_document_error(place: Place) -> None:
+    """--preset app.toml cannot be found there: the JSON document says so, exit 1."""
+    result = _in_a_removed_directory(place, ["explain", "--preset", "app.toml", "--format", "json"])
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["errors"] == ["preset app.toml: No such file or directory"]

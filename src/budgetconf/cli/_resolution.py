@@ -23,6 +23,12 @@ from budgetconf.sources import Request
 __all__ = ["PresetFailed", "Resolved", "chosen_fields", "chosen_preset", "resolve"]
 
 
+#: the warning of a resolution made in a working directory that was removed
+GONE = (
+    "the working directory no longer exists: no file is read from it (a relative path names none)"
+)
+
+
 class PresetFailed(Exception):
     """A preset file that could not be loaded: a failure to report, not a usage error.
 
@@ -75,7 +81,28 @@ def resolve(line: CommandLine) -> Resolved:
     except UsageError as exc:
         raise Usage(str(exc)) from None
     fields = chosen_fields(preset.schema, getattr(ns, "fields", []))
-    return Resolved(resolve_request(preset, request), preset, fields)
+    res = resolve_request(preset, request)
+    notes = _notes(line)
+    if notes:
+        res = _noted(res, preset, notes)
+    return Resolved(res, preset, fields)
+
+
+def _notes(line: CommandLine) -> list[str]:
+    """What the command line adds to a resolution's warnings: what it left unread, and why."""
+    notes = []
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        notes.append(GONE)
+    return notes
+
+
+def _noted(res: Resolution, preset: Preset, notes: list[str]) -> Resolution:
+    """``res`` with the command line's ``notes`` after its own warnings: a new resolution, as a
+    resolution is shared by every request that reads the same (see the memo)."""
+    traces = {trace.field.path: trace for trace in res.traces()}
+    return Resolution(preset.description, traces, res.sources, (*res.warnings, *notes), res.errors)
 
 
 def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
