@@ -15,6 +15,7 @@ from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
+from budgetconf.cli._flags import given_flags
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, printable, say, write_json
 from budgetconf.cli._parser import OPTIONS, CommandLine, Usage, parse
 from budgetconf.cli._resolution import PresetFailed, resolve
@@ -58,7 +59,7 @@ def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> 
 def _inputs(line: CommandLine) -> tuple[object, ...]:
     """What a side's resolution is made from: a second side with the same is no comparison."""
     ns = line.ns
-    return (ns.preset, *(getattr(ns, a.name) for a in OPTIONS), line.app_args)
+    return (ns.preset, *(getattr(ns, a.name) for a in OPTIONS), given_flags(ns), line.app_args)
 
 
 def _problems(before: Resolution, after: Resolution, err: TextIO) -> None:

@@ -16,6 +16,7 @@ from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_requ
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
 from budgetconf._schema import Schema
+from budgetconf.cli._flags import given_flags, shadowed
 from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.sources import Request
@@ -74,23 +75,30 @@ def resolve(line: CommandLine) -> Resolved:
     ns = line.ns
     preset = chosen_preset(ns)
     given = {a.name: _value(a, getattr(ns, a.name)) for a in OPTIONS}
-    # the arguments after `--` are the application's own flags; `--set` values are text
-    request = Request(os.environ, argv=line.app_args, explicit_is_text=True, **given)
+    # the preset's flags, then the arguments after `--`, are the cli source's; `--set` values
+    # are text
+    flags = given_flags(ns)
+    argv = None if not flags and line.app_args is None else [*flags, *(line.app_args or ())]
+    request = Request(os.environ, argv=argv, explicit_is_text=True, **given)
     try:
         check_request(preset, request, command_line=True)
     except UsageError as exc:
         raise Usage(str(exc)) from None
     fields = chosen_fields(preset.schema, getattr(ns, "fields", []))
     res = resolve_request(preset, request)
-    notes = _notes(line)
+    notes = _notes(line, preset)
     if notes:
         res = _noted(res, preset, notes)
     return Resolved(res, preset, fields)
 
 
-def _notes(line: CommandLine) -> list[str]:
-    """What the command line adds to a resolution's warnings: what it left unread, and why."""
-    notes = []
+def _notes(line: CommandLine, preset: Preset) -> list[str]:
+    """What the command line adds to a resolution's warnings: what it left unread, and why.
+
+    explain and check also say which of the preset's flags a command's own
+    option shadows; run takes its own option and says nothing.
+    """
+    notes = shadowed(preset, line.parser) if line.ns.command in ("explain", "check") else []
     try:
         os.getcwd()
     except FileNotFoundError:
