@@ -302,3 +302,14 @@ def test_a_preset_without_a_cli_source_warns_of_nothing(
 ) -> None:
     """Its flags are options nowhere, so no command shadows them: opendot's explain is quiet."""
     assert document(["--preset", "opendot"], capsys)["warnings"] == []
+
+
+def test_an_unknown_option_before_any_command_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """budgetconf --bogus: no command, so no command's options to suggest from; one line."""
+    assert run(["--bogus"], capsys) == (
+        64,
+        "",
+        "budgetconf: usage error: unrecognized arguments: --bogus\n",
+    )

@@ -68,6 +68,14 @@ def test_every_empty_option_of_run_is_a_usage_error(
     assert (code, out, err) == (64, "", f"budgetconf: usage error: {option} is empty\n")
 
 
+def test_an_empty_preset_is_named_before_the_flags_it_would_have_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--preset '' --max-steps 3: the flag is unknown because the preset is empty; that is said."""
+    code, _, err = run(["explain", "--preset", "", "--max-steps", "3"], capsys)
+    assert (code, err) == (64, "budgetconf: usage error: --preset is empty\n")
+
+
 def test_an_empty_option_after_diff_is_refused_too(capsys: pytest.CaptureFixture[str]) -> None:
     """The second side of --diff is parsed as the first: --profile '' there is as empty."""
     code, _, err = run(["explain", "--diff", "--profile", ""], capsys)

@@ -341,13 +341,14 @@ def parse(args: list[str]) -> CommandLine:
         if not resolving or ns.preset == named:
             break
         named = ns.preset
+    _refuse_empty(parser, ns)  # first: an empty --preset is why its flags are unknown
     if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
-        command = _subcommands(parser)[ns.command]
+        command = parser if ns.command is None else _subcommands(parser)[ns.command]
         hint = unknown_hint(extra, args, flags, command)
         parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
         ns.fields += extra
-    _refuse_empty(parser, ns)
+        _refuse_empty(parser, ns)
     return CommandLine(ns, app_args, parser)
 
 
