@@ -313,3 +313,70 @@ def test_an_unknown_option_before_any_command_is_one_line(
         "",
         "budgetconf: usage error: unrecognized arguments: --bogus\n",
     )
+
+
+def test_preset_without_its_value_is_argparse_s_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--preset at the end names no preset: the default's flags, then argparse's own error."""
+    code, _, err = run(["explain", "--max-steps", "5", "--preset"], capsys)
+    assert (code, err) == (
+        64,
+        "budgetconf: usage error: argument --preset: expected one argument\n",
+    )
+
+
+def test_an_extra_word_of_run_is_unrecognized_without_a_hint(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run takes one PROMPT: a second word is refused as it is, with nothing to suggest."""
+    code, _, err = run(["run", "--model", script(place, ECHO), "say", "hi"], capsys)
+    assert (code, err) == (64, "budgetconf: usage error: unrecognized arguments: hi\n")
+
+
+@pytest.mark.parametrize(
+    ("sources", "given", "hint"),
+    [
+        (["default", "explicit"], ["--turns", "3"], ": use --set agent.turns=3"),
+        (["default", "explicit"], ["--turns=3"], ": use --set agent.turns=3"),
+        (["default", "explicit"], ["--turns"], ": use --set agent.turns=VALUE"),
+        (["default", "explicit"], ["--colour", "3"], ""),  # no field of that name
+        (["default", "env"], ["--turns", "3"], ""),  # and no explicit source to set it with
+    ],
+)
+def test_a_preset_s_flag_without_a_cli_source_gives_the_set_that_works(
+    place: Place,
+    sources: list[str],
+    given: list[str],
+    hint: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Flags declared, no cli source: none is taken; the error gives --set where it works."""
+    path = preset_file(
+        place.work,
+        name="quiet",
+        sources=sources,
+        fields={"agent.turns": {"type": "int", "default": 8, "flags": ["--turns"]}},
+    )
+    code, _, err = run(["explain", "--preset", str(path), *given], capsys)
+    assert code == 64
+    assert err.endswith(f"; preset 'quiet' reads no flags{hint}\n")
+
+
+def test_a_preset_whose_only_flags_are_a_command_s_options_adds_none_there(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A preset whose one flag is --format: explain has no budget flags at all, and warns."""
+    path = preset_file(
+        place.work,
+        name="clash",
+        sources=["default", "cli"],
+        fields={"agent.shape": {"type": "int", "default": 1, "flags": ["--format"]}},
+    )
+    with pytest.raises(SystemExit):
+        main(["explain", "--preset", str(path), "--help"])
+    assert "budget flags of preset clash" not in capsys.readouterr().out
+    found = document(["--preset", str(path)], capsys)
+    assert [w.split(" by ")[0] for w in found["warnings"]] == [
+        "the preset's flag --format (agent.shape) is shadowed on explain and check"
+    ]

@@ -8,6 +8,7 @@ whichever option and whichever command.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import budgetconf
 from budgetconf.cli import main
 from budgetconf.cli._resolution import GONE
 
@@ -236,3 +238,25 @@ def test_a_relative_preset_file_in_a_removed_directory_is_a_document_error(place
     result = _in_a_removed_directory(place, ["explain", "--preset", "app.toml", "--format", "json"])
     assert result.returncode == 1
     assert json.loads(result.stdout)["errors"] == ["preset app.toml: No such file or directory"]
+
+
+def test_explain_in_this_process_after_its_directory_is_removed(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same in the test's own process: the directory goes, explain and resolve() still work."""
+    gone = place.work / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    gone.rmdir()
+    try:
+        code, out, _ = run(["explain", "--format", "json", "--preset", "app.toml"], capsys)
+        assert (code, json.loads(out)["errors"]) == (
+            1,
+            ["preset app.toml: No such file or directory"],
+        )
+        code, out, _ = run(["explain", "--format", "json"], capsys)
+        assert (code, json.loads(out)["warnings"]) == (0, [GONE])
+        res = budgetconf.resolve(env={})
+        assert {s.source: s.locator for s in res.sources}["project"] == "settings.toml"
+    finally:
+        os.chdir(place.work)

@@ -61,3 +61,14 @@ def test_a_profile_with_no_near_name_or_no_folder_just_does_not_exist(place: Pla
     place.write(".budgetconf/profiles/fast.json", "{}", base=place.home)
     with pytest.raises(budgetconf.SourceError, match=r"ghost\.json: no such file$"):
         budgetconf.resolve(env={}, profile="ghost")
+
+
+def test_a_folder_of_many_profiles_is_looked_at_only_so_far(place: Place) -> None:
+    """Thousands of profiles: the suggestion comes from the first thousand, and does come."""
+    folder = place.budgetconf_home / "profiles"
+    folder.mkdir(parents=True)
+    for i in range(1500):
+        (folder / f"p{i:04}.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(env={}, profile="p00x1")
+    assert "no such file; did you mean 'p" in str(caught.value)

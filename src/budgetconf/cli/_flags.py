@@ -70,8 +70,10 @@ class Flags:
 def preset_option(args: Sequence[str]) -> str | None:
     """The value of the last ``--preset`` in ``args`` (``--pre x`` and ``--preset=x`` too).
 
-    Read before the grammar is built, since the grammar depends on it; the
-    parse that follows tells whether argparse read the same (see `parse`).
+    Read before the grammar is built, since the grammar depends on it, as
+    argparse reads it: the whole name or a prefix no other option has (the
+    other resolution options begin ``--pro``), with its value after ``=`` or
+    next. Where argparse would refuse the line instead, it does so next.
     """
     found = None
     for i, arg in enumerate(args):

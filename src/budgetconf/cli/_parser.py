@@ -325,8 +325,8 @@ def parse(args: list[str]) -> CommandLine:
     """Parse ``args``; fields may also follow the options. Raises `Usage`.
 
     The grammar of explain, check and run holds the chosen preset's flags, so
-    the preset is found first; should argparse read ``--preset`` otherwise
-    (an abbreviation the first look missed), the grammar is built again.
+    the preset is found first, read as argparse reads ``--preset`` (see
+    `preset_option`), then the grammar is built with its flags.
     """
     app_args: list[str] | None = None
     if "--" in args:
@@ -334,13 +334,9 @@ def parse(args: list[str]) -> CommandLine:
         args, app_args = args[:split], args[split + 1 :]
     resolving = bool(args) and args[0] in RESOLVING
     named = _preset_option(args) if resolving else None
-    for _ in range(2):
-        flags = flags_of(named, os.environ) if resolving else Flags(None)
-        parser = build(flags.preset if flags.reads_flags else None)
-        ns, extra = parser.parse_known_args(args)
-        if not resolving or ns.preset == named:
-            break
-        named = ns.preset
+    flags = flags_of(named, os.environ) if resolving else Flags(None)
+    parser = build(flags.preset if flags.reads_flags else None)
+    ns, extra = parser.parse_known_args(args)
     _refuse_empty(parser, ns)  # first: an empty --preset is why its flags are unknown
     if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
         command = parser if ns.command is None else _subcommands(parser)[ns.command]
