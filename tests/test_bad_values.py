@@ -23,6 +23,7 @@ from budgetconf._schema import Invalid
 from budgetconf.cli import main
 
 from conftest import Place
+from presetfiles import preset_file
 
 DATA: Final = Path(__file__).parent / "data" / "bad_values.toml"
 CASES: Final[list[dict[str, Any]]] = tomllib.loads(DATA.read_text(encoding="utf-8"))["case"]
@@ -286,7 +287,9 @@ def test_an_integer_past_the_digit_limit_in_code_is_rejected_not_a_crash() -> No
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(env={}, explicit={"limits.max_cost_usd": -huge})
 
-    reason = "out of range: -" + "7" * 24 + "… (too many digits to read)"
+    reason = (
+        "out of range: -" + "7" * 24 + "… (too many digits to read; must be a finite number > 0)"
+    )
     assert str(caught.value) == f"limits.max_cost_usd from explicit: {reason}"
     assert caught.value.raw == "-" + "7" * 24 + "…"
 
@@ -300,3 +303,40 @@ def test_leading_zeros_past_the_digit_limit_are_read_as_the_number(text: str, va
     else:
         with pytest.raises(Invalid, match="must be >= 1"):
             field.parse_text(text)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "kind", "text", "reason"),
+    [
+        ({"ge": 1}, "int", "0", "must be >= 1, got '0'"),
+        ({"ge": 1, "le": 10000}, "int", "0", "must be between 1 and 10000, got '0'"),
+        ({"ge": 1, "le": 10000}, "int", "10001", "must be between 1 and 10000, got '10001'"),
+        ({"gt": 0, "lt": 5}, "number", "7", "must be > 0 and < 5, got '7'"),
+        (
+            {"ge": 1, "le": 10000},
+            "int",
+            "9" * 30,
+            f"out of range: '{'9' * 30}' (must be between 1 and 10000)",
+        ),
+        (
+            {},
+            "int",
+            "-" + "9" * 30,
+            f"out of range: '-{'9' * 30}' (must be between -{2**63 - 1} and {2**63 - 1})",
+        ),
+        ({"gt": 0}, "number", "1e999", "out of range: '1e999' (must be a finite number > 0)"),
+        ({}, "number", "-1e999", "out of range: '-1e999' (must be a finite number)"),
+    ],
+)
+def test_a_value_out_of_range_says_the_range(
+    place: Place, bounds: dict[str, float], kind: str, text: str, reason: str
+) -> None:
+    """Past a bound, or past what the field can hold, the message says what the range is."""
+    path = preset_file(
+        place.work,
+        sources=["default", {"kind": "env", "invalid": "error"}],
+        fields={"app.knob": {"type": kind, "default": 1, "env": ["APP_KNOB"], **bounds}},
+    )
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(str(path), env={"APP_KNOB": text})
+    assert str(caught.value) == f"app.knob from env:APP_KNOB: {reason}"

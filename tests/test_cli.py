@@ -570,19 +570,3 @@ def test_bytes_the_locale_cannot_encode_do_not_crash_output(place: Place) -> Non
     assert result.returncode == 1
     assert b"Traceback" not in result.stderr
     assert b"a\\udcff.json" in result.stdout
-
-
-def test_a_removed_working_directory_is_one_line(place: Place) -> None:
-    """Run from a folder that was deleted, explain says so in one line."""
-    gone = place.work / "gone"
-    gone.mkdir()
-    script = Path(sys.executable).with_name("budgetconf")
-    result = subprocess.run(
-        ["sh", "-c", f"cd '{gone}' && rmdir '{gone}' && '{script}' explain"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("budgetconf: error: ")

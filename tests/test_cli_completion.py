@@ -40,6 +40,12 @@ CASES = [
     ("budgetconf explain --di", ["--diff"]),
     ("budgetconf explain --global ", []),  # a path: the shell's own completion
     ("budgetconf explain -- --max", []),  # the application's arguments
+    # the default preset's budget flags, on the commands that resolve, with an enum's choices
+    ("budgetconf run --max-s", ["--max-steps"]),
+    ("budgetconf check --max-tok", ["--max-tokens"]),
+    ("budgetconf explain --last-turn ", ["warn", "wrap_up", "none"]),
+    ("budgetconf explain --max-steps ", []),  # a number: nothing to offer
+    ("budgetconf init --max", []),  # init writes a file and takes no budget flag
 ]
 
 

@@ -97,13 +97,36 @@ def test_application_flags_after_diff_are_the_second_resolutions(
     ]
 
 
-def test_the_same_resolution_twice_says_nothing_differs(
-    capsys: pytest.CaptureFixture[str],
+def test_two_resolutions_alike_say_nothing_differs(
+    profiles: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No difference is said in one line, and in JSON as an empty `fields`."""
-    assert run(["explain", "--diff"], capsys)[1] == "preset budgetconf: no field differs\n"
-    code, out, _ = run(["explain", "--diff", "--format", "json"], capsys)
+    args = ["explain", "--diff", "--preset", "budgetconf"]  # the default preset, named
+    assert run(args, capsys)[1] == "preset budgetconf: no field differs\n"
+    code, out, _ = run([*args, "--format", "json"], capsys)
     assert (code, json.loads(out)["fields"]) == (0, {})
+
+
+NEEDS = (
+    "budgetconf: usage error: --diff needs what the second resolution changes after it,"
+    " such as --profile NAME, --set FIELD=VALUE or -- --max-steps 20\n"
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["explain", "--diff"],
+        ["explain", "--diff", "--format", "json"],
+        ["explain", "--profile", "fast", "--diff", "loop.max_steps"],
+        ["explain", "--profile", "fast", "--diff", "--profile", "fast"],
+    ],
+)
+def test_diff_with_nothing_to_change_is_a_usage_error(
+    profiles: Place, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--diff with nothing after it compared a resolution with itself: it says what it needs."""
+    assert run(args, capsys) == (64, "", NEEDS)
 
 
 def test_another_preset_shows_the_fields_each_side_lacks(

@@ -353,5 +353,8 @@ def test_an_integer_past_pythons_digit_limit_is_out_of_range_not_a_crash(place: 
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(preset, env={}, dynaconf=settings)
 
-    reason = "out of range: 398027684033796659235430… (too many digits to read)"
+    reason = (
+        "out of range: 398027684033796659235430…"
+        " (too many digits to read; must be between 1 and 9223372036854775807)"
+    )
     assert str(caught.value) == f"loop.max_steps from dynaconf:budgets.loop.max_steps: {reason}"

@@ -93,13 +93,16 @@ def test_the_description_imports_only_the_schema(half: str) -> None:
         "budgetconf._record",
         "budgetconf._loop_table",
         "budgetconf._text",
+        "budgetconf._spelling",
     }
     assert _reached(half) <= leaves
 
 
-def test_the_text_rules_import_nothing_from_the_package() -> None:
-    """_text, which escapes and bounds what is shown, is a leaf every room may use."""
-    assert _reached("budgetconf._text") == set()
+@pytest.mark.parametrize("leaf", ["budgetconf._text", "budgetconf._spelling"])
+def test_the_text_rules_import_nothing_from_the_package(leaf: str) -> None:
+    """_text, which escapes and bounds what is shown, and _spelling, which finds a near miss,
+    are leaves every room may use."""
+    assert _reached(leaf) == set()
 
 
 def test_no_module_is_longer_than_the_layout_allows() -> None:

@@ -394,8 +394,8 @@ def test_run_in_interactive_mode_adds_the_seeds_one_line_stderr_warning(
 
     assert code == 2
     assert out == SUMMARY + "\n"
-    # then what set the limit, and what outranks it
-    limit = f"execution.max_steps = 5 from {path}:4; raise it there, or in code (explicit)"
+    # then what set the limit, and what outranks it: on the command line, --set
+    limit = f"execution.max_steps = 5 from {path}:4; raise it with --set execution.max_steps=N"
     assert err == f"{SEED_WARNING} [{limit}]\n"
 
 

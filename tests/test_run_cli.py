@@ -87,7 +87,7 @@ def test_max_steps_3_with_a_model_that_always_calls_a_tool_is_truncated_with_exi
         "value": 3,
         "source": "explicit",
         "locator": "explicit",
-        "raise_with": [],  # nothing ranks above explicit: the value is raised where it is set
+        "raise_with": ["--set loop.max_steps=N"],  # nothing ranks above it: --set raises it
     }
 
 
@@ -299,7 +299,7 @@ def _project(place: Place, monkeypatch: pytest.MonkeyPatch) -> Setup:
 
 
 def _set(place: Place, monkeypatch: pytest.MonkeyPatch) -> Setup:
-    return ["--set", "loop.max_steps=2", "go"], "explicit", "raise it where it is set"
+    return ["--set", "loop.max_steps=2", "go"], "explicit", "raise it with --set loop.max_steps=N"
 
 
 def _app_args(place: Place, monkeypatch: pytest.MonkeyPatch) -> Setup:
@@ -609,8 +609,9 @@ def test_every_resolution_option_bounds_the_run(
         source,
         locator,
     )
-    # only flags outrank a workflow; nothing outranks a step or explicit
-    expected = {"yaml": ["--max-steps"], "step": [], "explicit": []}.get(source, RAISE_WITH)
+    # only flags outrank a workflow; only --set outranks a step, and explicit is --set itself
+    set_it = ["--set loop.max_steps=N"]
+    expected = {"yaml": ["--max-steps"], "step": set_it, "explicit": set_it}.get(source, RAISE_WITH)
     assert limit["raise_with"] == expected
 
 
@@ -767,4 +768,25 @@ def test_a_model_script_that_is_not_a_regular_file_is_a_usage_error(
     assert main(["run", "--model", script, "go"]) == 64
     assert capsys.readouterr().err == (
         f"budgetconf: usage error: model script {script}: not a regular file\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "value"),
+    [
+        ("loop.max_steps=2", "loop.max_steps", 2),
+        ("loop.max_turns=2", "loop.max_steps", 2),  # an alias: the field's own path raises it
+        ("limits.max_tool_calls=1", "limits.max_tool_calls", 1),
+    ],
+)
+def test_a_limit_set_with_set_is_raised_with_set(
+    place: Place, capsys: pytest.CaptureFixture[str], given: str, field: str, value: int
+) -> None:
+    """--set FIELD=V stops the run: the message and raise_with name --set FIELD=N, not 'where
+    it is set' (nothing ranks above explicit, and --set is how the command line reaches it)."""
+    code, document = run_json(["--model", script(place, ECHO), "--set", given, "go"], capsys)
+    assert code == 2
+    assert document["limit"]["raise_with"] == [f"--set {field}=N"]
+    assert document["message"].endswith(
+        f"{field} = {value} from explicit; raise it with --set {field}=N"
     )

@@ -359,3 +359,14 @@ def test_two_steps_with_one_name_are_an_error(place: Place) -> None:
     path = place.write("wf.yaml", "steps:\n  - name: a\n  - name: a\n")
     with pytest.raises(budgetconf.SourceError, match=r"2 steps have that name \(lines 2, 3\)"):
         budgetconf.resolve(env={}, workflow=path, step="a")
+
+
+def test_a_misspelt_profile_a_step_names_suggests_the_file_beside_it(
+    place: Place, listed: Path
+) -> None:
+    """config.file: prfile.json beside profile.json: the error names the file most likely meant."""
+    path = place.write("wf.yaml", WORKFLOW.replace("file: profile.json", "file: prfile.json"))
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(listed, workflow=path, step="reviewer")
+    meant = place.work / "profile.json"
+    assert str(caught.value).endswith(f"prfile.json: no such file; did you mean {str(meant)!r}?")

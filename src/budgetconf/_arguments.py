@@ -70,13 +70,15 @@ def _given_action() -> type[argparse.Action]:
     return Given
 
 
-def _metavar(f: Field) -> str:
+def flag_metavar(f: Field) -> str:
+    """A flag's metavar in help: its type, or its choices."""
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
     return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL"}[f.kind]
 
 
-def _help(f: Field, *, env: bool) -> str:
+def flag_help(f: Field, *, env: bool) -> str:
+    """A flag's help: the field's, with its default and (with ``env``) its variables."""
     notes = [f"default: {shown_default(f)}"]
     if env and f.env:
         notes.append("env: " + ", ".join(f.env))
@@ -112,8 +114,8 @@ def add_arguments(
             action=action,
             dest=_dest(flag),
             default=None,
-            metavar=_metavar(first),
-            help=_help(first, env=has_env).replace("%", "%%"),
+            metavar=flag_metavar(first),
+            help=flag_help(first, env=has_env).replace("%", "%%"),
         )
     return group
 

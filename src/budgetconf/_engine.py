@@ -109,7 +109,11 @@ def load_preset(preset: str | os.PathLike[str]) -> Preset:
 
             cached = _builtin[name] = _built(builtin_path(name), origin="built-in")
         return cached
-    path = os.path.abspath(os.path.expanduser(os.fspath(preset)))
+    path = os.path.expanduser(os.fspath(preset))
+    try:
+        path = os.path.abspath(path)
+    except FileNotFoundError:  # the working directory was removed: the stat below says so
+        path = os.path.normpath(path)
     try:
         st = os.stat(path)
     except OSError as exc:

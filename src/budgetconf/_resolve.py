@@ -10,13 +10,13 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._schema import Value
-from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError
+from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError, UsageTypeError
 from budgetconf.sources import KINDS
-from budgetconf.sources._records import Request
+from budgetconf.sources._records import Request, names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any, Final, NoReturn
 
 __all__ = ["check_request", "factory", "resolve"]
 
@@ -47,7 +47,7 @@ def resolve(
     argument the preset has no source for raises `UsageError`. ``dynaconf`` is
     an application's dynaconf settings object, for the ``dynaconf`` source.
     """
-    loaded = load_preset(preset)
+    loaded = load_preset(_preset_arg(preset))
     request = Request(
         env,
         argv=argv,
@@ -87,8 +87,23 @@ _NEEDED_BY: Final = {
 }
 
 
+def _preset_arg(preset: object) -> PathArg:
+    """``preset`` as `load_preset` takes it: a name or a path, never empty. Raises `UsageError`."""
+    if type(preset) is not str and isinstance(preset, os.PathLike):  # str first: ABCs are slow
+        preset = os.fspath(preset)
+    if not isinstance(preset, str):
+        raise UsageTypeError(
+            "preset: expected a preset name or path (str or os.PathLike[str]),"
+            f" got {type(preset).__name__}"
+        )
+    if not preset:
+        raise UsageError("preset= is empty")
+    return preset
+
+
 def check_request(preset: Preset, request: Request, *, command_line: bool = False) -> None:
-    """Refuse what would be lost: an argument for a source the preset lacks, an empty path.
+    """Refuse what would be lost: an argument of the wrong type, or for a source the preset
+    lacks, an empty path.
 
     With ``command_line``, arguments are named as the command line spells
     them (``--global``), else as `resolve` keywords (``global_file=``).
@@ -96,6 +111,9 @@ def check_request(preset: Preset, request: Request, *, command_line: bool = Fals
     """
     given = request.arguments
     asked = [entry for name, entry in _ARGUMENTS.items() if name in given]
+    _check_env(request.env)
+    for argument, _ in asked:
+        _check_type(argument, given[argument.name])
     for argument, _ in asked:
         if argument.text and given[argument.name] == "":
             raise UsageError(f"{_spelled(argument, command_line)} is empty")
@@ -116,6 +134,69 @@ def check_request(preset: Preset, request: Request, *, command_line: bool = Fals
         )
 
 
+#: what a text argument holds, by its metavar, for a message: a path, or a name or a path
+_TEXT: Final = {"PATH": "a path", "NAME|PATH": "a name or a path"}
+_PATH_TYPES: Final = " (str or os.PathLike[str])"
+
+
+def _check_type(argument: Argument, value: Any) -> None:
+    """Refuse a value that is not of the argument's type: it would be read as something else.
+
+    A string where a list of strings belongs would be read a character at a
+    time, a generator used up by the first reading. Raises `UsageTypeError`.
+    (Exact types are tried first: an ABC's check costs more than the rest.)
+    """
+    if argument.text:
+        if type(value) is not str and not isinstance(value, str):
+            what = _TEXT.get(argument.metavar or "")
+            _refuse(argument, "a string" if what is None else what + _PATH_TYPES, value)
+    elif argument.pairs:
+        _check_pairs(argument, value)
+    elif argument.name == "argv":  # the cli source's flags: the one argument that is a list
+        _check_strings(argument, value)
+
+
+def _check_pairs(argument: Argument, value: Any) -> None:
+    wanted = "a mapping of field paths to values"
+    if type(value) is not dict and not isinstance(value, Mapping):
+        _refuse(argument, wanted, value)
+    for key in value:
+        if type(key) is not str:
+            _refuse(argument, wanted, key, " as a path")
+
+
+def _check_strings(argument: Argument, value: Any) -> None:
+    wanted = "a list of strings"
+    if type(value) not in (list, tuple) and (
+        isinstance(value, str | bytes) or not isinstance(value, Sequence)
+    ):
+        _refuse(argument, wanted, value)
+    for at, item in enumerate(value):
+        if type(item) is not str:
+            _refuse(argument, wanted, item, f" at index {at}")
+
+
+def _refuse(argument: Argument, wanted: str, got: object, where: str = "") -> NoReturn:
+    raise UsageTypeError(f"{argument.name}=: expected {wanted}, got {type(got).__name__}{where}")
+
+
+def _check_env(env: Any) -> None:
+    """Refuse an ``env`` that is not a mapping keyed by names (``os.environ`` always is).
+
+    A value that is not text is left to the env source, which judges it as a
+    typed value: ``{"X": 5}`` gives 5, ``{"X": True}`` is rejected.
+    """
+    if env is os.environ:
+        return
+    wanted = "env=: expected a mapping of variable names to values"
+    if type(env) is not dict and not isinstance(env, Mapping):
+        raise UsageTypeError(f"{wanted}, got {type(env).__name__}")
+    for key in names(env):  # whole, even while another thread changes it; a value is
+        # judged by its field, as the env source's text is
+        if type(key) is not str:
+            raise UsageTypeError(f"{wanted}, got {type(key).__name__} as a name")
+
+
 def _spelled(argument: Argument, command_line: bool) -> str:
     if command_line and argument.spelled is not None:
         return argument.spelled
@@ -130,7 +211,7 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
     so an explicit argument always wins. ``options`` are `resolve` keywords,
     checked here, once: a wrong one fails at once, not at the first construction.
     """
-    loaded = load_preset(preset)
+    loaded = load_preset(_preset_arg(preset))
     try:
         path = loaded.schema.lookup(field).path
     except KeyError as exc:

@@ -16,13 +16,14 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from budgetconf._record import MASK, ReadOnly, Record, set_field
+from budgetconf._spelling import did_you_mean, edits
 from budgetconf._text import clipped, listed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final, TypeAlias
 
-__all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value", "did_you_mean"]
+__all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value"]
 
 Value: TypeAlias = int | float | bool | str | None
 
@@ -267,8 +268,37 @@ class Field(Record):
             what = "not " + self.noun
         return Invalid(f"{what}: {self.show_raw(raw, text)}{note}")
 
-    def _out_of_range(self, raw: object, text: bool) -> Invalid:
-        return Invalid(f"out of range: {self.show_raw(raw, text)}")
+    def _out_of_range(self, raw: object, text: bool, hint: str = "") -> Invalid:
+        """``out of range: '99…9' (must be between 1 and 9223372036854775807)``: the range said."""
+        note = f"{hint}; " if hint else ""
+        return Invalid(f"out of range: {self.show_raw(raw, text)} ({note}must be {self.allowed()})")
+
+    def allowed(self) -> str:
+        """The values the field may take, for a message: ``>= 1``, ``between 1 and 10000``.
+
+        An integer is also bounded by what a field can hold (2**63 - 1 either
+        way), and a number must be finite, so each says so when its own
+        bounds leave a side open.
+        """
+        lows = [
+            f"{op} {plain_number(v)}"
+            for op, v in ((">=", self.ge), (">", self.gt))
+            if v is not None
+        ]
+        highs = [
+            f"{op} {plain_number(v)}"
+            for op, v in (("<=", self.le), ("<", self.lt))
+            if v is not None
+        ]
+        if self.kind is Kind.INT:
+            lows = lows or [f">= {-MAX_INT}"]
+            highs = highs or [f"<= {MAX_INT}"]
+        if len(lows) == len(highs) == 1 and lows[0][:2] == ">=" and highs[0][:2] == "<=":
+            return f"between {lows[0][3:]} and {highs[0][3:]}"
+        bounds = " and ".join(lows + highs)
+        if self.kind is Kind.NUMBER and not (lows and highs):
+            return f"a finite number {bounds}".rstrip()
+        return bounds
 
     def parse_text(self, raw: str) -> Value:
         """The value of text from an environment variable, a flag or ``--set``."""
@@ -302,8 +332,7 @@ class Field(Record):
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
         if isinstance(value, Unusable):
-            hint = "" if self.secret else f" ({value.hint})"  # the hint may spell the value out
-            raise Invalid(f"{value.what}: {self.show_raw(value, False)}{hint}")
+            raise self._unusable(value)
         if value is None:
             if self.optional:
                 return None
@@ -329,6 +358,14 @@ class Field(Record):
         note = self._suggest(value) if isinstance(value, str) else f" ({type_name(value)})"
         raise self._not_a(value, False, note)
 
+    def _unusable(self, value: Unusable) -> Invalid:
+        hint = "" if self.secret else value.hint  # the hint may spell the value out
+        if value.what == "out of range":  # what a parser says of a number past any field's
+            return self._out_of_range(value, False, hint)
+        return Invalid(
+            f"{value.what}: {self.show_raw(value, False)}" + (f" ({hint})" if hint else "")
+        )
+
     def _check(self, number: int | float, raw: object, text: bool) -> int | float:
         if isinstance(number, float) and not math.isfinite(number):
             raise self._out_of_range(raw, text)
@@ -337,7 +374,10 @@ class Field(Record):
         for bound, holds, op in _BOUNDS:
             limit = getattr(self, bound)
             if limit is not None and not holds(number, limit):
-                raise Invalid(f"must be {op} {plain_number(limit)}, got {self.show_raw(raw, text)}")
+                # with bounds on both sides, both: `between 1 and 10000` rather than one of them
+                both = (self.ge, self.gt) != (None, None) and (self.le, self.lt) != (None, None)
+                wanted = self.allowed() if both else f"{op} {plain_number(limit)}"
+                raise Invalid(f"must be {wanted}, got {self.show_raw(raw, text)}")
         return number
 
     def _suggest(self, text: str) -> str:
@@ -358,37 +398,6 @@ _BOUNDS: Final = (
 def plain_number(number: float) -> str:
     """A bound for people: ``2500000``, not ``2.5e+06``; ``0.5`` as it is."""
     return str(int(number)) if float(number).is_integer() else str(number)
-
-
-def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
-    """The candidate closest to ``word``, if any is close; case is ignored."""
-    import difflib  # only on the error path
-
-    lowered = {c.lower(): c for c in candidates}
-    hits = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.75)
-    return lowered[hits[0]] if hits else None
-
-
-def edits(a: str, b: str) -> int:
-    """How many edits turn ``a`` into ``b``, case ignored.
-
-    An edit inserts, deletes or replaces a letter, or swaps two neighbours
-    (``lopo`` is one edit from ``loop``).
-    """
-    a, b = a.lower(), b.lower()
-    before: list[int] = []
-    row = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        earlier, before, row = before, row, [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            row[j] = min(
-                before[j] + 1,
-                row[j - 1] + 1,
-                before[j - 1] + (a[i - 1] != b[j - 1]),
-            )
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], earlier[j - 2] + 1)
-    return row[len(b)]
 
 
 def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:

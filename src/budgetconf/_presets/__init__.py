@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
 from budgetconf._files import DEFAULT_MAX_FILE_BYTES, FileProblem, read_limited
 from budgetconf._loop_table import BEHAVIOURS, BudgetName, LoopSpec, StopReason
-from budgetconf._schema import Field, Invalid, Kind, Schema, did_you_mean, show_text, show_typed
+from budgetconf._schema import Field, Invalid, Kind, Schema, show_text, show_typed
+from budgetconf._spelling import did_you_mean
 from budgetconf.errors import PresetError
 
 TYPE_CHECKING = False

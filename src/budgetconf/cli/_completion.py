@@ -18,7 +18,7 @@ from typing import Final, TextIO
 from budgetconf._engine import load_preset
 from budgetconf._presets import preset_names
 from budgetconf.cli._output import EXIT_OK
-from budgetconf.cli._parser import CommandLine
+from budgetconf.cli._parser import CommandLine, build
 
 __all__ = ["SHELLS", "command", "script"]
 
@@ -52,7 +52,9 @@ def _subcommands(parser: argparse.ArgumentParser) -> Mapping[str, argparse.Argum
 
 def _values(action: argparse.Action, extra: Mapping[str, Sequence[str]]) -> Sequence[str]:
     """The words an option's value or a positional may take: its choices, else known ones."""
-    return [str(c) for c in action.choices] if action.choices else list(extra.get(action.dest, ()))
+    if action.choices:
+        return [str(c) for c in action.choices]
+    return list(getattr(action, "words", ()) or extra.get(action.dest, ()))  # a budget flag's
 
 
 def _options(parser: argparse.ArgumentParser) -> str:
@@ -106,8 +108,11 @@ def script(shell: str, parser: argparse.ArgumentParser, extra: Mapping[str, Sequ
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
-    """Carry out ``completion``: the script, with the built-in presets and budgetconf's fields."""
+    """Carry out ``completion``: the script, with the built-in presets and budgetconf's fields
+    and flags (a script is written once, for the default preset)."""
     line.no_app_args()
-    fields = [f.path for f in load_preset("budgetconf").schema]
-    out.write(script(line.ns.shell, line.parser, {"preset": preset_names(), "fields": fields}))
+    preset = load_preset("budgetconf")
+    fields = [f.path for f in preset.schema]
+    parser = build(preset)  # explain, check and run with the preset's flags
+    out.write(script(line.ns.shell, parser, {"preset": preset_names(), "fields": fields}))
     return EXIT_OK

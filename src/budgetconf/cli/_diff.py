@@ -15,8 +15,9 @@ from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
+from budgetconf.cli._flags import given_flags
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, say, write_json
-from budgetconf.cli._parser import CommandLine, Usage, parse
+from budgetconf.cli._parser import OPTIONS, CommandLine, Usage, parse
 from budgetconf.cli._resolution import PresetFailed, resolve
 
 __all__ = ["changes", "command", "render"]
@@ -38,16 +39,27 @@ def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> 
         return preset_failed(exc, first.ns.format, out, err)
     # the second side repeats the first's arguments, so it is an explain command too
     line = parse(second)
+    if line.ns.format == "toml":
+        raise Usage("explain --diff shows a table or json")
+    if _inputs(line) == _inputs(first):
+        raise Usage(
+            "--diff needs what the second resolution changes after it, such as"
+            " --profile NAME, --set FIELD=VALUE or -- --max-steps 20"
+        )
     try:
         second_side = resolve(line)
     except PresetFailed as exc:
         return preset_failed(exc, line.ns.format, out, err)
-    if line.ns.format == "toml":
-        raise Usage("explain --diff shows a table or json")
     after, fields = second_side.res, second_side.fields  # both sides' fields: the first's and more
     _problems(before, after, err)
     render(before, after, fields, line.ns.format, out)
     return EXIT_ERROR if before.errors or after.errors else EXIT_OK
+
+
+def _inputs(line: CommandLine) -> tuple[object, ...]:
+    """What a side's resolution is made from: a second side with the same is no comparison."""
+    ns = line.ns
+    return (ns.preset, *(getattr(ns, a.name) for a in OPTIONS), given_flags(ns), line.app_args)
 
 
 def _problems(before: Resolution, after: Resolution, err: TextIO) -> None:

@@ -7,14 +7,20 @@ A command line that cannot be carried out as given raises `Usage`, which the
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Final, NoReturn
 
 from budgetconf import __version__
+from budgetconf.cli._flags import PRESET_ENV, RESOLVING, Flags, add_flags, flags_of, unknown_hint
+from budgetconf.cli._flags import preset_option as _preset_option
 from budgetconf.sources import KINDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf._engine import Preset
 
 __all__ = ["FILE_KINDS", "OPTIONS", "PRESET_ENV", "CommandLine", "Usage", "build", "parse", "split"]
 
-PRESET_ENV: Final = "BUDGETCONF_PRESET"
 DIFF: Final = "--diff"  # splits explain's arguments into two sides, before any parsing
 _PRESET_HELP: Final = (
     f"a built-in preset or a preset file (default: ${PRESET_ENV}, else budgetconf)"
@@ -61,8 +67,12 @@ class _Parser(argparse.ArgumentParser):
         raise Usage(message)
 
 
-def build() -> argparse.ArgumentParser:
-    """The whole command line: the top level and every command, options in help order."""
+def build(flags: Preset | None = None) -> argparse.ArgumentParser:
+    """The whole command line: the top level and every command, options in help order.
+
+    With ``flags``, a preset with a cli source, explain, check and run also
+    take its flags (those that are not options of their own).
+    """
     parser = _Parser(
         prog="budgetconf",
         description="Resolve and explain agent loop budgets from ranked sources.",
@@ -97,7 +107,10 @@ def build() -> argparse.ArgumentParser:
     )
     shown.add_argument("fields", nargs="*", metavar="FIELD", help="fields to show (default: all)")
 
-    epilog = "Arguments after -- are parsed as the application's own flags (the cli source)."
+    epilog = (
+        "The preset's budget flags (--max-steps N, ...) feed its cli source, as do the"
+        " arguments after --, which are parsed as the application's own flags."
+    )
     explain = commands.add_parser(
         "explain",
         parents=[resolution, shown],
@@ -112,7 +125,7 @@ def build() -> argparse.ArgumentParser:
         help="compare with a second resolution: the options after --diff, applied on top "
         "of those before it; show the fields that differ and the source of each value",
     )
-    commands.add_parser(
+    check = commands.add_parser(
         "check",
         parents=[resolution, shown],
         epilog=f"{epilog}\n\n{_EXAMPLES['check']}",
@@ -168,6 +181,9 @@ def build() -> argparse.ArgumentParser:
         "--events", metavar="FILE", help="append each event to FILE as a JSON line, as it happens"
     )
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
+    if flags is not None:
+        for command in (explain, check, run):
+            add_flags(command, flags)
     commands.add_parser(
         "presets",
         epilog=_EXAMPLES["presets"],
@@ -306,17 +322,29 @@ def split(args: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def parse(args: list[str]) -> CommandLine:
-    """Parse ``args``; fields may also follow the options. Raises `Usage`."""
+    """Parse ``args``; fields may also follow the options. Raises `Usage`.
+
+    The grammar of explain, check and run holds the chosen preset's flags, so
+    the preset is found first, read as argparse reads ``--preset`` (see
+    `preset_option`), then the grammar is built with its flags.
+    """
     app_args: list[str] | None = None
     if "--" in args:
         split = args.index("--")
         args, app_args = args[:split], args[split + 1 :]
-    parser = build()
+    resolving = bool(args) and args[0] in RESOLVING
+    named = _preset_option(args) if resolving else None
+    flags = flags_of(named, os.environ) if resolving else Flags(None)
+    parser = build(flags.preset if flags.reads_flags else None)
     ns, extra = parser.parse_known_args(args)
+    _refuse_empty(parser, ns)  # first: an empty --preset is why its flags are unknown
     if extra and (not hasattr(ns, "fields") or any(a.startswith("-") for a in extra)):
-        parser.error(f"unrecognized arguments: {_unrecognized(extra)}")
+        command = parser if ns.command is None else _subcommands(parser)[ns.command]
+        hint = unknown_hint(extra, args, flags, command)
+        parser.error(f"unrecognized arguments: {_unrecognized(extra)}{hint}")
     if extra:  # fields after an option: `--profile fast --diff loop.last_turn` gives both sides'
         ns.fields += extra
+        _refuse_empty(parser, ns)
     return CommandLine(ns, app_args, parser)
 
 
@@ -324,3 +352,20 @@ def _unrecognized(extra: list[str]) -> str:
     """The unknown options by name; what follows one, or its ``=``, may be a secret value."""
     options = [arg.partition("=")[0] for arg in extra if arg.startswith("-")]
     return " ".join(options or extra)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by name."""
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _refuse_empty(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """A name or path given empty (``--preset ''``, ``--events ''``, ``init ''``) never means
+    its default: it is refused. A prompt may be anything, so ``run`` takes an empty one."""
+    if ns.command is None:
+        return
+    for action in _subcommands(parser)[ns.command]._actions:
+        value = getattr(ns, action.dest, None) if action.dest != "prompt" else None
+        if value == "" or (isinstance(value, list) and "" in value):
+            named = action.option_strings[0] if action.option_strings else action.metavar
+            raise Usage(f"{named} is empty")

@@ -15,11 +15,19 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
+from budgetconf._schema import Schema
+from budgetconf.cli._flags import given_flags, shadowed
 from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.sources import Request
 
-__all__ = ["PresetFailed", "Resolved", "chosen_preset", "resolve"]
+__all__ = ["PresetFailed", "Resolved", "chosen_fields", "chosen_preset", "resolve"]
+
+
+#: the warning of a resolution made in a working directory that was removed
+GONE = (
+    "the working directory no longer exists: no file is read from it (a relative path names none)"
+)
 
 
 class PresetFailed(Exception):
@@ -67,16 +75,69 @@ def resolve(line: CommandLine) -> Resolved:
     ns = line.ns
     preset = chosen_preset(ns)
     given = {a.name: _value(a, getattr(ns, a.name)) for a in OPTIONS}
-    # the arguments after `--` are the application's own flags; `--set` values are text
-    request = Request(os.environ, argv=line.app_args, explicit_is_text=True, **given)
+    # the preset's flags, then the arguments after `--`, are the cli source's; `--set` values
+    # are text
+    flags = given_flags(ns)
+    argv = None if not flags and line.app_args is None else [*flags, *(line.app_args or ())]
+    request = Request(os.environ, argv=argv, explicit_is_text=True, **given)
     try:
         check_request(preset, request, command_line=True)
-        fields = [preset.schema.lookup(f).path for f in getattr(ns, "fields", ())]
     except UsageError as exc:
         raise Usage(str(exc)) from None
-    except KeyError as exc:
-        raise Usage(exc.args[0]) from None
-    return Resolved(resolve_request(preset, request), preset, fields)
+    fields = chosen_fields(preset.schema, getattr(ns, "fields", []))
+    res = resolve_request(preset, request)
+    notes = _notes(line, preset)
+    if notes:
+        res = _noted(res, preset, notes)
+    return Resolved(res, preset, fields)
+
+
+def _notes(line: CommandLine, preset: Preset) -> list[str]:
+    """What the command line adds to a resolution's warnings: what it left unread, and why.
+
+    explain and check also say which of the preset's flags a command's own
+    option shadows; run takes its own option and says nothing.
+    """
+    notes = shadowed(preset, line.parser) if line.ns.command in ("explain", "check") else []
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        notes.append(GONE)
+    return notes
+
+
+def _noted(res: Resolution, preset: Preset, notes: list[str]) -> Resolution:
+    """``res`` with the command line's ``notes`` after its own warnings: a new resolution, as a
+    resolution is shared by every request that reads the same (see the memo)."""
+    traces = {trace.field.path: trace for trace in res.traces()}
+    return Resolution(preset.description, traces, res.sources, (*res.warnings, *notes), res.errors)
+
+
+def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
+    """The paths of the fields ``names`` asks for, each once: a section stands for its fields.
+
+    ``explain loop`` shows every field of ``loop``, as ``explain loop.max_steps
+    loop.max_tool_calls_per_turn ...`` would. Raises `Usage` for a name that is
+    neither a field (nor an alias of one) nor a section, with the nearest of both.
+    """
+    paths: list[str] = []
+    for name in names:
+        section = schema.sections.get(name)
+        if section is not None:
+            paths += [f.path for f in section]
+            continue
+        try:
+            paths.append(schema.lookup(name).path)
+        except KeyError as exc:
+            if "." in name:  # a field's path, misspelt: the nearest field
+                raise Usage(exc.args[0]) from None
+            hint = schema.suggest(name, sections=True)
+            suggestion = f"; did you mean {hint!r}?" if hint else ""
+            sections = ", ".join(schema.sections)
+            raise Usage(
+                f"unknown field or section {name!r}{suggestion} (sections: {sections})"
+            ) from None
+    return list(dict.fromkeys(paths))
 
 
 def _value(argument: Argument, given: Any) -> Any:

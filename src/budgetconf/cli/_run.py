@@ -151,7 +151,7 @@ def run(
     if res.errors:
         return not_run([str(e) for e in res.errors], output, out, err)
     try:
-        budget = Budget.from_resolution(res)
+        budget = Budget.from_resolution(res, command_line=True)  # `--set`, not code
     except PresetError as exc:
         raise UsageError(str(exc)) from None
     if events_path is None:

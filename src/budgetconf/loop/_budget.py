@@ -15,7 +15,7 @@ from typing import Any
 from budgetconf._loop_table import LastTurn, LoopSpec, OverCap
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
-from budgetconf._schema import MASK, show_value
+from budgetconf._schema import MASK, Field, show_value
 from budgetconf._trace import shown_locator
 from budgetconf.errors import PresetError, UsageTypeError
 from budgetconf.sources import KINDS
@@ -34,7 +34,8 @@ class Limit:
     value: int | float
     source: str
     locator: str
-    # the field's env vars and flags whose sources rank at or above the one that set it
+    # the field's env vars and flags whose sources rank at or above the one that set it (on
+    # the command line, when there are none, `--set FIELD=N` when the explicit source does)
     raise_with: tuple[str, ...]
     secret: bool = False
     # with no such variable or flag: the other sources that outrank the one that set it
@@ -100,7 +101,13 @@ class Budget:
     spec: LoopSpec
 
     @classmethod
-    def from_resolution(cls, res: Resolution) -> Budget:
+    def from_resolution(cls, res: Resolution, *, command_line: bool = False) -> Budget:
+        """The budgets ``res`` resolved, each with how to raise it.
+
+        With ``command_line``, a limit that only the ``explicit`` source can
+        raise names the way the command line reaches it, ``--set FIELD=N``
+        (as ``budgetconf run`` does), rather than code.
+        """
         spec = res.loop
         if spec is None:
             raise PresetError(
@@ -122,10 +129,7 @@ class Budget:
                 at = next(i for i, c in enumerate(trace.candidates) if c is decided)
                 decided = trace.candidates[at - 1]
             floor = ranks.get(decided.source, 0)
-            raise_with = (
-                *(field.env if ranks.get("env", -1) >= floor else ()),
-                *(field.flags if ranks.get("cli", -1) >= floor else ()),
-            )
+            raise_with = _raise_with(field, ranks, floor, command_line)
             limits[budget] = Limit(
                 budget,
                 path,
@@ -161,6 +165,21 @@ class Budget:
             via=None,
         )
         return replace(self, limits={**self.limits, "max_steps": limit})
+
+
+def _raise_with(
+    field: Field, ranks: Mapping[str, int], floor: int, command_line: bool
+) -> tuple[str, ...]:
+    """What a person types to raise ``field``: its variables and flags that rank at or above
+    ``floor``; on the command line, when there are none, ``--set FIELD=N`` if that does."""
+    found = (
+        *(field.env if ranks.get("env", -1) >= floor else ()),
+        *(field.flags if ranks.get("cli", -1) >= floor else ()),
+    )
+    explicit = KINDS["explicit"].KIND.argument
+    if found or not command_line or ranks.get("explicit", -1) < floor or explicit is None:
+        return found
+    return (f"{explicit.option} {field.path}=N",)
 
 
 def _outranking(res: Resolution, floor: int) -> tuple[str, ...]:

@@ -141,7 +141,10 @@ class Context:
             path = home + path[1:]
         elif path.startswith("~"):
             path = os.path.expanduser(path)  # ~user/...
-        return os.path.abspath(path)
+        try:
+            return os.path.abspath(path)
+        except FileNotFoundError:  # the working directory was removed: nothing is relative to it
+            return os.path.normpath(path)
 
     def preset_path(self, template: str) -> str:
         """An absolute path from a preset's template, where ``{home}`` is the preset's folder.

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from budgetconf._formats import Document, Items, Table
 from budgetconf._record import Record, set_field
-from budgetconf._schema import Unusable, did_you_mean, typed_text
+from budgetconf._schema import Unusable, typed_text
+from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped, listed
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer

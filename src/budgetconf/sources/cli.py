@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
-from budgetconf._schema import Schema, did_you_mean
+from budgetconf._schema import Schema
+from budgetconf._spelling import did_you_mean
 from budgetconf.sources._records import Context, Layer, Offer, Problem, SourceStatus
 
 __all__ = ["CliSource"]

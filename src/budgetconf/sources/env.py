@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from budgetconf._description import SourceKind, SourceSpec
-from budgetconf._schema import Schema, did_you_mean
+from budgetconf._schema import Schema
+from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped
 from budgetconf.sources._records import Context, Layer, Offer, SourceStatus, names
 

@@ -20,7 +20,7 @@ from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._files import read_table, source_error, stamp
 from budgetconf._formats import Table
 from budgetconf._schema import Schema
-from budgetconf.errors import ConfigError, SourceError
+from budgetconf.errors import ConfigError
 from budgetconf.sources._records import Context, Layer, SourceStatus
 from budgetconf.sources._sections import file_locator, read_sections
 from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource, read_mapping
@@ -98,10 +98,8 @@ class ProjectSource(FileSource):
         if isinstance(target, Layer):
             return target
         path, named = target
-        if path is None:  # no working directory at all: where the project is cannot be told
-            why = "the working directory was removed, so the project file cannot be looked for"
-            error = SourceError(f"project: {why}", source=self.KIND.name, problem=why)
-            return Layer.failed(error, self._default)
+        if path is None:  # no working directory: no project file is there to be read
+            return Layer(SourceStatus.MISSING, self._default)
         if os.path.basename(path) == PYPROJECT:
             return self._pyproject(ctx, path, named=named)
         return self.read(ctx, path, named=named)
