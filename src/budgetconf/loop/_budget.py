@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from budgetconf._loop_table import LastTurn, LoopSpec, OverCap
+from budgetconf._loop_table import LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._schema import MASK, Field, show_value
@@ -151,6 +151,19 @@ class Budget:
     def value(self, budget: str) -> int | float | None:
         limit = self.limits.get(budget)
         return None if limit is None else limit.value
+
+    def stop(self, reason: StopReason) -> tuple[str, str, dict[str, Any]]:
+        """How a stop at the budget ``reason`` names is reported: its name, message and limit.
+
+        The name is the preset's for it (``max_turns_exhausted``), else the
+        reason's; the message ``stopped: hit max_steps (3): loop.max_steps = 3
+        from env:BUDGETCONF_MAX_STEPS; raise it with ...``.
+        """
+        assert reason.budget is not None, "only a budget's stop names a limit"
+        limit = self.limits[reason.budget]
+        name = limit.field.rpartition(".")[2]
+        message = f"stopped: hit {name} ({limit.shown()}): {limit.explain()}"
+        return self.spec.stop_reasons.get(reason.value, reason.value), message, limit.to_dict()
 
     def with_steps(self, steps: int) -> Budget:
         """This budget with the step budget set by `LoopExecutor.resume`."""

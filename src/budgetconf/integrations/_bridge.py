@@ -1,0 +1,139 @@
+"""What every framework bridge shares: its result, its refusals, and its stops.
+
+A bridge runs a framework's agent within a budgetconf `Budget`. It refuses a
+budget the framework cannot be made to enforce (or warns, when asked), and
+a framework keyword that would set a limit of its own; and it reports a stop
+as the executor does: the field, its value, where it was set, how to raise it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from budgetconf._loop_table import BudgetName, StopReason
+from budgetconf.errors import BudgetConfWarning, UsageError
+from budgetconf.integrations._frameworks import Framework
+from budgetconf.loop._budget import Budget, budget_of
+
+__all__ = ["BridgeResult", "Unenforced", "bridge_budget", "refuse_conflicting", "stopped"]
+
+Unenforced = Literal["error", "warn"]
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeResult:
+    """How a framework's run ended, with `RunResult`'s names, its own result and its name.
+
+    ``native`` is the framework's result object, or the exception it raised;
+    ``framework`` the bridge module's last name (``openai_agents``).
+    """
+
+    __module__ = "budgetconf.integrations"
+
+    status: Any  # RunStatus
+    stop_reason: str
+    stop_kind: StopReason
+    message: str
+    output: str
+    turns: int
+    limit: dict[str, Any] | None
+    framework: str
+    native: Any = field(repr=False, default=None)
+
+
+def bridge_budget(
+    framework: Framework,
+    budget: object,
+    resolve_kwargs: Mapping[str, Any],
+    *,
+    through: Literal["limits", "run"],
+    unenforced: Unenforced = "error",
+    default_preset: str | None = None,
+) -> Budget:
+    """The `Budget` to run with, checked: every budget set is enforced, or refused.
+
+    ``budget`` None resolves ``default_preset`` (the default preset when None)
+    with ``resolve_kwargs``. A budget the framework cannot enforce ``through``
+    `limits()` or `run()` is a `UsageError` naming the field and the framework,
+    or with ``unenforced="warn"`` one `BudgetConfWarning`; a budget whose value
+    is the preset's own default is left unenforced without a word, as the
+    framework's table says.
+    """
+    if unenforced not in ("error", "warn"):
+        raise UsageError(f'unenforced: expected "error" or "warn", got {unenforced!r}')
+    if budget is None:
+        from budgetconf._resolve import resolve
+
+        preset = default_preset if default_preset is not None else "budgetconf"
+        checked = Budget.from_resolution(resolve(preset, **resolve_kwargs))
+    elif resolve_kwargs:
+        raise UsageError("resolve keywords are for budget=None: the budget given is resolved")
+    else:
+        checked = budget_of(budget)
+    missed = _unenforced(framework, checked, through)
+    if missed:
+        what = "; ".join(missed)
+        if unenforced == "error":
+            raise UsageError(f"{what}; unset it, or pass unenforced='warn' to run without it")
+        warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=3)
+    return checked
+
+
+def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]:
+    """A phrase for each budget set (not by its default) that the framework will not enforce."""
+    found = []
+    for name, limit in budget.limits.items():
+        kind = BudgetName(name)
+        enforced = kind in framework.knobs or (through == "run" and kind in framework.bridged)
+        if enforced or limit.source == "default":
+            continue
+        where = "" if through == "run" or kind not in framework.bridged else " through limits()"
+        found.append(
+            f"{limit.field} = {limit.shown()} from {limit.locator} cannot be enforced by"
+            f" {framework.package}{where}"
+        )
+    return found
+
+
+def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:
+    """Refuse a keyword of the framework's run call that would set a limit budgetconf sets."""
+    taken = [k for k in framework.conflicting if k in kwargs]
+    if taken:
+        raise UsageError(
+            f"{taken[0]}= would set {framework.package}'s own limit: set the budget through"
+            " budgetconf instead (explicit=, --set or its variable)"
+        )
+
+
+def stopped(
+    framework: Framework,
+    budget: Budget,
+    reason: StopReason,
+    *,
+    output: str,
+    turns: int,
+    native: object,
+) -> BridgeResult:
+    """The result of a run that the budget ``reason`` names stopped, in the executor's words."""
+    stop, message, limit = budget.stop(reason)
+    return BridgeResult(
+        reason.status, stop, reason, message, output, turns, limit, framework.name, native
+    )
+
+
+def ended(
+    framework: Framework,
+    reason: StopReason,
+    message: str,
+    *,
+    output: str,
+    turns: int,
+    native: object,
+) -> BridgeResult:
+    """The result of a run that no budget stopped: completed, or ended by its model or tools."""
+    return BridgeResult(
+        reason.status, reason.value, reason, message, output, turns, None, framework.name, native
+    )

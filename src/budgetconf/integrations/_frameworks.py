@@ -1,0 +1,184 @@
+"""What each framework bridge can enforce, and the keywords it passes: plain data.
+
+This module imports no framework, so `budgetconf explain --for NAME` can say
+what a framework would get without the cost (seconds, for some) of importing
+it, and each bridge checks a budget against the same table it documents.
+
+A budget is enforced by the framework's own keyword (``knobs``: `limits()`
+passes it, and so does `run()`), by the bridge around the run (``bridged``:
+hooks, callbacks, middleware, deadlines; `run()` only), or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from budgetconf._loop_table import BudgetName
+from budgetconf.loop._budget import Budget
+
+__all__ = ["FRAMEWORKS", "Framework", "framework_named"]
+
+#: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
+Keywords = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
+
+_B = BudgetName
+
+
+class Framework:
+    """One framework a bridge runs: its names, what enforces each budget, and its keywords."""
+
+    __slots__ = ("bridged", "call", "conflicting", "extra", "keywords", "knobs", "name", "package")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        package: str,
+        extra: str,
+        call: str,
+        knobs: Mapping[BudgetName, str],
+        bridged: Mapping[BudgetName, str],
+        conflicting: tuple[str, ...],
+        keywords: Keywords,
+    ) -> None:
+        self.name = name  # the module's last name, and a result's ``framework``
+        self.package = package  # on the package index
+        self.extra = extra  # budgetconf's extra that installs it
+        self.call = call  # the framework's own run call, as its users write it
+        self.knobs = knobs  # budget -> the framework keyword that carries it
+        self.bridged = bridged  # budget -> how the bridge enforces it in run()
+        self.conflicting = conflicting  # run() keywords that would set a limit of their own
+        self.keywords = keywords
+
+    def __repr__(self) -> str:
+        return f"Framework({self.name!r})"
+
+    def how(self, budget: BudgetName) -> str | None:
+        """How ``budget`` is enforced in `run()`, or None when it cannot be."""
+        if budget in self.knobs:
+            return f"the framework's {self.knobs[budget]}"
+        return self.bridged.get(budget)
+
+
+def _steps(budget: Budget) -> int | None:
+    value = budget.value(_B.MAX_STEPS)
+    return None if value is None else int(value)
+
+
+def _openai_agents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"max_turns": _steps(budget)}
+
+
+def _langgraph(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    steps = _steps(budget)
+    per_turn = int(options.get("steps_per_turn", 2))
+    return {"config": {"recursion_limit": None if steps is None else per_turn * steps}}
+
+
+def _smolagents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    steps = _steps(budget)  # its forced final answer is one more model call
+    return {"max_steps": None if steps is None else steps - 1}
+
+
+def _pydantic_ai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    limits = {
+        "request_limit": _steps(budget),
+        "tool_calls_limit": budget.value(_B.MAX_TOOL_CALLS),
+        "total_tokens_limit": budget.value(_B.MAX_TOKENS),
+    }
+    return {"usage_limits": {k: v for k, v in limits.items() if v is not None}}
+
+
+def _praisonai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    execution = {
+        "max_steps": _steps(budget),
+        "max_tool_calls_per_turn": budget.value(_B.MAX_TOOL_CALLS_PER_TURN),
+    }
+    return {"execution": {k: v for k, v in execution.items() if v is not None}}
+
+
+FRAMEWORKS: Final[Mapping[str, Framework]] = {
+    f.name: f
+    for f in (
+        Framework(
+            "openai_agents",
+            package="openai-agents",
+            extra="openai-agents",
+            call="Runner.run / Runner.run_sync",
+            knobs={_B.MAX_STEPS: "max_turns"},
+            bridged={
+                _B.MAX_TOOL_CALLS_PER_TURN: "RunHooks.on_llm_end, before the response's tools run",
+                _B.MAX_TOOL_CALLS: "RunHooks.on_tool_start",
+                _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports",
+                _B.TIMEOUT_SECONDS: "a deadline around the run",
+            },
+            conflicting=("max_turns",),
+            keywords=_openai_agents,
+        ),
+        Framework(
+            "langgraph",
+            package="langgraph",
+            extra="langgraph",
+            call="graph.invoke / graph.ainvoke",
+            knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
+            bridged={
+                _B.MAX_TOOL_CALLS: "the streamed state, or middleware() with create_agent",
+                _B.MAX_TOKENS: "the usage on the streamed state's messages",
+                _B.TIMEOUT_SECONDS: "a deadline around the streamed run",
+            },
+            conflicting=("recursion_limit",),
+            keywords=_langgraph,
+        ),
+        Framework(
+            "smolagents",
+            package="smolagents",
+            extra="smolagents",
+            call="agent.run",
+            knobs={_B.MAX_STEPS: "max_steps (max_steps - 1: its forced final answer is the last)"},
+            bridged={
+                _B.MAX_TOOL_CALLS: "a step callback, which interrupts the agent",
+                _B.MAX_TOKENS: "a step callback, from each step's token usage",
+                _B.TIMEOUT_SECONDS: "a step callback, against a deadline",
+            },
+            conflicting=("max_steps",),
+            keywords=_smolagents,
+        ),
+        Framework(
+            "pydantic_ai",
+            package="pydantic-ai-slim",
+            extra="pydantic-ai",
+            call="agent.run / agent.run_sync",
+            knobs={
+                _B.MAX_STEPS: "UsageLimits(request_limit=…)",
+                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…)",
+                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…), checked after each response",
+            },
+            bridged={_B.TIMEOUT_SECONDS: "the run's timeout="},
+            conflicting=("usage_limits", "timeout"),
+            keywords=_pydantic_ai,
+        ),
+        Framework(
+            "praisonai",
+            package="praisonaiagents",
+            extra="praisonai",
+            call="agent.start",
+            knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
+            bridged={},
+            conflicting=("execution",),
+            keywords=_praisonai,
+        ),
+    )
+}
+
+
+def framework_named(name: str) -> Framework:
+    """The framework of a module name (``openai_agents``) or an extra's (``openai-agents``).
+
+    Raises `KeyError` naming the known ones.
+    """
+    found = FRAMEWORKS.get(name.replace("-", "_"))
+    if found is None:
+        known = ", ".join(f.extra for f in FRAMEWORKS.values())
+        raise KeyError(f"unknown framework {name!r}: one of {known}")
+    return found
