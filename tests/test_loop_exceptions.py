@@ -280,3 +280,41 @@ def test_closing_aruns_coroutine_closes_the_run_as_python_asks() -> None:
     assert run.send(None) == "pending"
     run.close()  # would raise RuntimeError("coroutine ignored GeneratorExit") were it caught
     assert inspect.getcoroutinestate(run) == "CORO_CLOSED"
+
+
+class Interrupting(Exception):
+    def __str__(self) -> str:
+        raise KeyboardInterrupt
+
+
+class Wordy(Exception):
+    """An exception whose message is a str subclass, and long."""
+
+    def __str__(self) -> str:
+        class Text(str):
+            pass
+
+        return Text("word " * 200)
+
+
+def test_an_interrupt_while_a_message_is_read_is_an_interrupt() -> None:
+    """Ctrl-C inside an exception's __str__ is Ctrl-C: the run ends cancelled, not failed."""
+
+    def model(messages: Any, tools: Any) -> Any:
+        raise Interrupting
+
+    result = LoopExecutor(model, budget=budget(max_steps=3)).run("go")
+    assert result.stop_reason == "cancelled"
+
+
+def test_a_long_message_is_cut_to_one_line_of_300_characters() -> None:
+    """A message that is a str subclass is read as text, joined into one line and cut."""
+
+    def model(messages: Any, tools: Any) -> Any:
+        raise Wordy
+
+    result = LoopExecutor(model, budget=budget(max_steps=3)).run("go")
+    shown = result.message.removeprefix("failed: the model raised ").removesuffix(" (turn 1)")
+    assert shown.startswith("Wordy: word word")
+    assert len(shown) == len("Wordy: ") + 300
+    assert shown.endswith("…")

@@ -198,3 +198,27 @@ def test_a_callback_that_fails_on_the_last_event_fails_the_run(drive: Driver) ->
     stopped = [e for e in result.events if e["type"] == "stopped"]
     assert [e["status"] for e in stopped] == ["failed"]
     assert sink.seen.count("stopped") == 1
+
+
+def test_a_callback_that_fails_as_a_turn_starts_stops_before_the_model(drive: Driver) -> None:
+    """on_event raising on turn_started: the model of that turn is never asked."""
+    model = ScriptedModel([answer()])
+    sink = Failing("turn_started")
+    result = drive.run(drive.executor(model, None, budget(), on_event=sink), "go")
+    assert (result.stop_reason, model.calls, result.turns) == ("error", 0, 1)
+
+
+def test_an_interrupt_in_the_callback_on_the_last_event_is_one_cancelled_stop(
+    drive: Driver,
+) -> None:
+    """Ctrl-C while on_event handles ``stopped``: the run ends cancelled, with one stopped event."""
+
+    def sink(event: dict[str, Any]) -> None:
+        if event["type"] == "stopped":
+            raise KeyboardInterrupt
+
+    result = drive.run(
+        drive.executor(ScriptedModel([answer()]), None, budget(), on_event=sink), "go"
+    )
+    assert (result.status, result.stop_reason) == ("failed", "cancelled")
+    assert [e["stop_reason"] for e in result.events if e["type"] == "stopped"] == ["cancelled"]

@@ -940,3 +940,22 @@ def test_a_model_script_that_is_not_a_regular_file_is_a_usage_error(
     assert capsys.readouterr().err == (
         f"budgetconf: usage error: model script {script}: not a regular file\n"
     )
+
+
+class _Full(io.StringIO):
+    """A standard output on a full disk."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_output_that_cannot_be_written_in_process_is_one_line(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() with stdout full: one line on stderr naming standard output, exit 1."""
+    model = script(place, ANSWER)
+    monkeypatch.setattr(sys, "stdout", _Full())
+    assert main(["run", "--model", model, "go"]) == 1
+    assert capsys.readouterr().err == (
+        "budgetconf: error: cannot write to standard output: No space left on device\n"
+    )
