@@ -31,7 +31,7 @@ import threading
 import time
 import tracemalloc
 import warnings
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -170,6 +170,30 @@ def _echo(text: str) -> str:
     return text
 
 
+class Halt(BaseException):
+    """An application's own BaseException, as some frameworks raise to unwind."""
+
+
+def _halt(text: str) -> str:
+    raise Halt(text)
+
+
+class Unreadable(Mapping[str, Any]):
+    """A response whose ``get`` raises, as a lazy mapping's may."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise LookupError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise LookupError(key)
+
+
 CALL = {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}
 SCRIPTS: list[tuple[str, list[Any], str]] = [
     # (name, responses, expected stop reason)
@@ -182,6 +206,8 @@ SCRIPTS: list[tuple[str, list[Any], str]] = [
     ("malformed", [{"content": 5}], "error"),
     ("duplicate ids", [{"tool_calls": [{"id": "a", "name": "echo"}] * 2}], "error"),
     ("refused", [{"content": "no", "finish_reason": "refusal"}], "refused"),
+    ("tool unwinds", [{"tool_calls": [{"name": "halt", "arguments": {"text": "x"}}]}], "max_steps"),
+    ("response unreadable", [Unreadable()], "error"),
 ]
 
 
@@ -198,7 +224,7 @@ class SoakReport:
 
 
 def _runs(budget: Budget) -> Iterator[tuple[str, Callable[[], Any], str]]:
-    tools = {"echo": _echo, "boom": _boom}
+    tools = {"echo": _echo, "boom": _boom, "halt": _halt}
     while True:
         for name, responses, reason in SCRIPTS:
             model = ScriptedModel(responses, record=False)

@@ -27,7 +27,16 @@ class Silence:
     """A reply never sent: the request is held until the server stops."""
 
 
-Reply = dict[str, Any] | Failure | Silence
+@dataclass(frozen=True)
+class Trickle:
+    """A reply sent one byte at a time, ``gap`` seconds apart, until it is whole or the server
+    stops: no read ever waits long, yet the whole reply takes ``gap`` times its length."""
+
+    answer: dict[str, Any]
+    gap: float = 0.02
+
+
+Reply = dict[str, Any] | Failure | Silence | Trickle
 
 
 def reply(
@@ -109,6 +118,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(answer, Silence):
                 server.stopping.wait(30)
                 return
+            if isinstance(answer, Trickle):
+                self._trickle(answer)
+                return
             if self.path != "/v1/chat/completions":
                 status, data = 404, {"error": {"message": f"no route {self.path}"}}
             elif isinstance(answer, Failure):
@@ -121,6 +133,22 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def _trickle(self, answer: Trickle) -> None:
+            payload = json.dumps(answer.answer).encode()
+            head = (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n"
+            ).encode()
+            self.close_connection = True
+            for at in range(len(head + payload)):
+                if server.stopping.wait(answer.gap):
+                    return  # the test is over: stop sending, and let the server close
+                try:
+                    self.wfile.write((head + payload)[at : at + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up and closed the connection
+                    return
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # a test's output is its own

@@ -330,21 +330,67 @@ def test_the_run_wide_tool_call_budget_refuses_a_batch_that_would_pass_it(drive:
 # --- stop-reason precedence ------------------------------------------------------------
 
 
+_LENGTH_ADVICE = (
+    "raise the model's limit on one answer (max_completion_tokens or max_tokens in an"
+    " OpenAI-compatible request; limits.max_tokens is the run's budget, not this) or ask for"
+    " a shorter answer"
+)
+
+
 @pytest.mark.parametrize(
-    ("finish", "reason"),
+    ("finish", "reason", "message"),
     [
-        ("content_filter", "content_filtered"),
-        ("refusal", "refused"),
-        ("length", "length_truncated"),
+        (
+            "content_filter",
+            "content_filtered",
+            "blocked: the provider's content filter stopped the answer on turn 1"
+            " (finish_reason content_filter); rephrase the request, or see the provider's"
+            " filter settings",
+        ),
+        (
+            "refusal",
+            "refused",
+            "blocked: the model refused on turn 1 (finish_reason refusal); what it said is the"
+            " output",
+        ),
+        (
+            "length",
+            "length_truncated",
+            "blocked: the answer on turn 1 was cut off at the model's length limit"
+            " (finish_reason length), and its partial text is the output; " + _LENGTH_ADVICE,
+        ),
     ],
 )
-def test_a_provider_block_surfaces_as_its_own_stop(drive: Driver, finish: str, reason: str) -> None:
-    """A block in a run that did not exhaust a budget: status blocked, its own stop reason."""
+def test_a_provider_block_surfaces_as_its_own_stop(
+    drive: Driver, finish: str, reason: str, message: str
+) -> None:
+    """A block in a run that did not exhaust a budget: blocked, its stop, and what to do next."""
     model = ScriptedModel([{"content": "partial", "finish_reason": finish}])
     result = drive.run(drive.executor(model, None, budget(max_steps=5)), "go")
     assert (result.status, result.stop_reason) == ("blocked", reason)
     assert result.output == "partial"
-    assert result.message == f"blocked: turn 1 ended with {finish}"
+    assert result.message == message
+
+
+def test_a_cut_off_answer_keeps_its_partial_text_over_an_earlier_one(drive: Driver) -> None:
+    """finish_reason length: the partial answer is the output, not a text from an earlier turn."""
+    first = {**calls(1), "content": "let me look"}
+    model = ScriptedModel([first, {"content": "The answer is 4", "finish_reason": "length"}])
+    result = drive.run(drive.executor(model, {"echo": Echo()}, budget(max_steps=5)), "go")
+    assert (result.stop_reason, result.output) == ("length_truncated", "The answer is 4")
+    assert result.to_dict()["result"] == "The answer is 4"
+    assert result.messages[-1] == {"role": "assistant", "content": "The answer is 4"}
+
+
+def test_a_cut_off_answer_without_text_says_so(drive: Driver) -> None:
+    """A response cut off before any text: the message does not claim a partial text."""
+    model = ScriptedModel([{"finish_reason": "length"}])
+    result = drive.run(drive.executor(model, None, budget(max_steps=5)), "go")
+    assert result.output == ""
+    assert result.message == (
+        "blocked: the answer on turn 1 was cut off at the model's length limit"
+        " (finish_reason length), and it holds no text; " + _LENGTH_ADVICE
+    )
 
 
 def test_a_budget_stop_is_sticky_over_a_block_on_the_last_turn(drive: Driver) -> None:
@@ -612,3 +658,13 @@ def test_a_secret_cap_is_not_shown_in_feedback_or_events(place: Place) -> None:
     feedback = result.messages[2]["content"]
     assert "at most ***" in feedback
     assert "2" not in feedback.replace("agent.cap", "")
+
+
+def test_the_loop_page_shows_the_cut_off_message_as_it_is(drive: Driver) -> None:
+    """docs/loop.md quotes the length block's message: it is the executor's, word for word."""
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "loop.md").read_text()
+    model = ScriptedModel([{"content": "partial", "finish_reason": "length"}])
+    result = drive.run(drive.executor(model, None, budget(max_steps=5)), "go")
+    assert f"\n  {result.message}\n" in page

@@ -230,7 +230,7 @@ def test_cancelled_error_raised_by_a_tool_is_its_error_not_a_cancel() -> None:
     ex = LoopExecutor(ScriptedModel([calls(1), answer()]), {"echo": tool}, budget(max_steps=3))
     result = asyncio.run(ex.arun("go"))
     assert result.status == "ok"
-    assert result.messages[2]["content"] == "error: RuntimeError: it raised CancelledError"
+    assert result.messages[2]["content"] == "error: CancelledError"
 
 
 def test_a_tool_on_a_worker_sees_the_callers_context_variables() -> None:
@@ -286,7 +286,7 @@ def test_an_async_callable_object_is_awaited_and_cancelled_at_the_deadline() -> 
 
 
 def test_a_result_that_cannot_be_turned_into_text_is_the_tools_error(drive: Driver) -> None:
-    """A return value JSON cannot hold (a cycle) is answered as an error; the run goes on."""
+    """A return value JSON cannot hold (a cycle) is answered as an error that says so."""
     loop: list[object] = []
     loop.append(loop)
     model = ScriptedModel([calls(1), answer()])
@@ -294,7 +294,10 @@ def test_a_result_that_cannot_be_turned_into_text_is_the_tools_error(drive: Driv
         drive.executor(model, {"echo": lambda text: loop}, budget(max_steps=3)), "go"
     )
     assert result.status == "ok"
-    assert result.messages[2]["content"] == "error: ValueError: Circular reference detected"
+    assert result.messages[2]["content"] == (
+        "error: its return value cannot be written as text: ValueError: Circular reference detected"
+    )
+    assert result.tool_calls_executed == 1
 
 
 # --- every fault, one table: a RunResult, the caller's list unchanged, the transcript kept ----

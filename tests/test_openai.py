@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,7 +17,7 @@ import budgetconf
 from budgetconf.integrations.openai import AsyncOpenAIModel, OpenAIModel
 from budgetconf.loop import LoopExecutor, RunResult
 
-from chat_server import ChatServer, Failure, Reply, Silence, reply, serving
+from chat_server import ChatServer, Failure, Reply, Silence, Trickle, reply, serving
 from loops import Echo
 
 
@@ -224,6 +226,100 @@ def test_an_answer_that_is_no_completion_is_an_error(mode: str, answer: Any) -> 
     assert "failed: the server's answer is not a chat completion: " in result.message
 
 
+def _message(answer: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``answer`` with its first choice's message changed: keys set, or the message replaced."""
+    choice = answer["choices"][0]
+    if "message" in changes:
+        choice["message"] = changes["message"]
+    else:
+        choice["message"].update(changes)
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (
+            _message(reply(), message="just text"),
+            "choices[0].message is 'just text', not an object",
+        ),
+        (_message(reply(), message=["a"]), "choices[0].message is ['a'], not an object"),
+        (_message(reply(), message=42), "choices[0].message is 42, not an object"),
+        (_message(reply(), refusal=7), "a refusal that is not text: 7"),
+        (_message(reply(), content=5), "malformed model response: content: expected text"),
+        (
+            _message(reply(), tool_calls={"id": "c1"}),
+            "malformed model response: tool_calls: expected a list",
+        ),
+        (
+            _message(
+                reply(),
+                tool_calls=[
+                    {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": 5}}
+                ],
+            ),
+            "tool_calls[0].arguments: expected an object or JSON text, got 5",
+        ),
+        ({**reply("x"), "usage": {"total_tokens": -3}}, "usage.total_tokens: expected a count"),
+        ({**reply("x"), "usage": {"total_tokens": "9"}}, "usage.total_tokens: expected a count"),
+        ({**reply("x"), "usage": {"total_tokens": True}}, "usage.total_tokens: expected a count"),
+        (reply("x", finish="eos"), "finish_reason: expected one of"),
+    ],
+    ids=[
+        "message-text",
+        "message-list",
+        "message-number",
+        "refusal-number",
+        "content-number",
+        "tool-calls-object",
+        "arguments-number",
+        "usage-negative",
+        "usage-text",
+        "usage-bool",
+        "finish-unknown",
+    ],
+)
+def test_an_answer_of_the_wrong_shape_fails_the_run(
+    mode: str, answer: dict[str, Any], says: str
+) -> None:
+    """Nothing of the wrong type passes as an empty answer: the run fails and says what it was."""
+    with serving([answer]) as chat:
+        result = _loop(mode, chat)
+
+    assert (result.status, result.stop_reason, result.output) == ("failed", "error", "")
+    assert says in result.message
+    assert "\n" not in result.message
+
+
+def test_total_timeout_bounds_a_call_however_slowly_the_server_sends(mode: str) -> None:
+    """A server that sends a byte every 20 ms never trips a read timeout; total_timeout ends it."""
+    with serving([Trickle(reply("x" * 300))]) as chat:  # some ten seconds to send it all
+        started = time.monotonic()
+        result = _loop(mode, chat, timeout=5.0, total_timeout=0.5)
+        took = time.monotonic() - started
+
+    assert result.message == f"failed: {chat.url} did not answer within 0.5 s (turn 1)"
+    assert took < 3
+
+
+def test_total_timeout_far_away_is_no_error(mode: str) -> None:
+    """A total_timeout of 1e300 seconds, past any wait Python takes at once, simply holds."""
+    with serving([reply("the answer")]) as chat:
+        result = _loop(mode, chat, total_timeout=1e300)
+
+    assert (result.status, result.output) == ("ok", "the answer")
+
+
+@pytest.mark.parametrize("seconds", [0, -1, math.nan, math.inf, True, "5"], ids=repr)
+def test_a_total_timeout_that_is_no_number_of_seconds_is_refused(seconds: object) -> None:
+    """total_timeout is a finite number of seconds above 0, or None."""
+    with (
+        openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k") as client,
+        pytest.raises(budgetconf.UsageError, match=r"^total_timeout: expected a number"),
+    ):
+        OpenAIModel("m", client=client, total_timeout=seconds)  # type: ignore[arg-type]
+
+
 def test_a_strict_clients_validation_error_is_one_line() -> None:
     """Any other error of the openai client is a `ModelError` naming the server too."""
     with serving(["oops"]) as chat:  # type: ignore[list-item]  # a body that is no completion, on purpose
@@ -288,9 +384,14 @@ def test_bad_arguments_are_usage_errors(name: str, options: dict[str, Any], prob
 def test_without_the_extra_the_import_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With openai missing, importing the adapter names ``pip install 'budgetconf[openai]'``."""
+    """With openai missing, the import names the extra, from an index and from a checkout."""
     monkeypatch.setitem(sys.modules, "openai", None)  # what Python does for a missing package
     monkeypatch.delitem(sys.modules, "budgetconf.integrations.openai")
 
-    with pytest.raises(ImportError, match=r"pip install 'budgetconf\[openai\]'"):
+    with pytest.raises(ImportError) as raised:
         importlib.import_module("budgetconf.integrations.openai")
+    assert str(raised.value) == (
+        "budgetconf.integrations.openai needs the openai package: pip install"
+        " 'budgetconf[openai]' (from a checkout: pip install -e '.[openai]')"
+    )
+    assert raised.value.name == "openai"

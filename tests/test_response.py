@@ -429,6 +429,88 @@ def test_cost_is_a_non_negative_number(cost: float, read_as: float) -> None:
     assert read({"cost_usd": cost}).cost == read_as
 
 
+@pytest.mark.parametrize(
+    ("usage", "problem"),
+    [
+        ({"total_tokens": 2**63}, "usage.total_tokens: expected a count, got 9223372036854775808"),
+        ({"total_tokens": 10**5000}, "usage.total_tokens: expected a count, got an integer of"),
+        ({"prompt_tokens": 1.5}, "usage.prompt_tokens: expected a count, got 1.5"),
+        ({"completion_tokens": None, "prompt_tokens": False}, "usage.prompt_tokens"),
+    ],
+    ids=["2**63", "5000 digits", "float", "bool"],
+)
+def test_a_count_past_what_a_count_can_be_is_malformed(usage: object, problem: str) -> None:
+    """Counts run from 0 to 2**63 - 1, as every count budgetconf reads; past it, Malformed."""
+    assert malformed({"usage": usage}).startswith(problem)
+
+
+def test_the_largest_count_is_read() -> None:
+    """2**63 - 1 tokens is a count: nothing the schema accepts is refused."""
+    assert read({"usage": {"total_tokens": 2**63 - 1}}).tokens == 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "cost",
+    [-0.5, math.inf, math.nan, 10**400, "0.1", True],
+    ids=["negative", "inf", "nan", "huge int", "text", "bool"],
+)
+def test_a_cost_that_is_no_amount_is_malformed(cost: object) -> None:
+    """Negative, infinite, NaN, past any float, text or a boolean: Malformed, naming cost_usd."""
+    assert malformed({"cost_usd": cost}).startswith("cost_usd: expected a non-negative number")
+
+
+class Sly(str):
+    """Text whose own methods misbehave: only its characters may be used."""
+
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparison")
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+class Pricey(float):
+    """A float subclass (as numpy's are) whose conversions and comparisons lie."""
+
+    def __float__(self) -> float:
+        return -1.0
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+
+def test_text_of_a_str_subclass_is_read_as_plain_str() -> None:
+    """Content, names, ids, finish reasons and argument text come out as plain str."""
+    raw = {
+        "content": Sly("hi"),
+        "finish_reason": Sly("tool_calls"),
+        "tool_calls": [{"id": Sly("c1"), "name": Sly("echo"), "arguments": Sly('{"a": 1}')}],
+    }
+    response = read(raw)
+    [only] = response.calls
+    values = [response.content, response.finish_reason, only.id, only.name, only.raw_arguments]
+    assert values == ["hi", "tool_calls", "c1", "echo", '{"a": 1}']
+    assert {type(v) for v in values} == {str}
+    assert only.arguments == {"a": 1}
+
+
+def test_a_number_subclass_is_read_by_its_value() -> None:
+    """A float subclass's own __float__ is not asked: the cost is the number it holds."""
+    assert read({"cost_usd": Pricey(0.25)}).cost == 0.25
+    assert type(read({"cost_usd": Pricey(0.25)}).cost) is float
+
+
+def test_arguments_in_a_mapping_that_is_not_a_dict_are_written_as_an_object() -> None:
+    """A read-only mapping of arguments is recorded as a JSON object, as a dict is."""
+    from types import MappingProxyType
+
+    call = one_call({"name": "echo", "arguments": MappingProxyType({"text": "hi"})})
+    assert (call.arguments, call.raw_arguments) == ({"text": "hi"}, '{"text": "hi"}')
+
+
 # --- tool_specs ------------------------------------------------------------------------
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -386,18 +391,40 @@ def test_budgetconf_preset_chooses_the_preset_of_a_run(
 
 
 @pytest.mark.parametrize(
-    ("response", "word"),
-    [({"tool_calls": 5}, "failed:"), ({"content": "x", "finish_reason": "refusal"}, "blocked:")],
+    ("response", "word", "printed"),
+    [
+        ({"tool_calls": 5}, "failed:", ""),
+        ({"content": "x", "finish_reason": "refusal"}, "blocked:", "x\n"),
+    ],
     ids=["failed", "blocked"],
 )
 def test_the_stderr_line_of_a_failed_or_blocked_run_says_its_status_once(
-    place: Place, capsys: pytest.CaptureFixture[str], response: dict[str, object], word: str
+    place: Place,
+    capsys: pytest.CaptureFixture[str],
+    response: dict[str, object],
+    word: str,
+    printed: str,
 ) -> None:
-    """`budgetconf: failed: ...` names the status once; a partial answer is not printed as one."""
+    """`budgetconf: failed: ...` names the status once; a blocked run's text is on stdout."""
     _, out, err = run(["run", "--model", script(place, response), "go"], capsys)
     assert err.count(word) == 1
     assert err.startswith(f"budgetconf: {word}")
-    assert out == ""
+    assert out == printed
+
+
+def test_a_cut_off_answer_is_printed_and_the_line_says_what_to_raise(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """finish_reason length: the partial text on stdout, and on stderr what to do; exit 3."""
+    cut = {"content": "The three reasons are: first, the", "finish_reason": "length"}
+    code, out, err = run(["run", "--model", script(place, cut), "go"], capsys)
+    assert (code, out) == (3, "The three reasons are: first, the\n")
+    assert err.count("\n") == 1
+    assert err.startswith("budgetconf: blocked: the answer on turn 1 was cut off")
+    assert "its partial text is the output" in err
+    assert "max_completion_tokens" in err
+    _, document = run_json(["--model", script(place, cut), "go"], capsys)
+    assert document["result"] == "The three reasons are: first, the"
 
 
 # --- the demo tools --------------------------------------------------------------------
@@ -749,6 +776,151 @@ def test_an_events_file_that_cannot_be_opened_is_a_usage_error(
     assert err == f"budgetconf: usage error: --events {target}: No such file or directory\n"
 
 
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [("folder", "Is a directory"), ("fifo", "a FIFO that no process reads")],
+)
+def test_an_events_path_that_is_no_file_to_append_to_is_refused_at_once(
+    place: Place, capsys: pytest.CaptureFixture[str], target: str, reason: str
+) -> None:
+    """A directory, or a FIFO that nobody reads (which would wait for ever): exit 64, one line."""
+    path = place.work / target
+    if target == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    code, out, err = run(
+        ["run", "--model", script(place, ANSWER), "--events", str(path), "go"], capsys
+    )
+    assert (code, out) == (64, "")
+    assert err == f"budgetconf: usage error: --events {path}: {reason}\n"
+
+
+def test_an_events_fifo_with_a_reader_gets_the_events(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO someone reads (``--events >(jq .)``) is written to like a file."""
+    import threading
+
+    path = place.work / "fifo"
+    os.mkfifo(path)
+    got: list[str] = []
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before the run
+    reader = threading.Thread(target=lambda: got.append(_read_all(fd)))
+    reader.start()
+    code, _, _ = run(["run", "--model", script(place, ANSWER), "--events", str(path), "go"], capsys)
+    reader.join(10)
+    assert code == 0
+    assert [json.loads(line)["type"] for line in got[0].splitlines()][-1] == "stopped"
+
+
+def _read_all(fd: int) -> str:
+    """What a FIFO's writers send until the last one closes it."""
+    import select
+
+    chunks: list[bytes] = []
+    wrote = False
+    while True:
+        select.select([fd], [], [], 10)
+        chunk = os.read(fd, 65536)
+        if chunk:
+            chunks.append(chunk)
+            wrote = True
+        elif wrote:  # every writer has closed it
+            os.close(fd)
+            return b"".join(chunks).decode()
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_an_events_file_that_cannot_be_written_names_the_file(
+    place: Place, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    """--events /dev/full: the run stops, one line says which file and why; exit 1."""
+    args = ["run", "--model", script(place, ANSWER), "--events", "/dev/full", "--output", output]
+    code, out, err = run([*args, "go"], capsys)
+    assert code == 1
+    assert err == "budgetconf: error: --events /dev/full: cannot write: No space left on device\n"
+    if output == "json":
+        document = json.loads(out)
+        assert (document["status"], document["turns"]) == ("failed", 0)
+        assert "'/dev/full'" in document["message"]
+    else:
+        assert out == ""
+
+
+def test_an_events_file_nobody_may_write_is_a_usage_error(place: Place) -> None:
+    """A folder the user may not write to: exit 64, one line naming the path (root: as nobody)."""
+    folder = Path(tempfile.mkdtemp(prefix="budgetconf-unwritable-"))
+    try:
+        model = folder / "model.json"  # where nobody may read it, as the test's own folder is not
+        model.write_text(json.dumps({"responses": [ANSWER]}), encoding="utf-8")
+        model.chmod(0o644)
+        folder.chmod(0o555)
+        target = folder / "events.jsonl"
+        args = ["run", "--model", str(model), "--events", str(target), "go"]
+        code, err = _as_unprivileged(args, folder)
+        assert code == 64
+        assert err == f"budgetconf: usage error: --events {target}: Permission denied\n"
+        assert not target.exists()
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def _as_unprivileged(args: list[str], folder: Path) -> tuple[int, str]:
+    """``main(args)``'s exit code and stderr, as a user without root's right to write anywhere.
+
+    As root, in a forked child that drops to ``nobody`` and works (and lives) in ``folder``.
+    """
+    if os.geteuid() != 0:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            return main(args), err.getvalue()
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads alive
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; coverage does not follow it
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.chdir(folder)
+            os.environ["HOME"] = str(folder)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main(args)
+            os.write(write, json.dumps([code, err.getvalue()]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    code, err = json.loads(data)
+    return code, err
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_output_that_cannot_be_written_is_one_line_and_exit_1(place: Place, output: str) -> None:
+    """stdout on /dev/full: the installed command says so in one line, naming stdout."""
+    model = script(place, ANSWER)
+    command = Path(sys.executable).with_name("budgetconf")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [str(command), "run", "--model", model, "--output", output, "go"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=place.work,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "budgetconf: error: cannot write to standard output: No space left on device\n"
+    )
+
+
 def test_control_codes_in_the_answer_are_escaped_but_lines_kept(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -789,4 +961,23 @@ def test_a_limit_set_with_set_is_raised_with_set(
     assert document["limit"]["raise_with"] == [f"--set {field}=N"]
     assert document["message"].endswith(
         f"{field} = {value} from explicit; raise it with --set {field}=N"
+    )
+
+
+class _Full(io.StringIO):
+    """A standard output on a full disk."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_output_that_cannot_be_written_in_process_is_one_line(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() with stdout full: one line on stderr naming standard output, exit 1."""
+    model = script(place, ANSWER)
+    monkeypatch.setattr(sys, "stdout", _Full())
+    assert main(["run", "--model", model, "go"]) == 1
+    assert capsys.readouterr().err == (
+        "budgetconf: error: cannot write to standard output: No space left on device\n"
     )

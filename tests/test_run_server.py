@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from budgetconf.cli import main
 
-from chat_server import Failure, Silence, reply, serving
+from chat_server import Failure, Silence, Trickle, reply, serving
 from conftest import Place
 
 KEY = "sk-not-for-printing"
@@ -139,7 +140,7 @@ def test_the_request_timeout_bounds_each_request(capsys: pytest.CaptureFixture[s
         code, _, err = run([*server(chat.url, "--request-timeout", "0.2"), "go"], capsys)
 
     assert code == 1
-    assert f"{chat.url} did not answer in time" in err
+    assert err == f"budgetconf: failed: {chat.url} did not answer within 0.2 s (turn 1)\n"
 
 
 def test_max_retries_retries_a_server_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,7 +176,7 @@ def test_max_retries_retries_a_server_error(capsys: pytest.CaptureFixture[str]) 
         ),
         (
             ["--base-url", "http://h/v1", "--model-name", "m", "--max-retries", "two"],
-            "--max-retries: expected a whole number, 0 or more, got 'two'",
+            "--max-retries: expected a whole number from 0 to 9223372036854775807, got 'two'",
         ),
         (
             ["--base-url", "http://h/v1", "--model-name", "m", "--api-key-env", "NO_SUCH_KEY"],
@@ -277,3 +278,135 @@ def test_the_key_is_masked_in_the_servers_own_message(capsys: pytest.CaptureFixt
         f"budgetconf: failed: {chat.url} answered HTTP 401:"
         " Incorrect API key provided: ***. (turn 1)\n"
     )
+
+
+_NO_PORT = "the port is not a number from 1 to 65535"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:99999/v1", f"{_NO_PORT}, got 'http://127.0.0.1:99999/v1'"),
+        ("http://127.0.0.1:abc/v1", f"{_NO_PORT}, got 'http://127.0.0.1:abc/v1'"),
+        ("http://127.0.0.1:0/v1", f"{_NO_PORT}, got 'http://127.0.0.1:0/v1'"),
+        ("http://127.0.0.1:+80/v1", f"{_NO_PORT}, got 'http://127.0.0.1:+80/v1'"),
+        ("http://[::1/v1", "not a URL (Invalid IPv6 URL), got 'http://[::1/v1'"),
+        ("http://[zz]/v1", "not a URL ('zz' does not appear to be an IPv4 or IPv6 address)"),
+        (
+            "http://127.0.0.1:8000/v1\n",
+            "a URL holds no spaces or control characters, got 'http://127.0.0.1:8000/v1\\n'",
+        ),
+        ("http://a b/v1", "a URL holds no spaces or control characters, got 'http://a b/v1'"),
+        ("http://\u200b/v1", "a URL holds no spaces or control characters"),
+        ("http:///v1", "the URL names no host, got 'http:///v1'"),
+        ("http://u:pw@:80/v1", "the URL names no host, got 'http://:80/v1'"),
+        ("http://999.1.1.1/v1", "'http://999.1.1.1/v1' is refused: Invalid IPv4 address"),
+    ],
+    ids=[
+        "port-too-large",
+        "port-not-digits",
+        "port-zero",
+        "port-signed",
+        "unclosed-bracket",
+        "bracketed-non-address",
+        "trailing-newline",
+        "space",
+        "zero-width-space",
+        "no-host",
+        "credentials-but-no-host",
+        "address-out-of-range",
+    ],
+)
+def test_a_malformed_base_url_is_one_usage_line(
+    capsys: pytest.CaptureFixture[str], url: str, message: str
+) -> None:
+    """What the URL parser or the client refuses is a usage error in one line, not a traceback."""
+    code, out, err = run([*server(url), "go"], capsys)
+
+    assert (code, out) == (64, "")
+    assert err.count("\n") == 1
+    assert err.startswith("budgetconf: usage error: --base-url: ")
+    assert message in err
+    assert "pw" not in err
+
+
+def test_the_console_script_refuses_a_url_with_a_newline_in_one_line(place: Place) -> None:
+    """The installed command, given a URL pasted with its newline: exit 64, no traceback."""
+    command = Path(sys.executable).with_name("budgetconf")
+    result = subprocess.run(
+        [str(command), "run", *server("http://127.0.0.1:8000/v1\n"), "go"],
+        capture_output=True,
+        text=True,
+        cwd=place.work,
+        check=False,
+    )
+
+    assert (result.returncode, result.stdout) == (64, "")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_the_request_timeout_bounds_a_request_sent_a_byte_at_a_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--request-timeout is a deadline for the whole request, not for each read of it."""
+    with serving([Trickle(reply("x" * 300))]) as chat:  # some ten seconds to send it all
+        started = time.monotonic()
+        code, _, err = run([*server(chat.url, "--request-timeout", "0.5"), "go"], capsys)
+        took = time.monotonic() - started
+
+    assert code == 1
+    assert err == f"budgetconf: failed: {chat.url} did not answer within 0.5 s (turn 1)\n"
+    assert took < 3
+
+
+@pytest.mark.parametrize("seconds", ["1e300", "1.7976931348623157e308", "9300000000"])
+def test_any_request_timeout_the_option_takes_works(
+    capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    """A request timeout past what a socket takes is no error: the request is simply not cut."""
+    with serving([reply("the answer")]) as chat:
+        code, out, err = run([*server(chat.url, "--request-timeout", seconds), "go"], capsys)
+
+    assert (code, out, err) == (0, "the answer\n", "")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--request-timeout", "5_0"),
+        ("--request-timeout", "\u0661\u0660"),
+        ("--request-timeout", "infinity"),
+        ("--request-timeout", "1e400"),
+        ("--max-retries", "9" * 5000),
+        ("--max-retries", "9223372036854775808"),
+        ("--max-retries", "\u0662"),
+    ],
+    ids=[
+        "underscore",
+        "arabic-indic",
+        "infinity",
+        "past-a-float",
+        "5000-digits",
+        "2**63",
+        "digit-two",
+    ],
+)
+def test_numbers_are_read_as_strictly_as_every_number(
+    capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    """The server options take ASCII numbers within bounds, as budgetconf's fields do."""
+    code, _, err = run([*server("http://127.0.0.1:9/v1", option, value), "go"], capsys)
+
+    assert code == 64
+    assert err.count("\n") == 1
+    assert err.startswith(f"budgetconf: usage error: {option}: expected ")
+
+
+def test_max_retries_ignores_leading_zeros(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-retries 0000…01`` is 1, as a count in any other place is."""
+    with serving([Failure(500, {"error": {"message": "busy"}}), reply("ok")]) as chat:
+        args = [*server(chat.url), "--max-retries", "0" * 40 + "1", "go"]
+        code, out, _ = run(args, capsys)
+
+    assert (code, out) == (0, "ok\n")

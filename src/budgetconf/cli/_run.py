@@ -1,21 +1,26 @@
 """``budgetconf run``: the loop executor with a scripted model, or a server's, and two demo tools.
 
 Exit codes follow the run's status: 0 ok, 1 failed (a configuration that did
-not resolve is a failed run too), 2 truncated, 3 blocked; 64 is a usage error.
+not resolve is a failed run too, and so is one whose events or output could
+not be written), 2 truncated, 3 blocked; 64 is a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
+import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
+from budgetconf._schema import _NUMBER_TEXT, MAX_INT
 from budgetconf.cli._output import say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
@@ -53,6 +58,8 @@ class Server:
 
 
 _SERVER_OPTIONS: Final = ("model_name", "api_key_env", "request_timeout", "max_retries")
+#: the longest wait a socket takes; a longer --request-timeout is left to the total deadline
+_LONGEST_WAIT: Final = threading.TIMEOUT_MAX
 
 
 def chosen_model(ns: argparse.Namespace) -> str | Server:
@@ -62,10 +69,7 @@ def chosen_model(ns: argparse.Namespace) -> str | Server:
             if getattr(ns, name) is not None:
                 raise UsageError(f"--{name.replace('_', '-')} goes with --base-url, not --model")
         return str(ns.model)
-    scheme, _, rest = ns.base_url.partition("://")
-    if scheme not in ("http", "https") or not rest.strip("/"):
-        shown = shown_url(ns.base_url)
-        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {shown!r}")
+    _check_url(ns.base_url)
     if not ns.model_name:
         raise UsageError("--base-url needs --model-name: the model the server runs")
     return Server(
@@ -77,20 +81,50 @@ def chosen_model(ns: argparse.Namespace) -> str | Server:
     )
 
 
-def _seconds(text: str) -> float:
+def _check_url(url: str) -> None:
+    """Refuse what is not an http(s) URL with a host and a port a socket takes."""
+    from urllib.parse import urlsplit
+
+    shown = shown_url(url)
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("http", "https") or not rest.strip("/"):
+        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {shown!r}")
+    if not url.isprintable() or any(c.isspace() for c in url):
+        raise UsageError(f"--base-url: a URL holds no spaces or control characters, got {shown!r}")
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+        parts = urlsplit(url)  # an unclosed [ or a bracketed host that is no IPv6 address
+    except ValueError as exc:
+        raise UsageError(f"--base-url: not a URL ({exc}), got {shown!r}") from None
+    if not parts.hostname:
+        raise UsageError(f"--base-url: the URL names no host, got {shown!r}")
+    try:
+        port = parts.port
+    except ValueError:  # not digits, or past 65535
+        port = 0
+    if port == 0:
+        raise UsageError(f"--base-url: the port is not a number from 1 to 65535, got {shown!r}")
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0, written as budgetconf reads numbers (``1e300`` too)."""
+    value = float(text) if re.fullmatch(_NUMBER_TEXT, text.strip()) else math.nan
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"--request-timeout: expected a number of seconds above 0, got {text!r}")
     return value
 
 
 def _count(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise UsageError(f"--max-retries: expected a whole number, 0 or more, got {text!r}")
-    return int(text)
+    digits = text.lstrip("0") or "0"  # leading zeros are ignored, as in every count
+    if not (text.isascii() and text.isdigit()) or len(digits) > len(str(MAX_INT)):
+        raise UsageError(
+            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {text!r}"
+        )
+    count = int(digits)
+    if count > MAX_INT:
+        raise UsageError(
+            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {text!r}"
+        )
+    return count
 
 
 @contextmanager
@@ -116,11 +150,17 @@ def opened(choice: str | Server) -> Iterator[Callable[..., Any]]:
     flaw = key_flaw(key)
     if flaw is not None:  # said by where it is, never by what it is
         raise UsageError(f"--base-url: the API key in ${choice.key_env} {flaw}; strip it")
-    client = openai.OpenAI(
-        base_url=choice.url, api_key=key, timeout=choice.timeout, max_retries=choice.retries
-    )
+    try:  # each read and write is bounded as a socket can be; the whole call by total_timeout
+        client = openai.OpenAI(
+            base_url=choice.url,
+            api_key=key,
+            timeout=min(choice.timeout, _LONGEST_WAIT),
+            max_retries=choice.retries,
+        )
+    except Exception as exc:  # what the client's own URL parser refuses (999.1.1.1, say)
+        raise UsageError(f"--base-url: {shown_url(choice.url)!r} is refused: {exc}") from None
     with client:
-        yield OpenAIModel(choice.model, client=client)
+        yield OpenAIModel(choice.model, client=client, total_timeout=choice.timeout)
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
@@ -156,37 +196,91 @@ def run(
         raise UsageError(str(exc)) from None
     if events_path is None:
         result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
+        lost = None
     else:
-        with _events_file(events_path) as log:
-            result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=_writer(log)).run(prompt)
+        with _EventLog(events_path) as log:
+            result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
+        lost = log.lost
+    if lost is not None:  # the run stopped when it could not record an event: say where
+        say(err, f"budgetconf: error: {lost}")
+    said = lost is not None and result.status == "failed"  # the run failed for the lost event
     if output == "json":
-        write_json(result.to_dict(), out)
+        written = _written(lambda: write_json(result.to_dict(), out), err)
     else:
-        _text(result, budget, out, err)
-    return EXIT_BY_STATUS[result.status]
+        written = _written(lambda: _text(result, budget, out, err, said=said), err)
+    if written and lost is None:
+        return EXIT_BY_STATUS[result.status]
+    return EXIT_BY_STATUS["failed"]
 
 
-def _events_file(path: str) -> TextIO:
-    """The events file, opened to append: an earlier run's log is never lost."""
+def _written(write: Callable[[], None], err: TextIO) -> bool:
+    """Write the run's output; False, with one line on stderr, when it cannot be written."""
     try:
-        return open(path, "a", encoding="utf-8")
+        write()
+    except BrokenPipeError:  # the reader went away: the command's own quiet ending
+        raise
     except OSError as exc:
-        raise UsageError(f"--events {path}: {exc.strerror}") from None
+        say(err, f"budgetconf: error: cannot write to standard output: {_reason(exc)}")
+        return False
+    return True
 
 
-def _writer(log: TextIO) -> Callable[[dict[str, Any]], None]:
-    def write(event: dict[str, Any]) -> None:
-        # ASCII: a model's text may hold lone surrogates, which no file encoding takes
-        log.write(json.dumps(event, default=str) + "\n")
-        log.flush()
+class _EventLog:
+    """The events file, opened to append (an earlier run's log is never lost), as on_event.
 
-    return write
+    A write that fails is told once, naming the file; the executor then ends
+    the run, failed.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lost: str | None = None
+        self._file = _opened(path)
+
+    def __enter__(self) -> _EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._file.close()
+        except OSError as problem:  # the last lines could not be flushed
+            self._lose(problem)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        try:
+            # ASCII: a model's text may hold lone surrogates, which no file encoding takes
+            self._file.write(json.dumps(event, default=str) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            self._lose(exc)
+            raise OSError(exc.errno, exc.strerror, self.path) from None
+
+    def _lose(self, exc: OSError) -> None:
+        if self.lost is None:
+            self.lost = f"--events {self.path}: cannot write: {_reason(exc)}"
 
 
-def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO) -> None:
-    if result.output and result.status in ("ok", "truncated"):  # an answer, or its summary
+def _opened(path: str) -> TextIO:
+    """``path`` opened to append; a FIFO no process reads is refused rather than waited for."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        why = "a FIFO that no process reads" if exc.errno == errno.ENXIO else _reason(exc)
+        raise UsageError(f"--events {path}: {why}") from None
+    os.set_blocking(fd, True)  # a pipe's reader may be slow: each write waits for it
+    return open(fd, "a", encoding="utf-8", closefd=True)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO, *, said: bool) -> None:
+    """The answer on stdout (a cut-off one too); unless ``said``, what stopped the run on stderr."""
+    if result.output and result.status != "failed":  # an answer, its summary, or what it got
         out.write(result.output + "\n")  # its lines and tabs as the model wrote them
-    if result.status == "ok":
+    if result.status == "ok" or said:
         return
     if result.status == "truncated" and result.limit is not None:
         note = budget.spec.truncated_warning

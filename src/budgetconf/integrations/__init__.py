@@ -1,8 +1,10 @@
 """Adapters to libraries an application already uses, each behind its own extra.
 
-``budgetconf.integrations.openai`` (``pip install 'budgetconf[openai]'``)
-makes an OpenAI-compatible server a model for the loop executor. Nothing here
-is imported by ``import budgetconf``.
+``budgetconf.integrations.openai`` (``pip install 'budgetconf[openai]'``, or
+from a checkout ``pip install -e '.[openai]'``) makes an OpenAI-compatible
+server a model for the loop executor. Nothing here is imported by ``import
+budgetconf``. An integration whose package is missing raises the ImportError
+of ``_install.missing``, which gives both ways to install its extra.
 """
 
 __all__: list[str] = []

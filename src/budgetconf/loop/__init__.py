@@ -10,7 +10,7 @@
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf.loop._budget import Budget, Limit
 from budgetconf.loop._executor import LoopExecutor
-from budgetconf.loop._run import RunResult, Totals
+from budgetconf.loop._result import RunResult, Totals
 from budgetconf.loop._scripted import ScriptedModel
 
 __all__ = [

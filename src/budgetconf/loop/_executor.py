@@ -15,19 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.loop._budget import Budget, budget_of
-from budgetconf.loop._reasons import StopReason
+from budgetconf.loop._faults import Deadline, Interrupted, Raised, describe, received
 from budgetconf.loop._response import tool_specs
-from budgetconf.loop._run import (
-    Deadline,
-    Event,
-    Interrupted,
-    Invoke,
-    Message,
-    Run,
-    RunResult,
-    Totals,
-    describe,
-)
+from budgetconf.loop._run import Event, Invoke, Message, Run, RunResult, Totals
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -154,31 +144,21 @@ class LoopExecutor:
             while True:
                 try:
                     value = self._call(action, run.deadline)
-                except KeyboardInterrupt:
-                    action = steps.throw(Interrupted())
-                except Exception as exc:
-                    action = steps.throw(exc)
+                except BaseException as exc:  # whatever the call raised, the run is told of it
+                    action = steps.throw(received(exc))
                 else:
                     action = steps.send(value)
         except StopIteration as done:
             result: RunResult = done.value
             return result
         except KeyboardInterrupt:  # between calls: the run's state is whole, so end it there
-            return run.finish(StopReason.CANCELLED, f"cancelled on turn {run.turns}")
+            return run.cancelled()
 
     def _call(self, action: Invoke, deadline: float | None) -> Any:
         if deadline is None:
             value = action.fn(*action.args, **action.kwargs)
         else:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise Deadline
-            import concurrent.futures
-
-            try:
-                value = _on_worker(action).result(remaining)
-            except concurrent.futures.TimeoutError:
-                raise Deadline from None
+            value = _result(_on_worker(action), deadline)
         if type(value) not in _PLAIN and inspect.isawaitable(value):
             _close(value)
             raise UsageError(f"{_name(action.fn)} is async: run it with arun()")
@@ -196,24 +176,31 @@ class LoopExecutor:
                 except asyncio.CancelledError as exc:
                     task = asyncio.current_task()
                     if task is None or not task.cancelling():  # raised by the call, not sent
-                        action = steps.throw(RuntimeError(f"it raised {describe(exc)}"))
+                        action = steps.throw(received(exc))
                         continue
                     task.uncancel()  # the run ends here, with a result, as cancelled
                     action = steps.throw(Interrupted())
-                except KeyboardInterrupt:
-                    action = steps.throw(Interrupted())
-                except Exception as exc:
-                    action = steps.throw(exc)
+                except GeneratorExit as exc:
+                    if _closing(exc):
+                        raise
+                    action = steps.throw(received(exc))
+                except BaseException as exc:  # whatever the call raised, the run is told of it
+                    action = steps.throw(received(exc))
                 else:
                     action = steps.send(value)
         except StopIteration as done:
             result: RunResult = done.value
             return result
+        except KeyboardInterrupt:  # between calls, as in `_drive`
+            return run.cancelled()
 
     async def _acall(self, action: Invoke, deadline: float | None) -> Any:
         fn = action.fn
         if deadline is None:
-            value = fn(*action.args, **action.kwargs)
+            try:
+                value = fn(*action.args, **action.kwargs)
+            except BaseException as exc:  # as it is: a coroutine would make StopIteration another
+                raise Raised(exc) from None
             if type(value) not in _PLAIN and inspect.isawaitable(value):
                 return await value
             return value
@@ -234,6 +221,31 @@ class LoopExecutor:
             raise
 
 
+def _closing(exc: GeneratorExit) -> bool:
+    """Whether ``exc`` closes `arun`'s own coroutine, rather than coming from the call awaited.
+
+    ``close()`` closes the awaited coroutine, then raises GeneratorExit at the
+    ``await`` itself: its traceback starts and ends in the frame awaiting. One
+    that the call raised has come up through the call's frames.
+    """
+    return exc.__traceback__ is None or exc.__traceback__.tb_next is None
+
+
+def _result(future: concurrent.futures.Future[Any], deadline: float) -> Any:
+    """The worker's result, waited for until ``deadline`` however far away that is."""
+    import concurrent.futures
+    import threading
+
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise Deadline
+        try:  # a wait is at most TIMEOUT_MAX (some 292 years); a longer deadline waits again
+            return future.result(min(remaining, threading.TIMEOUT_MAX))
+        except concurrent.futures.TimeoutError:
+            continue
+
+
 def _on_worker(action: Invoke) -> concurrent.futures.Future[Any]:
     """Make the call on a daemon thread, which a hung call cannot keep the process alive by."""
     import concurrent.futures
@@ -249,7 +261,7 @@ def _on_worker(action: Invoke) -> concurrent.futures.Future[Any]:
         try:
             future.set_result(context.run(action.fn, *action.args, **action.kwargs))
         except BaseException as exc:  # handed to the waiting thread, which decides
-            future.set_exception(exc)
+            future.set_exception(Raised(exc))
 
     threading.Thread(target=work, name=f"budgetconf-{_name(action.fn)}", daemon=True).start()
     return future
@@ -262,7 +274,8 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def _name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__name__", None) or type(fn).__name__
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) and name else type(fn).__name__
 
 
 def _close(value: Any) -> None:
@@ -272,7 +285,12 @@ def _close(value: Any) -> None:
 
 
 def _conversation(messages: Messages) -> list[Message]:
-    """A new list of new message dicts: the caller's list and dicts are never changed."""
+    """A copy of the caller's messages, nested content included, which the run may extend.
+
+    Nothing the model, a tool or the caller does to the run's conversation (or
+    to ``result.messages``) reaches the caller's list, and nothing the caller
+    does to its list afterwards reaches the run's.
+    """
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     if not isinstance(messages, Sequence):
@@ -281,5 +299,28 @@ def _conversation(messages: Messages) -> list[Message]:
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise UsageTypeError(f"messages[{i}]: expected a dict, got {type(message).__name__}")
-        out.append(dict(message))
+        try:
+            out.append({key: _copied(value) for key, value in message.items()})
+        except RecursionError:
+            raise UsageError(f"messages[{i}]: nested too deeply to copy") from None
+        except Exception as exc:  # a value deepcopy cannot copy: a lock, an open file
+            raise UsageTypeError(f"messages[{i}]: cannot be copied: {describe(exc)}") from None
     return out
+
+
+#: values that are never changed in place, so a copy may share them
+_IMMUTABLE: Final = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _copied(value: Any) -> Any:
+    """``value`` copied all the way down: JSON's shapes directly, anything else by deepcopy."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    import copy
+
+    return copy.deepcopy(value)

@@ -11,7 +11,7 @@ from typing import Final
 
 from budgetconf._loop_table import RunStatus, StopReason
 
-__all__ = ["BLOCKS", "RunStatus", "StopReason"]
+__all__ = ["BLOCKS", "RunStatus", "StopReason", "blocked_message"]
 
 #: a provider's finish_reason that blocks a response -> the stop it surfaces as
 BLOCKS: Final = {
@@ -19,3 +19,23 @@ BLOCKS: Final = {
     "refusal": StopReason.REFUSED,
     "length": StopReason.LENGTH_TRUNCATED,
 }
+
+
+def blocked_message(finish_reason: str, turn: int, has_text: bool) -> str:
+    """What a block means, and what to do about it, for the run's message."""
+    why = f"(finish_reason {finish_reason})"
+    if finish_reason == "length":
+        kept = "its partial text is the output" if has_text else "it holds no text"
+        return (
+            f"blocked: the answer on turn {turn} was cut off at the model's length limit {why},"
+            f" and {kept}; raise the model's limit on one answer (max_completion_tokens or"
+            " max_tokens in an OpenAI-compatible request; limits.max_tokens is the run's"
+            " budget, not this) or ask for a shorter answer"
+        )
+    if finish_reason == "content_filter":
+        return (
+            f"blocked: the provider's content filter stopped the answer on turn {turn} {why};"
+            " rephrase the request, or see the provider's filter settings"
+        )
+    said = "; what it said is the output" if has_text else ""
+    return f"blocked: the model refused on turn {turn} {why}{said}"

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from budgetconf._schema import MAX_INT
+
 __all__ = ["Call", "Malformed", "Response", "read_response", "tool_specs", "tool_text"]
 
 FINISH_REASONS: Final = frozenset({"stop", "tool_calls", "length", "content_filter", "refusal"})
@@ -81,7 +83,9 @@ def read_response(raw: object, turn: int) -> Response:
     if content is None:
         if raw_calls is None:
             _refuse_completion(get)
-    elif not isinstance(content, str):
+    elif isinstance(content, str):
+        content = _exact(content)
+    else:
         raise Malformed(f"content: expected text or null, got {_kind(content)}")
     if raw_calls is None:
         raw_calls = ()
@@ -89,6 +93,8 @@ def read_response(raw: object, turn: int) -> Response:
         raise Malformed(f"tool_calls: expected a list, got {_kind(raw_calls)}")
     calls = _calls(raw_calls, turn)
     finish = get("finish_reason")
+    if isinstance(finish, str):
+        finish = _exact(finish)
     if finish is None:
         finish = "tool_calls" if calls else "stop"
     elif not isinstance(finish, str) or finish not in FINISH_REASONS:
@@ -99,16 +105,27 @@ def read_response(raw: object, turn: int) -> Response:
     return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
 
 
+def _exact(text: str) -> str:
+    """``text`` as a plain str: a subclass's own methods (its hash, say) stay out of the run."""
+    return text if type(text) is str else str.__str__(text)
+
+
 def _message_getter(raw: object) -> Callable[[str], Any]:
     """How to read a response that is not a plain dict: a mapping, or an object with its keys."""
     get = _getter(raw)
-    if get is None or (
-        not isinstance(raw, Mapping) and not any(hasattr(raw, k) for k in _RESPONSE_KEYS)
-    ):
+    if get is None or not (isinstance(raw, Mapping) or _has_a_key(raw)):
         raise Malformed(
             f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
         )
     return get
+
+
+def _has_a_key(raw: object) -> bool:
+    # a loop, not any() over a generator: a StopIteration from an attribute stays itself
+    for key in _RESPONSE_KEYS:  # noqa: SIM110
+        if hasattr(raw, key):
+            return True
+    return False
 
 
 def _refuse_completion(get: Callable[[str], Any]) -> None:
@@ -154,21 +171,24 @@ def _call(raw: object, index: int) -> Call:
     name = inner("name")
     if not isinstance(name, str) or not name:
         raise Malformed(f"{where}: expected a tool name, got {_kind(name)}")
+    name = _exact(name)
     call_id = get("id")
     if call_id is None:
         call_id = ""
     elif not isinstance(call_id, str) or not call_id:
         raise Malformed(f"{where}.id: expected text, got {_kind(call_id)}")
+    call_id = _exact(call_id)
     arguments = inner("arguments")
     if arguments is None:
         return Call(call_id, name, {}, "{}")
     if type(arguments) is dict or isinstance(arguments, Mapping):
-        text = _arguments_text(where, arguments)
-        return Call(call_id, name, dict(arguments), text)
+        arguments = dict(arguments)
+        return Call(call_id, name, arguments, _arguments_text(where, arguments))
     if not isinstance(arguments, str):
         raise Malformed(
             f"{where}.arguments: expected an object or JSON text, got {_kind(arguments)}"
         )
+    arguments = _exact(arguments)
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except (ValueError, RecursionError) as exc:
@@ -219,7 +239,8 @@ def _tokens(usage: object) -> int:
 
 
 def _count(where: str, value: object) -> int:
-    if type(value) is not int or value < 0:
+    """A count of tokens: a whole number from 0 to 2**63 - 1, as every count in budgetconf."""
+    if type(value) is not int or not 0 <= value <= MAX_INT:
         raise Malformed(f"{where}: expected a count, got {_kind(value)}")
     return value
 
@@ -229,12 +250,18 @@ def _cost(cost: object) -> float:
         return 0.0
     if isinstance(cost, bool) or not isinstance(cost, int | float):
         raise Malformed(f"cost_usd: expected a non-negative number, got {_kind(cost)}")
-    if not math.isfinite(cost) or cost < 0:
+    try:  # the number itself: a subclass's __float__ and comparisons are its own
+        number = float.__float__(cost) if isinstance(cost, float) else float(int.__index__(cost))
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
         raise Malformed(f"cost_usd: expected a non-negative number, got {_kind(cost)}")
-    return float(cost)
+    return number
 
 
 def _kind(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"  # repr() stops at 4,300 digits
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):

@@ -10,27 +10,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from budgetconf._loop_table import LastTurn, OverCap
 from budgetconf.errors import ModelError
 from budgetconf.loop._budget import Budget, Limit
-from budgetconf.loop._reasons import BLOCKS, RunStatus, StopReason
+from budgetconf.loop._faults import PASSING, Deadline, Interrupted, Raised, describe
+from budgetconf.loop._reasons import BLOCKS, StopReason, blocked_message
 from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
+from budgetconf.loop._result import Event, Message, RunResult, Totals
 
-__all__ = ["Deadline", "Interrupted", "Invoke", "Run", "RunResult", "Totals"]
-
-Message = dict[str, Any]
-Event = dict[str, Any]
-
-
-class Deadline(Exception):
-    """The run's deadline passed while a call was running; the call was abandoned."""
-
-
-class Interrupted(Exception):
-    """The run was interrupted (KeyboardInterrupt, or its task was cancelled) during a call."""
+__all__ = ["Event", "Invoke", "Message", "Run", "RunResult", "Totals"]
 
 
 @dataclass(slots=True)
@@ -40,71 +31,6 @@ class Invoke:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """What a conversation has consumed; a resumed run carries these over."""
-
-    __module__ = "budgetconf.loop"
-
-    turns: int = 0
-    tool_calls_executed: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """How a run ended, and everything it did.
-
-    ``turns``, ``tool_calls_executed``, ``tokens`` and ``cost_usd`` count the
-    whole conversation, so they include the runs it resumes. ``events`` are
-    this run's own. ``limit`` is set when a budget stopped the run.
-    """
-
-    __module__ = "budgetconf.loop"
-
-    status: RunStatus
-    stop_reason: str  # a StopReason value, or the preset's name for it
-    stop_kind: StopReason
-    message: str
-    output: str
-    turns: int
-    tool_calls_executed: int
-    tokens: int
-    cost_usd: float
-    # left out of the repr: a long run's transcript is no summary of it
-    messages: list[Message] = field(repr=False)
-    events: list[Event] = field(repr=False)
-    limit: dict[str, Any] | None = None
-
-    @property
-    def totals(self) -> Totals:
-        return Totals(self.turns, self.tool_calls_executed, self.tokens, self.cost_usd)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run as ``budgetconf run --output json`` prints it."""
-        return {
-            "status": self.status.value,
-            "stop_reason": self.stop_reason,
-            "result": self.output,
-            "message": self.message,
-            "turns": self.turns,
-            "tool_calls_executed": self.tool_calls_executed,
-            "limit": self.limit,
-            "events": self.events,
-        }
-
-
-def describe(exc: BaseException, *, named: bool = True) -> str:
-    """``Type: message`` on one line, at most 300 characters; without ``named``, the message."""
-    text = " ".join(str(exc).split())
-    if len(text) > 300:
-        text = text[:299] + "…"
-    if not named and text:
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Run:
@@ -136,6 +62,7 @@ class Run:
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.events: list[Event] = []
         self.on_event = on_event
+        self.sink_fault: BaseException | None = None  # what on_event raised, if it did
         self.output = ""  # the last non-empty assistant text
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
@@ -150,12 +77,21 @@ class Run:
     def emit(self, event_type: str, /, **data: Any) -> None:
         event = {"type": event_type, **data}
         self.events.append(event)
-        if self.on_event is not None:
+        if self.on_event is None:
+            return
+        try:
             self.on_event(event)
+        except BaseException as exc:
+            self.on_event = None  # a callback that raised is not called again
+            if isinstance(exc, PASSING):
+                raise
+            self.sink_fault = exc  # the run fails before its next call (see `finish`)
 
     def steps(self) -> Generator[Invoke, Any, RunResult]:
         """The run, one call at a time; returns the result."""
         while True:
+            if self._sink_broke():
+                return self._sink_failed()
             spent = self._spent()
             if spent is not None:
                 return self._budget_stop(spent)
@@ -164,45 +100,65 @@ class Run:
             self.emit("turn_started", turn=turn)
             last = turn >= self.last_turn
             send, notice = self._request(last)
+            if self._sink_broke():
+                return self._sink_failed()
             try:
                 raw = yield Invoke(self.model, (send, self.specs), {})
-            except Exception as exc:
+            except Exception as exc:  # Deadline, Interrupted or Raised: the drivers throw no other
                 return self._model_raised(exc, turn)
-            try:
-                response = read_response(raw, turn)
-            except Malformed as exc:
-                return self._fail(f"malformed model response: {exc}")
-            self._record(response, turn)
-            calls = response.calls
-            blocked = BLOCKS.get(response.finish_reason)
-            if not calls and blocked is None:  # a final answer
-                if notice == "wrap_up":  # an empty wrap-up leaves the last text as the output
-                    return self._budget_stop(StopReason.MAX_STEPS, output=response.content or None)
-                return self.finish(StopReason.COMPLETED, output=response.content or "")
-            # a budget stop is sticky: it is judged before a provider block
-            over = self._over()
-            if over is not None:
-                self._refuse(calls, turn, f"the run's {over.budget} budget is spent")
-                return self._budget_stop(over)
-            if last:
-                self._refuse(calls, turn, "this was the last turn the step budget allows")
-                return self._budget_stop(StopReason.MAX_STEPS)
-            if blocked is not None:
-                self._refuse(calls, turn, f"the response ended with {response.finish_reason}")
-                return self.finish(
-                    blocked, f"blocked: turn {turn} ended with {response.finish_reason}"
-                )
-            stop = yield from self._batch(calls, turn)
+            response = self._read(raw, turn)
+            if isinstance(response, RunResult):
+                return response
+            stop = self._judge(response, turn, last, notice)
+            if stop is None:
+                stop = yield from self._batch(response.calls, turn)
             if stop is not None:
                 return stop
 
+    def _read(self, raw: object, turn: int) -> Response | RunResult:
+        """The response the model returned, recorded; the failed result if it cannot be read."""
+        try:
+            response = read_response(raw, turn)
+        except Malformed as exc:
+            return self._fail(f"malformed model response: {exc}")
+        except PASSING:
+            raise
+        except BaseException as exc:  # its attributes are the model's code: a lazy property
+            return self._fail(f"malformed model response: reading it raised {describe(exc)}")
+        self._record(response, turn)
+        return response
+
+    def _judge(
+        self, response: Response, turn: int, last: bool, notice: str | None
+    ) -> RunResult | None:
+        """The result when this response ends the run: a final answer, a budget, a block."""
+        calls = response.calls
+        blocked = BLOCKS.get(response.finish_reason)
+        if not calls and blocked is None:  # a final answer
+            if notice == "wrap_up":  # an empty wrap-up leaves the last text as the output
+                return self._budget_stop(StopReason.MAX_STEPS, output=response.content or None)
+            return self.finish(StopReason.COMPLETED, output=response.content or "")
+        # a budget stop is sticky: it is judged before a provider block
+        over = self._over()
+        if over is not None:
+            self._refuse(calls, turn, f"the run's {over.budget} budget is spent")
+            return self._budget_stop(over)
+        if last:
+            self._refuse(calls, turn, "this was the last turn the step budget allows")
+            return self._budget_stop(StopReason.MAX_STEPS)
+        if blocked is not None:
+            self._refuse(calls, turn, f"the response ended with {response.finish_reason}")
+            message = blocked_message(response.finish_reason, turn, bool(response.content))
+            return self.finish(blocked, message)
+        return None
+
     def _model_raised(self, exc: Exception, turn: int) -> RunResult:
-        """The result of a model call that raised ``exc``, or was abandoned or interrupted."""
+        """The result of a model call that raised, or was abandoned or interrupted."""
         if isinstance(exc, Deadline):
             return self._budget_stop(StopReason.TIMEOUT)
         if isinstance(exc, Interrupted):
             return self.finish(StopReason.CANCELLED, f"cancelled on turn {turn}")
-        if isinstance(exc, ModelError):  # an adapter's own message says what failed
+        if isinstance(exc, Raised) and isinstance(exc.exc, ModelError):  # says what failed
             return self._fail(describe(exc, named=False))
         return self._fail(f"the model raised {describe(exc)}")
 
@@ -238,9 +194,36 @@ class Run:
         self, calls: tuple[Call, ...], turn: int
     ) -> Generator[Invoke, Any, RunResult | None]:
         """Run one response's calls within the caps; a result when that ends the run."""
+        per_turn = self.budget.limits.get("max_tool_calls_per_turn")
+        plan = self._plan(calls, turn, per_turn)
+        if not isinstance(plan, tuple):  # the run stops, or the response was rejected (None)
+            return plan
+        batch, skipped = plan
+        for index, call in enumerate(batch):
+            tool = self.tools.get(call.name)
+            if tool is None or call.arguments is None:
+                self._refuse_call(call, tool is None, turn)
+                continue
+            if self._sink_broke():
+                return self._sink_failed()
+            try:
+                value = yield Invoke(tool, (), call.arguments)
+            except Exception as exc:  # Deadline, Interrupted or Raised: the drivers throw no other
+                stop = self._tool_raised(exc, call, batch[index + 1 :] + skipped, turn)
+                if stop is not None:
+                    return stop
+                continue
+            self._returned(call, value, turn)
+        if skipped and per_turn is not None:  # answered last, after the calls that ran
+            self._answer_skipped(skipped, per_turn)
+        return None
+
+    def _plan(
+        self, calls: tuple[Call, ...], turn: int, per_turn: Limit | None
+    ) -> tuple[tuple[Call, ...], tuple[Call, ...]] | RunResult | None:
+        """The calls to run and those to skip; None when none may run, or the result of a stop."""
         batch: tuple[Call, ...] = calls
         skipped: tuple[Call, ...] = ()
-        per_turn = self.budget.limits.get("max_tool_calls_per_turn")
         if per_turn is not None and len(calls) > int(per_turn.value):
             split = self._over_cap(calls, turn, per_turn)
             if split is None:  # rejected: every call has its answer, and none ran
@@ -253,25 +236,22 @@ class Run:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self._refuse(calls, turn, "the run's deadline has passed")
             return self._budget_stop(StopReason.TIMEOUT)
-        for index, call in enumerate(batch):
-            tool = self.tools.get(call.name)
-            if tool is None or call.arguments is None:
-                self._refuse_call(call, tool is None, turn)
-                continue
-            try:
-                value = yield Invoke(tool, (), call.arguments)
-                text = tool_text(value)
-            except Exception as exc:
-                stop = self._tool_raised(exc, call, batch[index + 1 :] + skipped, turn)
-                if stop is not None:
-                    return stop
-                continue
-            self.executed += 1
-            self._answer(call, text)
-            self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
-        if skipped and per_turn is not None:  # answered last, after the calls that ran
-            self._answer_skipped(skipped, per_turn)
-        return None
+        return batch, skipped
+
+    def _returned(self, call: Call, value: object, turn: int) -> None:
+        """Answer a call that returned ``value`` with its text, or with why it has none."""
+        self.executed += 1
+        try:
+            text = tool_text(value)
+        except PASSING:
+            raise
+        except BaseException as exc:  # the value's own methods (__str__, say) are the tool's code
+            error = f"its return value cannot be written as text: {describe(exc)}"
+            self._answer(call, f"error: {error}")
+            self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=False, error=error)
+            return
+        self._answer(call, text)
+        self.emit("tool_executed", turn=turn, id=call.id, name=call.name, ok=True)
 
     def _over_cap(
         self, calls: tuple[Call, ...], turn: int, per_turn: Limit
@@ -326,7 +306,7 @@ class Run:
     def _tool_raised(
         self, exc: Exception, call: Call, rest: tuple[Call, ...], turn: int
     ) -> RunResult | None:
-        """Record a tool call that raised ``exc``; a result when that ends the run.
+        """Record a tool call that raised, or was abandoned; a result when that ends the run.
 
         A tool's own exception is its answer and the batch goes on; an abandoned
         or interrupted call ends the run, and the calls after it (``rest``) do not run.
@@ -395,6 +375,21 @@ class Run:
     def _fail(self, detail: str) -> RunResult:
         return self.finish(StopReason.ERROR, f"failed: {detail} (turn {self.turns})")
 
+    def _sink_broke(self) -> bool:
+        """Whether ``on_event`` has raised: the run then makes no further call."""
+        return self.sink_fault is not None
+
+    def _sink_failed(self) -> RunResult:
+        """The result of a run whose ``on_event`` raised: it failed, whatever it was doing."""
+        assert self.sink_fault is not None
+        return self._fail(f"on_event raised {describe(self.sink_fault)}")
+
+    def cancelled(self) -> RunResult:
+        """The result of a run interrupted between calls: its state is whole, so it ends there."""
+        if self.events and self.events[-1]["type"] == "stopped":  # interrupted as it was told
+            self.events.pop()
+        return self.finish(StopReason.CANCELLED, f"cancelled on turn {self.turns}")
+
     def _answer_the_rest(self, why: str) -> None:
         """Answer the last response's calls that have no answer yet (an interrupt between calls).
 
@@ -418,13 +413,9 @@ class Run:
                 return
 
     def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
-        assert reason.budget is not None
-        limit: Limit = self.budget.limits[reason.budget]
-        name = limit.field.rpartition(".")[2]
-        message = f"stopped: hit {name} ({limit.shown()}): {limit.explain()}"
-        stop = self.budget.spec.stop_reasons.get(reason.value, reason.value)
-        self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit.to_dict())
-        return self.finish(reason, message, output, limit.to_dict())
+        stop, message, limit = self.budget.stop(reason)
+        self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit)
+        return self.finish(reason, message, output, limit)
 
     def finish(
         self,
@@ -447,6 +438,9 @@ class Run:
             tool_calls_executed=self.executed,
             message=message,
         )
+        if self.sink_fault is not None and reason is not StopReason.ERROR:
+            self.events.pop()  # on_event raised before the run could end: so it failed
+            return self._sink_failed()
         return RunResult(
             status=status,
             stop_reason=stop,
