@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from budgetconf._resolution import explain_document
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
-from budgetconf.cli._parser import CommandLine
+from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
 
 if TYPE_CHECKING:
@@ -21,8 +21,18 @@ __all__ = ["command", "explain", "preset_failed", "shown"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
-    """Carry out ``explain``: the exit code is 1 when a value or a source failed."""
-    return shown(line, explain, out, err)
+    """Carry out ``explain``: the exit code is 1 when a value or a source failed, or with
+    ``--for`` when the framework would refuse a budget."""
+    name = getattr(line.ns, "framework", None)
+    if name is None:
+        return shown(line, explain, out, err)
+    if line.ns.format == "toml":
+        raise Usage("--for shows in the table and in the JSON document, not in TOML")
+    from functools import partial
+
+    from budgetconf.cli._for import explain_for
+
+    return shown(line, partial(explain_for, name), out, err)
 
 
 def shown(
