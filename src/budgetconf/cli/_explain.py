@@ -30,9 +30,23 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
         raise Usage("--for shows in the table and in the JSON document, not in TOML")
     from functools import partial
 
-    from budgetconf.cli._for import explain_for
+    return shown(line, partial(_explain_for, name), out, err)
 
-    return shown(line, partial(explain_for, name), out, err)
+
+def _explain_for(name: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
+    """``explain`` in ``fmt``, and what the framework ``name`` gets: 1 on a budget it refuses."""
+    from budgetconf.cli import _for  # the frameworks' table, only when asked for
+
+    framework = _for.described(name, found.res)
+    if fmt == "json":
+        data = found.res.to_dict(found.fields)
+        data["framework"] = framework
+        write_json(data, out)
+        code = EXIT_ERROR if found.res.errors else EXIT_OK
+    else:
+        code = explain(found, fmt, out, err)
+        _for.write(framework, out, err)
+    return EXIT_ERROR if _for.refused(framework) else code
 
 
 def shown(

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from budgetconf.cli._output import EXIT_ERROR, say, write_json
-from budgetconf.cli._resolution import Resolved
+from budgetconf.cli._output import say
 from budgetconf.errors import PresetError
 from budgetconf.integrations._frameworks import describe, framework_named
 from budgetconf.loop._budget import Budget
 
-__all__ = ["explain_for", "framework_choice"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf._resolution import Resolution
+
+__all__ = ["described", "framework_choice", "refused", "write"]
 
 
 def framework_choice(text: str) -> str:
@@ -30,28 +33,25 @@ def framework_choice(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.args[0]) from None
 
 
-def explain_for(name: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
-    """``explain`` in ``fmt``, then what the framework ``name`` gets; 1 on a budget it refuses."""
-    from budgetconf.cli._explain import explain
-
+def described(name: str, res: Resolution) -> dict[str, Any]:
+    """What the framework ``name`` gets from ``res``; ``{"error": ...}`` if it bounds no loop."""
     try:
-        described = describe(framework_named(name), Budget.from_resolution(found.res))
+        return describe(framework_named(name), Budget.from_resolution(res))
     except PresetError as exc:
-        described = None
-        problem = str(exc)
-    if fmt == "json":
-        data = found.res.to_dict(found.fields)
-        data["framework"] = described if described is not None else {"error": problem}
-        write_json(data, out)
-        code = EXIT_ERROR if found.res.errors else 0
+        return {"error": str(exc)}
+
+
+def refused(found: dict[str, Any]) -> bool:
+    """Whether the framework would refuse a budget (or there is no loop to bound)."""
+    return "error" in found or any(b["enforced_by"] == "refused" for b in found["budgets"])
+
+
+def write(found: dict[str, Any], out: TextIO, err: TextIO) -> None:
+    """The lines under the explain table."""
+    if "error" in found:
+        say(err, f"budgetconf: error: --for: {found['error']}")
     else:
-        code = explain(found, fmt, out, err)
-        if described is None:
-            say(err, f"budgetconf: error: --for: {problem}")
-        else:
-            _table(described, out)
-    refused = described is None or any(b["enforced_by"] == "refused" for b in described["budgets"])
-    return EXIT_ERROR if refused else code
+        _table(found, out)
 
 
 def _table(described: dict[str, Any], out: TextIO) -> None:
