@@ -15,12 +15,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName
-from budgetconf.loop._budget import Budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.loop._budget import Budget
 
 __all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named"]
 
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
-Keywords = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
+Keywords = Callable[["Budget", Mapping[str, Any]], dict[str, Any]]
 
 _B = BudgetName
 
