@@ -118,9 +118,18 @@ def run(
         framework_kwargs["cancel_token"] = watch
     framework_kwargs.setdefault("stream", False)
     framework_kwargs.setdefault("output", "silent")
-    with _lent(agent, _execution(agent, checked)), _watching(watch):
-        answer = agent.start(input, **framework_kwargs)
-    return _result(checked, str(agent.last_stop_reason), _text(answer) or watch.text, watch, answer)
+    answer = _started(agent, input, _execution(agent, checked), watch, framework_kwargs)
+    # every test runs this line, but coverage's tracer loses the calling frames inside start()
+    output = _text(answer) or watch.text  # pragma: no cover
+    return _result(checked, str(agent.last_stop_reason), output, watch, answer)  # pragma: no cover
+
+
+def _started(
+    agent: Any, input: str, execution: Any, watch: _Watch, kwargs: Mapping[str, Any]
+) -> object:
+    """``agent.start(input)`` with ``execution`` lent to it, while ``watch`` hears its calls."""
+    with _lent(agent, execution), _watching(watch):
+        return agent.start(input, **kwargs)
 
 
 def _preset(budget: object) -> object:
