@@ -9,11 +9,13 @@ test if anything dials a host other than the loopback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -391,3 +393,19 @@ def test_the_missing_import_is_the_bridges_own(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ImportError, match="pip install 'budgetconf\\[praisonai\\]'") as caught:
         importlib.import_module("budgetconf.integrations.praisonai")
     assert caught.value.name == "praisonaiagents"
+
+
+def test_the_benchmark_reports_both_rows() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "bridge_praisonai", Path(__file__).parent.parent / "bench" / "bridge_praisonai.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.rows(quick=True)
+    assert list(rows) == [
+        "praisonai: framework alone, per turn",
+        "praisonai: through the bridge, per turn",
+    ]
+    assert all(ns > 0 for ns in rows.values())
