@@ -167,7 +167,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             extra="praisonai",
             call="agent.start",
             knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
-            bridged={},
+            # max_tool_calls_per_turn is passed along (its preset default only) but never
+            # read by the OpenAI-native loop: a value set anywhere else is refused
+            bridged={
+                _B.MAX_TOKENS: "the llm_end callback's usage, and a cancel token checked"
+                " before the response's tools run",
+            },
             conflicting=("execution",),
             keywords=_praisonai,
         ),
