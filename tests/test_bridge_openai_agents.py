@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
-import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +38,9 @@ from openai.types.responses import (
 import budgetconf
 from budgetconf.integrations import openai_agents
 from budgetconf.loop import RunStatus, StopReason
+
+from conftest import Place
+from presetfiles import preset_file
 
 Output = list[Any]
 
@@ -226,12 +230,21 @@ def test_a_response_over_the_per_response_cap_stops_the_run_before_any_call_runs
 
 
 def test_handoffs_are_not_counted_as_tool_calls() -> None:
+    handed: list[str] = []
+
+    class Seen(RunHooks[Any]):
+        async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+            handed.append(to_agent.name)
+
     helper = Agent[Any](name="helper", model=Scripted([[text("helped")]]))
     model = Scripted([[call("h", name="transfer_to_helper"), call("a", 1)]])
     result = openai_agents.run(
-        agent(model, handoffs=[helper]), "go", env(max_tool_calls_per_turn="1")
+        agent(model, handoffs=[helper]), "go", env(max_tool_calls_per_turn="1"), hooks=Seen()
     )
-    assert (result.stop_reason, result.output) == ("completed", "helped")
+    assert (result.stop_reason, result.output, handed) == ("completed", "helped", ["helper"])
+    helper = Agent[Any](name="helper", model=Scripted([[text("again")]]))
+    model = Scripted([[call("h", name="transfer_to_helper")]])
+    assert openai_agents.run(agent(model, handoffs=[helper]), "go", env()).output == "again"
 
 
 def test_the_deadline_stops_a_sync_run_in_the_middle_of_a_call() -> None:
@@ -343,20 +356,110 @@ def test_a_nested_runs_max_turns_is_not_the_budgets() -> None:
         openai_agents.run(agent(Nested()), "go", env(max_steps="2"))
 
 
-def test_a_secret_limit_stays_masked() -> None:
-    preset = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "2"})
-    result = openai_agents.run(agent(Scripted()), "go", preset)
-    assert "***" not in result.message  # not secret: shown; a secret field shows *** (core)
-
-
-def test_without_the_framework_the_import_says_how_to_install_it() -> None:
-    code = (
-        "import sys; sys.modules['agents'] = None\n"
-        "try:\n    import budgetconf.integrations.openai_agents\n"
-        "except ImportError as e:\n    print(e)"
+def test_a_secret_cap_stays_masked_in_the_stop(place: Place) -> None:
+    """A per-response cap whose field is secret shows as *** in the message and the limit."""
+    path = preset_file(
+        place.work,
+        fields={
+            "agent.turns": {"type": "int", "default": 3},
+            "agent.cap": {"type": "int", "default": 2, "secret": True},
+        },
+        loop={"max_steps": "agent.turns", "max_tool_calls_per_turn": "agent.cap"},
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout == (
+    model = Scripted([[call("a", 1), call("b", 2), call("c", 3)]])
+    result = openai_agents.run(agent(model), "go", budgetconf.resolve(str(path)))
+    assert result.stop_reason == "max_tool_calls"
+    assert result.limit is not None
+    assert result.limit["value"] == "***"
+    assert "(***)" in result.message
+    assert "2" not in result.message.replace("agent.cap", "")
+
+
+def test_the_callers_config_is_unchanged_when_the_run_raises() -> None:
+    """The bridge borrows nothing: it passes a copy of the caller's run_config."""
+
+    class Broken(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise ValueError("bad model")
+
+    config = RunConfig(tracing_disabled=True)
+    hooks = RunHooks[Any]()
+    with pytest.raises(ValueError, match="bad model"):
+        openai_agents.run(agent(Broken()), "go", env(), run_config=config, hooks=hooks)
+    assert config.call_model_input_filter is None
+
+
+def test_without_the_framework_the_import_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "agents", None)  # what Python does for a missing package
+    monkeypatch.delitem(sys.modules, "budgetconf.integrations.openai_agents")
+    with pytest.raises(ImportError) as raised:
+        importlib.import_module("budgetconf.integrations.openai_agents")
+    assert str(raised.value) == (
         "budgetconf.integrations.openai_agents needs the openai-agents package: pip install"
-        " 'budgetconf[openai-agents]' (from a checkout: pip install -e '.[openai-agents]')\n"
+        " 'budgetconf[openai-agents]' (from a checkout: pip install -e '.[openai-agents]')"
     )
+    assert raised.value.name == "openai-agents"
+
+
+@function_tool
+async def slow(a: int, b: int) -> int:
+    """Add two numbers, slowly."""
+    await asyncio.sleep(0.3)
+    return a + b
+
+
+@function_tool
+def blocking(a: int, b: int) -> int:
+    """Add two numbers, holding the thread."""
+    time.sleep(0.3)
+    return a + b
+
+
+def test_the_deadline_cancels_a_tool_and_the_loop_is_reused_for_the_next_run() -> None:
+    """The deadline cancels the run on the loop run_sync reuses; the next run finds it again."""
+    for _ in range(2):
+        model = Scripted([[text("calling"), call("s", name="slow")]])
+        tool_agent = Agent[Any](name="slow", model=model, tools=[slow])
+        result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.1"))
+        assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "calling")
+
+
+def test_a_deadline_passed_while_the_loop_was_held_stops_before_the_next_call() -> None:
+    model = Scripted([[call("s", name="blocking")], [text("late")]])
+    tool_agent = Agent[Any](name="blocking", model=model, tools=[blocking])
+    result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.1"))
+    assert (result.stop_reason, model.calls) == ("timeout", 1)
+
+
+def test_a_timeout_error_that_is_not_the_deadline_is_raised_unchanged() -> None:
+    class Slow(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise TimeoutError("provider timed out")
+
+    with pytest.raises(TimeoutError, match="provider timed out"):
+        asyncio.run(openai_agents.arun(agent(Slow()), "go", env(timeout_seconds="60")))
+
+
+def test_a_deadline_passed_in_the_callers_hook_stops_before_the_tools_run() -> None:
+    """Time the loop spends in the caller's own code is the run's: checked before the tools."""
+
+    class Holding(RunHooks[Any]):
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            time.sleep(0.15)
+
+    model = Scripted()
+    result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), hooks=Holding())
+    assert (result.stop_reason, model.calls, ran) == ("timeout", 1, [])
+
+
+def test_a_deadline_passed_in_the_callers_filter_stops_before_the_call() -> None:
+    def holding(data: Any) -> Any:
+        time.sleep(0.15)
+        return data.model_data
+
+    model = Scripted()
+    config = RunConfig(call_model_input_filter=holding)
+    result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), run_config=config)
+    assert (result.stop_reason, model.calls) == ("timeout", 0)

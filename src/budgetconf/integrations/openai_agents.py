@@ -259,14 +259,14 @@ class _Watch(RunHooks[Any]):
         """The run's ``call_model_input_filter``: the caller's, then the checks and the notice."""
 
         async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
-            spent = self._spent()
-            if spent is not None:
-                raise spent
             model_data = data.model_data
             if given is not None:
                 model_data = given(data)
                 if inspect.isawaitable(model_data):
                     model_data = await model_data
+            spent = self._spent()  # after the caller's filter: its time is the run's
+            if spent is not None:
+                raise spent
             self.calls += 1
             notice = self._notice(data.agent)
             if notice is None:
@@ -327,10 +327,6 @@ class _Watch(RunHooks[Any]):
         self.executed += 1
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
-        total = self.limits.get(BudgetName.MAX_TOOL_CALLS)
-        if total is not None and self.executed > total:  # a call on_llm_end could not see
-            self.executed -= 1
-            raise _Stop(StopReason.MAX_TOOL_CALLS, BudgetName.MAX_TOOL_CALLS)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.inner is not None:
@@ -381,12 +377,12 @@ class _Watch(RunHooks[Any]):
         """The last assistant text of the run: its run_data's, else the last the hooks saw."""
         data = exc.run_data
         items = [] if data is None else data.new_items
-        for item in reversed(items):
-            if isinstance(item, MessageOutputItem):
-                text = ItemHelpers.text_message_output(item)
-                if text:
-                    return text if self.output in ("", text) else self.output
-        return self.output
+        texts = [
+            ItemHelpers.text_message_output(i) for i in items if isinstance(i, MessageOutputItem)
+        ]
+        kept = [text for text in texts if text]
+        # the hooks saw a response the run's data has not kept (one a hook stopped the run at)
+        return kept[-1] if kept and self.output in ("", kept[-1]) else self.output
 
     def _stopped(
         self, reason: StopReason, budget: BudgetName, output: str, native: object
