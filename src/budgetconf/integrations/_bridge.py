@@ -144,3 +144,27 @@ def ended(
     return BridgeResult(
         reason.status, reason.value, reason, message, output, turns, None, framework.name, native
     )
+
+
+def stopped_at(
+    framework: Framework,
+    budget: Budget,
+    reason: StopReason,
+    name: BudgetName,
+    *,
+    output: str,
+    turns: int,
+    native: object,
+) -> BridgeResult:
+    """`stopped`, for a stop ``reason`` that the budget ``name`` caused rather than its own.
+
+    A bridge that cannot skip a response's calls stops the run at a response
+    over ``max_tool_calls_per_turn``: a ``max_tool_calls`` stop whose message
+    and limit name the per-response cap.
+    """
+    limit = budget.limits[name]
+    message = f"stopped: hit {limit.field.rpartition('.')[2]} ({limit.shown()}): {limit.explain()}"
+    stop = budget.spec.stop_reasons.get(reason.value, reason.value)
+    return BridgeResult(
+        reason.status, stop, reason, message, output, turns, limit.to_dict(), framework.name, native
+    )

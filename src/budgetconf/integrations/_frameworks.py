@@ -111,10 +111,18 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="Runner.run / Runner.run_sync",
             knobs={_B.MAX_STEPS: "max_turns"},
             bridged={
-                _B.MAX_TOOL_CALLS_PER_TURN: "RunHooks.on_llm_end, before the response's tools run",
-                _B.MAX_TOOL_CALLS: "RunHooks.on_tool_start",
-                _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports",
-                _B.TIMEOUT_SECONDS: "a deadline around the run",
+                _B.MAX_TOOL_CALLS_PER_TURN: (
+                    "RunHooks.on_llm_end: a response over it stops the run before its tools run"
+                ),
+                _B.MAX_TOOL_CALLS: (
+                    "RunHooks.on_llm_end: a response that would pass it stops the run before"
+                    " its tools run"
+                ),
+                _B.MAX_TOKENS: (
+                    "RunHooks.on_llm_end, from the usage each response reports; a spent"
+                    " budget stops the next call"
+                ),
+                _B.TIMEOUT_SECONDS: "a deadline that cancels the run",
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
