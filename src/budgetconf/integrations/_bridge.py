@@ -17,7 +17,7 @@ from budgetconf.errors import BudgetConfWarning, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
-    from budgetconf._loop_table import StopReason
+    from budgetconf._loop_table import BudgetName, StopReason
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
@@ -123,9 +123,15 @@ def stopped(
     output: str,
     turns: int,
     native: object,
+    by: BudgetName | None = None,
 ) -> BridgeResult:
-    """The result of a run that the budget ``reason`` names stopped, in the executor's words."""
-    stop, message, limit = budget.stop(reason)
+    """The result of a run that the budget ``reason`` names stopped, in the executor's words.
+
+    ``by`` names the budget that caused it when that is another: a bridge that
+    cannot skip a response's calls stops the run at a response over
+    ``max_tool_calls_per_turn``, a ``max_tool_calls`` stop naming that cap.
+    """
+    stop, message, limit = budget.stop(reason, by)
     return BridgeResult(
         reason.status, stop, reason, message, output, turns, limit, framework.name, native
     )
@@ -143,28 +149,4 @@ def ended(
     """The result of a run that no budget stopped: completed, or ended by its model or tools."""
     return BridgeResult(
         reason.status, reason.value, reason, message, output, turns, None, framework.name, native
-    )
-
-
-def stopped_at(
-    framework: Framework,
-    budget: Budget,
-    reason: StopReason,
-    name: BudgetName,
-    *,
-    output: str,
-    turns: int,
-    native: object,
-) -> BridgeResult:
-    """`stopped`, for a stop ``reason`` that the budget ``name`` caused rather than its own.
-
-    A bridge that cannot skip a response's calls stops the run at a response
-    over ``max_tool_calls_per_turn``: a ``max_tool_calls`` stop whose message
-    and limit name the per-response cap.
-    """
-    limit = budget.limits[name]
-    message = f"stopped: hit {limit.field.rpartition('.')[2]} ({limit.shown()}): {limit.explain()}"
-    stop = budget.spec.stop_reasons.get(reason.value, reason.value)
-    return BridgeResult(
-        reason.status, stop, reason, message, output, turns, limit.to_dict(), framework.name, native
     )

@@ -50,7 +50,6 @@ from budgetconf.integrations._bridge import (
     ended,
     refuse_conflicting,
     stopped,
-    stopped_at,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
@@ -387,12 +386,14 @@ class _Watch(RunHooks[Any]):
     def _stopped(
         self, reason: StopReason, budget: BudgetName, output: str, native: object
     ) -> BridgeResult:
-        if reason.budget == budget:
-            return stopped(
-                _FRAMEWORK, self.budget, reason, output=output, turns=self.turns, native=native
-            )
-        return stopped_at(
-            _FRAMEWORK, self.budget, reason, budget, output=output, turns=self.turns, native=native
+        return stopped(
+            _FRAMEWORK,
+            self.budget,
+            reason,
+            output=output,
+            turns=self.turns,
+            native=native,
+            by=budget,
         )
 
 
