@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 import budgetconf
 from budgetconf.integrations.langgraph import arun, limits, middleware, run
-from budgetconf.loop import RunStatus
+from budgetconf.loop import Budget, RunStatus
 
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 RAN: list[int] = []  # the add tool's calls, in order
@@ -49,6 +50,13 @@ class SlowFake(ToolFake):
     async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(self.delay)
         return super()._generate(*args, **kwargs)
+
+
+class Broken(ToolFake):
+    """A model whose every call fails."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise LookupError("model broke")
 
 
 @tool
@@ -356,6 +364,75 @@ def test_a_limit_the_bridge_did_not_set_is_raised_unchanged() -> None:
     own = ModelCallLimitMiddleware(run_limit=2, exit_behavior="error")
     with pytest.raises(ModelCallLimitExceededError):
         run(agent(Script(), middle=[own]), hi(), budget(max_steps="9"), steps_per_turn=4)
+
+
+def test_the_deadline_passed_in_a_tool_step_stops_before_the_next_call() -> None:
+    @tool
+    def slow(a: int) -> int:
+        """Take a while."""
+        time.sleep(0.15)
+        return a
+
+    model = ToolFake(
+        messages=iter([AIMessage("", tool_calls=[{"name": "slow", "args": {"a": 1}, "id": "s"}])])
+    )
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([slow]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    result = run(g.compile(), hi(), budget(timeout_seconds="0.1"))
+    assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "")
+
+
+def test_an_error_of_the_graph_is_raised_unchanged_from_arun_and_with_middleware() -> None:
+    def raises(state: Any) -> Any:
+        raise TimeoutError("its own")
+
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", raises)
+    g.add_edge(START, "agent")
+    with pytest.raises(TimeoutError, match="its own"):
+        asyncio.run(arun(g.compile(), hi(), budget(timeout_seconds="30")))
+    broken = create_agent(Broken(messages=iter([])), [add])
+    with pytest.raises(LookupError, match="model broke"):
+        asyncio.run(arun(broken, hi(), budget()))
+    res = budget(max_steps="3")
+    carried = create_agent(Broken(messages=iter([])), [add], middleware=middleware(res))
+    with pytest.raises(LookupError, match="model broke"):
+        run(carried, hi(), res)
+
+
+def test_without_a_step_budget_no_recursion_limit_is_set_nor_attributed() -> None:
+    full = Budget.from_resolution(budget())
+    unbounded = replace(full, limits={k: v for k, v in full.limits.items() if k != "max_steps"})
+    assert limits(unbounded) == {}
+    assert middleware(unbounded) == []
+    _, model = scripted()
+    own = graph(model).with_config(recursion_limit=4)  # the graph's own limit, not the bridge's
+    with pytest.raises(GraphRecursionError):
+        run(own, hi(), unbounded)
+
+
+def test_text_is_read_from_content_blocks_and_a_message_without_usage_counts_none() -> None:
+    blocks = AIMessage(content=[{"type": "text", "text": "a"}, {"type": "image", "url": "u"}, "b"])
+    _, model = scripted()
+    model.messages = iter([blocks])
+    result = run(graph(model), hi(), budget(max_tokens="5"))
+    assert (result.stop_reason, result.output, result.turns) == ("completed", "ab", 1)
+
+
+def test_a_missing_package_is_named_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
+    with pytest.raises(ImportError, match="needs the langchain package: pip install 'budgetconf"):
+        middleware(budget())
+    monkeypatch.setitem(sys.modules, "langgraph", None)  # what Python does for a missing package
+    monkeypatch.delitem(sys.modules, "budgetconf.integrations.langgraph")
+    with pytest.raises(ImportError, match="needs the langgraph package: pip install 'budgetconf"):
+        importlib.import_module("budgetconf.integrations.langgraph")
 
 
 def test_without_langgraph_the_import_error_says_how_to_install_it() -> None:

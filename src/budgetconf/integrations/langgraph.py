@@ -275,13 +275,9 @@ def _text(message: object) -> str:
 
 
 def _tokens(message: object) -> int:
-    usage = getattr(message, "usage_metadata", None)
-    if not isinstance(usage, Mapping):
-        return 0
-    total = usage.get("total_tokens")
-    if isinstance(total, int):
-        return total
-    return int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+    usage = getattr(message, "usage_metadata", None)  # langchain-core requires total_tokens
+    total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+    return total if isinstance(total, int) else 0
 
 
 class _Watch:
@@ -405,11 +401,11 @@ class _Watch:
         from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
         from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededError
 
-        if isinstance(exc, ModelCallLimitExceededError):
-            if exc.run_limit == self.budget.value(BudgetName.MAX_STEPS):
-                self.turns = exc.run_count
-                return StopReason.MAX_STEPS
-        elif (
+        steps = self.budget.value(BudgetName.MAX_STEPS)
+        if isinstance(exc, ModelCallLimitExceededError) and exc.run_limit == steps:
+            self.turns = exc.run_count  # the middleware counts the model calls of this run
+            return StopReason.MAX_STEPS
+        if (
             isinstance(exc, ToolCallLimitExceededError)
             and exc.tool_name is None
             and exc.run_limit == self.budget.value(BudgetName.MAX_TOOL_CALLS)
