@@ -39,7 +39,6 @@ without and warned about with ``unenforced="warn"``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -64,7 +63,7 @@ from budgetconf.integrations._bridge import (
 from budgetconf.integrations._frameworks import FRAMEWORKS, Framework
 from budgetconf.loop._budget import Budget
 
-__all__ = ["BridgeResult", "arun", "limits", "middleware", "run"]
+__all__ = ["arun", "limits", "middleware", "run"]
 
 _FRAMEWORK: Framework = FRAMEWORKS["langgraph"]
 #: what middleware() carries: the framework's knob and the two caps langchain enforces
@@ -171,6 +170,8 @@ async def arun(
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """`run()` through ``graph.astream``; at the deadline a step still running is cancelled."""
+    import asyncio  # here: importing it costs more than the rest of the bridge
+
     watch, options = _prepare(graph, budget, unenforced, steps_per_turn, config, framework_kwargs)
     try:
         async with asyncio.timeout(watch.seconds_left()):
