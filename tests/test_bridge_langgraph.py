@@ -304,6 +304,16 @@ def test_a_resumed_thread_gets_the_budget_not_the_limit_plus_two() -> None:
     assert (again.stop_reason, again.turns, script.made) == ("max_steps", 2, 4)
 
 
+def test_the_recursion_default_variable_set_after_import_decides_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LANGGRAPH_DEFAULT_RECURSION_LIMIT is read at import only: run() passes its own limit."""
+    monkeypatch.setenv("LANGGRAPH_DEFAULT_RECURSION_LIMIT", "1")
+    script, model = scripted()
+    result = run(graph(model), hi(), budget(max_steps="3"))
+    assert (result.stop_reason, result.turns, script.made) == ("max_steps", 3, 3)
+
+
 def test_limits_gives_the_recursion_limit_in_graph_steps() -> None:
     assert limits(None, **env(max_steps="3")) == {"config": {"recursion_limit": 6}}
     assert limits(budget(max_steps="3"), steps_per_turn=4) == {"config": {"recursion_limit": 12}}
