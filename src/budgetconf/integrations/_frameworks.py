@@ -134,9 +134,11 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="graph.invoke / graph.ainvoke",
             knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
             bridged={
-                _B.MAX_TOOL_CALLS: "the streamed state, or middleware() with create_agent",
-                _B.MAX_TOKENS: "the usage on the streamed state's messages",
-                _B.TIMEOUT_SECONDS: "a deadline around the streamed run",
+                _B.MAX_TOOL_CALLS: "the streamed state, before the calls run (with create_agent,"
+                " middleware())",
+                _B.MAX_TOKENS: "the usage_metadata of the streamed state's AI messages",
+                _B.TIMEOUT_SECONDS: "a deadline checked between graph steps (arun() also"
+                " cancels a step still running)",
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
