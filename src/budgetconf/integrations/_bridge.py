@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from budgetconf._record import Record, set_field
 from budgetconf.errors import BudgetConfWarning, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
-    from budgetconf._loop_table import BudgetName, StopReason
+    from budgetconf._loop_table import BudgetName, RunStatus, StopReason
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
@@ -26,17 +26,29 @@ __all__ = ["BridgeResult", "Unenforced", "bridge_budget", "refuse_conflicting", 
 Unenforced = Literal["error", "warn"]
 
 
-@dataclass(frozen=True, slots=True)
-class BridgeResult:
+class BridgeResult(Record):
     """How a framework's run ended, with `RunResult`'s names, its own result and its name.
 
     ``native`` is the framework's result object, or the exception it raised;
-    ``framework`` the bridge module's last name (``openai_agents``).
+    ``framework`` the bridge module's last name (``openai_agents``). A plain
+    record, not a dataclass: importing a bridge adds next to nothing to
+    importing its framework.
     """
 
     __module__ = "budgetconf.integrations"
+    __slots__ = (
+        "framework",
+        "limit",
+        "message",
+        "native",
+        "output",
+        "status",
+        "stop_kind",
+        "stop_reason",
+        "turns",
+    )  # fmt: skip
 
-    status: Any  # RunStatus
+    status: RunStatus
     stop_reason: str
     stop_kind: StopReason
     message: str
@@ -44,7 +56,28 @@ class BridgeResult:
     turns: int
     limit: dict[str, Any] | None
     framework: str
-    native: Any = field(repr=False, default=None)
+    native: Any
+
+    def __init__(
+        self,
+        status: RunStatus,
+        stop_reason: str,
+        stop_kind: StopReason,
+        message: str,
+        output: str,
+        turns: int,
+        limit: dict[str, Any] | None,
+        framework: str,
+        native: Any = None,
+    ) -> None:
+        for name, value in zip(self.__slots__, (
+            status, stop_reason, stop_kind, message, output, turns, limit, framework, native,
+        ), strict=True):  # fmt: skip
+            set_field(self, name, value)
+
+    def __repr__(self) -> str:  # without the framework's own result: no summary of the run
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__[:-1])
+        return f"BridgeResult({shown})"
 
 
 def bridge_budget(
