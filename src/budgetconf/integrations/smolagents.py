@@ -158,16 +158,15 @@ def _agent_steps(budget: Budget, planning_interval: object) -> int:
 
 
 def _calls(steps: int, interval: int) -> int:
-    """Model calls of a run of ``steps`` steps that reaches its limit: steps, plans, final call."""
-    plans = 1 + (steps - 1) // interval if steps else 0  # step 1, then every interval steps
-    return steps + plans + 1
+    """Model calls of a run of ``steps`` (1 or more) that reaches its limit, the plans (step 1,
+    then every ``interval`` steps) and the forced final call included."""
+    return steps + 1 + (steps - 1) // interval + 1
 
 
 def _planned_steps(total: int, interval: int) -> int:
     """The most steps whose calls, planning ones included, fit in ``total``; 0 when none do."""
-    steps = max(0, (total - 2) * interval // (interval + 1))  # within a step of the answer
-    while steps > 0 and _calls(steps, interval) > total:
-        steps -= 1
+    # never too many: s + (s - 1) // interval <= s * (interval + 1) / interval <= total - 2
+    steps = max(0, (total - 2) * interval // (interval + 1))
     while _calls(steps + 1, interval) <= total:
         steps += 1
     return steps
