@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import subprocess
 import sys
@@ -139,8 +140,18 @@ def test_a_step_stop_makes_max_steps_model_calls_the_last_its_forced_answer() ->
     assert result.limit is not None
     assert result.limit["locator"] == "env:BUDGETCONF_MAX_STEPS"
     assert (result.output, result.framework) == ("summary", "smolagents")
-    assert result.native.state == "max_steps_error"
+    assert result.native == "summary"  # what agent.run returned
     assert len(RAN) == 2
+
+
+def test_smolagents_full_result_is_the_native_one_when_asked_for() -> None:
+    """return_full_result=True passes through: smolagents' RunResult, its state its own."""
+    result = run(agent(Scripted()), "loop", env(max_steps="3"), return_full_result=True)
+    assert (result.stop_reason, result.output) == ("max_steps", "summary")
+    assert result.native.state == "max_steps_error"
+    done = agent(Scripted(lambda n, tools: answer(3)), return_full_result=True)
+    result = run(done, "1+2", env(max_steps="3"))
+    assert (result.stop_reason, result.output, result.native.state) == ("completed", "3", "success")
 
 
 def test_a_final_answer_completes_and_its_value_is_text() -> None:
@@ -333,11 +344,11 @@ def test_managed_agents_outside_the_budget_are_refused_or_warned() -> None:
         assert run(boss, "go", unenforced="warn").output == "ok"
 
 
-@pytest.mark.parametrize("keyword", ["max_steps", "return_full_result", "stream"])
-def test_a_keyword_that_sets_what_the_bridge_sets_is_refused(keyword: str) -> None:
+@pytest.mark.parametrize(("keyword", "value"), [("max_steps", 0), ("stream", True)])
+def test_a_keyword_that_sets_what_the_bridge_sets_is_refused(keyword: str, value: object) -> None:
     model = Scripted()
     with pytest.raises(budgetconf.UsageError, match=f"^{keyword}="):
-        run(agent(model), "go", env(max_steps="3"), **{keyword: 0})  # type: ignore[arg-type]
+        run(agent(model), "go", env(max_steps="3"), **{keyword: value})  # type: ignore[arg-type]
     assert model.calls == []
 
 
@@ -391,7 +402,7 @@ def test_a_failed_forced_call_leaves_the_last_text_and_a_list_answer_is_joined()
 
     result = run(agent(Scripted(quiet=down)), "go", env(max_steps="3"))
     assert (result.stop_reason, result.turns, result.output) == ("max_steps", 3, "step 2")
-    assert isinstance(result.native.output, list)  # smolagents' own, untouched
+    assert isinstance(result.native, list)  # smolagents' own, untouched
 
     def parts(n: int, tools: bool) -> ChatMessage:
         content = [{"type": "text", "text": "half "}, {"type": "text", "text": "done"}]
@@ -434,3 +445,37 @@ def test_the_pages_example_runs_as_written() -> None:
     page = Path(__file__).parent.parent / "docs" / "frameworks" / "smolagents.md"
     (block,) = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
     exec(compile(block, str(page), "exec"), {"__name__": "smolagents_page"})
+
+
+def test_the_bench_measures_both_runs() -> None:
+    """bench/bridge_smolagents.py's rows, in quick mode, so the script cannot rot."""
+    path = Path(__file__).parent.parent / "bench" / "bridge_smolagents.py"
+    spec = importlib.util.spec_from_file_location("bridge_smolagents_bench", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.rows(quick=True)
+    assert set(rows) == {
+        "smolagents: framework alone, per turn",
+        "smolagents: through the bridge, per turn",
+    }
+    assert all(ns > 0 for ns in rows.values())
+
+
+def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf_loop() -> None:
+    """smolagents loads all of itself on import; the bridge adds only its own modules."""
+    probe = (
+        "import sys, budgetconf, budgetconf.loop, smolagents\n"
+        "before = set(sys.modules)\n"
+        "import budgetconf.integrations.smolagents\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert set(done.stdout.split()) <= {
+        "budgetconf.integrations",
+        "budgetconf.integrations._bridge",
+        "budgetconf.integrations._frameworks",
+        "budgetconf.integrations._install",
+        "budgetconf.integrations.smolagents",
+    }

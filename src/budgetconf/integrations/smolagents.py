@@ -47,6 +47,7 @@ from typing import Any, Final
 try:
     from smolagents.agents import (  # type: ignore[import-untyped]
         MultiStepAgent,
+        RunResult,
         ToolCallingAgent,
     )
     from smolagents.memory import (  # type: ignore[import-untyped]
@@ -76,8 +77,6 @@ from budgetconf.loop._budget import Budget
 __all__ = ["BridgeResult", "limits", "run"]
 
 _FRAMEWORK: Final = FRAMEWORKS["smolagents"]
-#: agent.run keywords the bridge sets itself: it reads the full result, to the end
-_OWN: Final = ("return_full_result", "stream")
 #: the text smolagents returns, as a list of parts, when its forced final call fails
 _FAILED: Final = "Error in generating final LLM output:"
 
@@ -108,14 +107,14 @@ def run(
     ``budget`` is what `LoopExecutor` accepts (None: the default preset).
     The agent's ``max_steps`` and step callbacks are set for the run and
     restored after it, also when it raises. ``max_steps=`` is refused (set the
-    budget through budgetconf), and so are ``return_full_result=`` and
-    ``stream=``, which the bridge sets. An error smolagents raises that no
-    budget caused (a model that fails) is raised unchanged.
+    budget through budgetconf), and so is ``stream=True``: the bridge runs to
+    the end. ``native`` is what ``agent.run`` returned: smolagents'
+    ``RunResult`` with ``return_full_result=True``. An error smolagents raises
+    that no budget caused (a model that fails) is raised unchanged.
     """
     refuse_conflicting(_FRAMEWORK, framework_kwargs)
-    own = [k for k in _OWN if k in framework_kwargs]
-    if own:
-        raise UsageError(f"{own[0]}= is set by the bridge, which reads smolagents' full result")
+    if framework_kwargs.get("stream"):
+        raise UsageError("stream=True: the bridge runs the agent to its end; leave it out")
     if not isinstance(agent, MultiStepAgent):
         raise UsageTypeError(f"agent: expected a smolagents agent, got {type(agent).__name__}")
     checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
@@ -124,7 +123,9 @@ def run(
     guard = _Guard(checked, _agent_steps(checked, agent.planning_interval), gated)
     with _borrowed(agent, guard):
         try:
-            native = agent.run(task, return_full_result=True, **framework_kwargs)
+            # not return_full_result=True for its state: building that result serializes every
+            # step's messages, which costs more than the run; the forced step says the same
+            native = agent.run(task, **framework_kwargs)
         except _Stop as exc:
             return guard.stopped(exc)
         except AgentError as exc:
@@ -210,6 +211,7 @@ class _Guard:
         self.executed = 0  # tool calls let through; the final_answer tool is the answer, not one
         self.text = ""  # the last assistant text, for a stop that leaves no answer
         self.reason: StopReason | None = None
+        self.forced = False  # smolagents made its tool-less final call: the steps ran out
         self.lock = threading.Lock()
         value = budget.value
         tools = value("max_tool_calls") if gated else None
@@ -227,11 +229,8 @@ class _Guard:
             message = step.model_output_message
             said = _text(None if message is None else message.content)
             self.text = said or self.text
-            if (
-                message is None
-                or step.is_final_answer
-                or isinstance(step.error, AgentMaxStepsError)
-            ):
+            self.forced = isinstance(step.error, AgentMaxStepsError)
+            if message is None or step.is_final_answer or self.forced:
                 return  # the model failed (smolagents raises that), or the run is over
         if self.reason is not None:
             return  # the gate stopped this step
@@ -278,15 +277,15 @@ class _Guard:
 
     def finished(self, native: Any) -> BridgeResult:
         """The result of a run smolagents ended: its final answer, or its forced one."""
-        if native.state != "max_steps_error":
+        answer = native.output if isinstance(native, RunResult) else native
+        output = _text(answer)
+        if not self.forced:
             turns = self.turns
             message = f"completed in {turns} turn{'' if turns == 1 else 's'}"  # the executor's
-            output = _text(native.output)
             return ended(
                 _FRAMEWORK, StopReason.COMPLETED, message, output=output, turns=turns, native=native
             )
-        output = _text(native.output)
-        if output.startswith(_FAILED) and isinstance(native.output, list):
+        if isinstance(answer, list) and output.startswith(_FAILED):
             output = self.text  # the forced call failed: its text is smolagents' error
         return stopped(
             _FRAMEWORK,
