@@ -37,7 +37,6 @@ reports none counts nothing.
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from collections.abc import Generator, Iterator, Mapping
@@ -212,7 +211,6 @@ class _Guard:
         self.text = ""  # the last assistant text, for a stop that leaves no answer
         self.reason: StopReason | None = None
         self.forced = False  # smolagents made its tool-less final call: the steps ran out
-        self.lock = threading.Lock()
         value = budget.value
         tools = value("max_tool_calls") if gated else None
         tokens, seconds = value("max_tokens"), value("timeout_seconds")
@@ -248,18 +246,17 @@ class _Guard:
         """Before a response's tool calls run: stop the run if a budget forbids them."""
         usage = step.token_usage
         tokens = self.tokens + (0 if usage is None else usage.total_tokens)
-        with self.lock:
-            reason = None
-            if self.max_tokens is not None and tokens > self.max_tokens:
-                reason = StopReason.MAX_TOKENS
-            elif self.max_tools is not None and self.executed + calls > self.max_tools:
-                reason = StopReason.MAX_TOOL_CALLS
-            elif self.deadline is not None and time.monotonic() >= self.deadline:
-                reason = StopReason.TIMEOUT
-            if reason is not None:
-                self.reason = reason
-                raise _Stop(reason)
-            self.executed += calls
+        reason = None
+        if self.max_tokens is not None and tokens > self.max_tokens:
+            reason = StopReason.MAX_TOKENS
+        elif self.max_tools is not None and self.executed + calls > self.max_tools:
+            reason = StopReason.MAX_TOOL_CALLS
+        elif self.deadline is not None and time.monotonic() >= self.deadline:
+            reason = StopReason.TIMEOUT
+        if reason is not None:
+            self.reason = reason
+            raise _Stop(reason)
+        self.executed += calls
 
     def _spent(self) -> StopReason | None:
         """A budget that leaves no room for another model call."""
