@@ -73,7 +73,7 @@ from budgetconf.integrations._bridge import (
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.loop._budget import Budget
 
-__all__ = ["BridgeResult", "limits", "run"]
+__all__ = ["limits", "run"]
 
 _FRAMEWORK: Final = FRAMEWORKS["smolagents"]
 #: the text smolagents returns, as a list of parts, when its forced final call fails
