@@ -19,6 +19,7 @@ PUBLIC = ("budgetconf", "budgetconf.loop", "budgetconf.sources", "budgetconf.err
 INTEGRATIONS = (
     "budgetconf.integrations",
     "budgetconf.integrations.openai",
+    "budgetconf.integrations.praisonai",
     "budgetconf.integrations.smolagents",
 )
 

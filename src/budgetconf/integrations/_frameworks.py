@@ -15,12 +15,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName
-from budgetconf.loop._budget import Budget
 
-__all__ = ["FRAMEWORKS", "Framework", "framework_named"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.loop._budget import Budget
+
+__all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named"]
 
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
-Keywords = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
+Keywords = Callable[["Budget", Mapping[str, Any]], dict[str, Any]]
 
 _B = BudgetName
 
@@ -164,7 +167,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             extra="praisonai",
             call="agent.start",
             knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
-            bridged={},
+            # max_tool_calls_per_turn is passed along (its preset default only) but never
+            # read by the OpenAI-native loop: a value set anywhere else is refused
+            bridged={
+                _B.MAX_TOKENS: "the llm_end callback's usage, and a cancel token checked"
+                " before the response's tools run",
+            },
             conflicting=("execution",),
             keywords=_praisonai,
         ),
@@ -182,3 +190,31 @@ def framework_named(name: str) -> Framework:
         known = ", ".join(f.extra for f in FRAMEWORKS.values())
         raise KeyError(f"unknown framework {name!r}: one of {known}")
     return found
+
+
+def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
+    """What ``framework`` gets from ``budget``, as `explain --for` shows it: plain values.
+
+    ``limits`` is what `limits()` passes (with its default options); each
+    budget that is set says what enforces it (``framework``, ``bridge``), or
+    that nothing does: ``default`` when its value is the preset's own default
+    (left unenforced, without a word), else ``refused``.
+    """
+    budgets = []
+    for name, limit in budget.limits.items():
+        kind = BudgetName(name)
+        if kind in framework.knobs:
+            by, how = "framework", framework.knobs[kind]
+        elif kind in framework.bridged:
+            by, how = "bridge", framework.bridged[kind]
+        else:
+            by, how = ("default" if limit.source == "default" else "refused"), None
+        budgets.append({**limit.to_dict(), "budget": name, "enforced_by": by, "how": how})
+    return {
+        "name": framework.name,
+        "extra": framework.extra,
+        "package": framework.package,
+        "module": f"budgetconf.integrations.{framework.name}",
+        "limits": framework.keywords(budget, {}),
+        "budgets": budgets,
+    }

@@ -71,7 +71,10 @@ from budgetconf.integrations._bridge import (
     stopped,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
-from budgetconf.loop._budget import Budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from budgetconf.loop._budget import Budget
 
 __all__ = ["limits", "run"]
 
