@@ -150,9 +150,9 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="agent.run",
             knobs={_B.MAX_STEPS: "max_steps (max_steps - 1: its forced final answer is the last)"},
             bridged={
-                _B.MAX_TOOL_CALLS: "a step callback, which interrupts the agent",
-                _B.MAX_TOKENS: "a step callback, from each step's token usage",
-                _B.TIMEOUT_SECONDS: "a step callback, against a deadline",
+                _B.MAX_TOOL_CALLS: "a gate before a ToolCallingAgent's calls run (not a CodeAgent)",
+                _B.MAX_TOKENS: "a step callback and the tool gate, from each step's token usage",
+                _B.TIMEOUT_SECONDS: "a step callback and the tool gate, between calls",
             },
             conflicting=("max_steps",),
             keywords=_smolagents,

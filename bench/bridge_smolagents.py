@@ -1,0 +1,95 @@
+"""Per-turn overhead of the smolagents bridge against the same smolagents run without it.
+
+Both runs drive the same scripted `Model` (a tool call on every step) with the
+same `ToolCallingAgent` until smolagents' step limit: alone with
+``agent.run(task, max_steps=turns - 1)``, through the bridge with
+``run(agent, task, budget)`` for a step budget of ``turns``; both make
+``turns`` model calls. Repetitions alternate between the two, and each row is
+the median time per turn, in nanoseconds (`time.perf_counter_ns`). Building
+the budget is outside the timing.
+
+    python bench/bridge_smolagents.py [--quick]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+from smolagents import Model, ToolCallingAgent, tool
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+)
+from smolagents.monitoring import LogLevel, TokenUsage
+
+import budgetconf
+from budgetconf.integrations.smolagents import run
+
+ALONE = "smolagents: framework alone, per turn"
+BRIDGED = "smolagents: through the bridge, per turn"
+
+
+class Looping(Model):
+    """A tool call on every step; the tool-less forced final call gets a summary."""
+
+    def __init__(self) -> None:
+        super().__init__(model_id="looping")
+        function = ChatMessageToolCallFunction(name="add", arguments={"a": 1, "b": 1})
+        self.call = ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content="",
+            tool_calls=[ChatMessageToolCall(id="c", type="function", function=function)],
+            token_usage=TokenUsage(10, 5),
+        )
+        self.summary = ChatMessage(
+            role=MessageRole.ASSISTANT, content="summary", token_usage=TokenUsage(7, 3)
+        )
+
+    def generate(self, messages: Any, tools_to_call_from: Any = None, **kwargs: Any) -> Any:
+        return self.call if tools_to_call_from else self.summary
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first
+        b: the second
+    """
+    return a + b
+
+
+def rows(quick: bool) -> dict[str, float]:
+    """The median nanoseconds per turn of each run."""
+    turns, repeat = (5, 3) if quick else (20, 31)
+    agent = ToolCallingAgent(tools=[add], model=Looping(), verbosity_level=LogLevel.OFF)
+    budget = budgetconf.resolve(explicit={"loop.max_steps": turns})
+    alone: list[float] = []
+    bridged: list[float] = []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        agent.run("go", max_steps=turns - 1)
+        alone.append((time.perf_counter_ns() - start) / turns)
+        start = time.perf_counter_ns()
+        result = run(agent, "go", budget)
+        bridged.append((time.perf_counter_ns() - start) / turns)
+        assert result.turns == turns, result
+    return {ALONE: statistics.median(alone), BRIDGED: statistics.median(bridged)}
+
+
+def main(argv: list[str]) -> int:
+    found = rows("--quick" in argv)
+    for name, ns in found.items():
+        print(f"{name}: {ns / 1000:.1f} us")
+    print(f"overhead per turn: {(found[BRIDGED] - found[ALONE]) / 1000:.1f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
