@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,16 @@ def test_every_framework_has_an_example() -> None:
 
 
 @pytest.mark.parametrize(("title", "example"), EXAMPLES, ids=[t for t, _ in EXAMPLES])
-def test_the_example_runs(title: str, example: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each block is one module of its own: the page's reader can copy any one of them."""
-    module = types.ModuleType("frameworks_example")
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compile(example, f"docs/frameworks.md: {title}", "exec"), module.__dict__)
+def test_the_example_runs(title: str, example: str, tmp_path: Path) -> None:
+    """Each block is a script of its own, run as a reader who copied it would run it: in a
+    fresh interpreter, from a file (smolagents reads its tools' source), warnings as errors."""
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr  # a framework's own log lines may go to stderr

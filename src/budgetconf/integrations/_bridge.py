@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from budgetconf._record import Record, set_field
 from budgetconf.errors import BudgetConfWarning, UsageError
@@ -36,17 +36,12 @@ class BridgeResult(Record):
     """
 
     __module__ = "budgetconf.integrations"
-    __slots__ = (
-        "framework",
-        "limit",
-        "message",
-        "native",
-        "output",
-        "status",
-        "stop_kind",
-        "stop_reason",
-        "turns",
+    #: the fields, in the constructor's order (``__slots__`` is kept sorted)
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "status", "stop_reason", "stop_kind", "message", "output", "turns", "limit",
+        "framework", "native",
     )  # fmt: skip
+    __slots__ = _FIELDS  # fmt: skip
 
     status: RunStatus
     stop_reason: str
@@ -70,13 +65,13 @@ class BridgeResult(Record):
         framework: str,
         native: Any = None,
     ) -> None:
-        for name, value in zip(self.__slots__, (
+        for name, value in zip(self._FIELDS, (
             status, stop_reason, stop_kind, message, output, turns, limit, framework, native,
         ), strict=True):  # fmt: skip
             set_field(self, name, value)
 
     def __repr__(self) -> str:  # without the framework's own result: no summary of the run
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__[:-1])
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS[:-1])
         return f"BridgeResult({shown})"
 
 
