@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
 
 from budgetconf._record import Record, set_field
 from budgetconf.errors import BudgetConfWarning, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
+    from typing import Any, ClassVar, Literal, TypeAlias
+
+    Unenforced: TypeAlias = Literal["error", "warn"]
     from budgetconf._loop_table import BudgetName, RunStatus, StopReason
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
-__all__ = ["BridgeResult", "Unenforced", "bridge_budget", "refuse_conflicting", "stopped"]
-
-Unenforced = Literal["error", "warn"]
+__all__ = ["BridgeResult", "bridge_budget", "refuse_conflicting", "stopped"]
 
 
 class BridgeResult(Record):

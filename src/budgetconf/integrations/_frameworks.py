@@ -12,18 +12,20 @@ hooks, callbacks, middleware, deadlines; `run()` only), or not at all.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
+
     from budgetconf.loop._budget import Budget
+
+    Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
 __all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named"]
 
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
-Keywords = Callable[["Budget", Mapping[str, Any]], dict[str, Any]]
 
 _B = BudgetName
 

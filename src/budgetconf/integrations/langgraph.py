@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 try:
     import langgraph  # noqa: F401  (cheap: the heavy modules are imported when used)
@@ -54,14 +53,19 @@ from budgetconf._loop_table import BudgetName, StopReason
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
-    Unenforced,
     bridge_budget,
     ended,
     refuse_conflicting,
     stopped,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS, Framework
-from budgetconf.loop._budget import Budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from typing import Any
+
+    from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.loop._budget import Budget
 
 __all__ = ["arun", "limits", "middleware", "run"]
 

@@ -39,13 +39,12 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any, Final  # the framework imports typing: nothing saved by waiting
 
 from budgetconf._loop_table import WARN_MESSAGE, BudgetName, LastTurn, StopReason
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
-    Unenforced,
     bridge_budget,
     ended,
     refuse_conflicting,
@@ -53,7 +52,11 @@ from budgetconf.integrations._bridge import (
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
-from budgetconf.loop._budget import Budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.loop._budget import Budget
 
 try:
     from agents import (

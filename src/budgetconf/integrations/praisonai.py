@@ -38,13 +38,11 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName, StopReason
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
-    Unenforced,
     bridge_budget,
     ended,
     refuse_conflicting,
@@ -52,7 +50,13 @@ from budgetconf.integrations._bridge import (
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
-from budgetconf.loop._budget import Budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from typing import Any, Final
+
+    from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.loop._budget import Budget
 
 try:
     import praisonaiagents  # type: ignore[import-untyped]  # noqa: F401  (lazy)

@@ -41,7 +41,6 @@ import time
 import warnings
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
 
 try:
     from smolagents.agents import (  # type: ignore[import-untyped]
@@ -64,7 +63,6 @@ from budgetconf._loop_table import StopReason
 from budgetconf.errors import BudgetConfWarning, UsageError, UsageTypeError
 from budgetconf.integrations._bridge import (
     BridgeResult,
-    Unenforced,
     bridge_budget,
     ended,
     refuse_conflicting,
@@ -74,6 +72,9 @@ from budgetconf.integrations._frameworks import FRAMEWORKS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from typing import Any, Final
+
+    from budgetconf.integrations._bridge import Unenforced
     from budgetconf.loop._budget import Budget
 
 __all__ = ["limits", "run"]
