@@ -16,7 +16,11 @@ from budgetconf.loop import LoopExecutor
 
 SRC = Path(budgetconf.__file__).parent
 PUBLIC = ("budgetconf", "budgetconf.loop", "budgetconf.sources", "budgetconf.errors")
-INTEGRATIONS = ("budgetconf.integrations", "budgetconf.integrations.openai")
+INTEGRATIONS = (
+    "budgetconf.integrations",
+    "budgetconf.integrations.openai",
+    "budgetconf.integrations.pydantic_ai",
+)
 
 
 def _module_name(path: Path) -> str:
