@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import re
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -308,6 +311,20 @@ def test_the_agent_is_named_after_the_callers_variable() -> None:
     unnamed = Agent(FunctionModel(Script(final_at=1).respond))
     bridge.run(unnamed, "go", {"loop.max_steps": 2}, infer_name=False)
     assert unnamed.name is None
+    done = bridge.run(Agent(FunctionModel(Script(final_at=1).respond)), "go", {"loop.max_steps": 2})
+    assert done.status == RunStatus.OK  # no variable holds it: it stays nameless, as without
+
+
+GLOBAL_AGENT = Agent(FunctionModel(Script(final_at=1).respond))
+
+
+def _run_the_global() -> None:
+    bridge.run(GLOBAL_AGENT, "go", {"loop.max_steps": 2})
+
+
+def test_a_module_level_agent_is_named_after_its_global() -> None:
+    _run_the_global()
+    assert GLOBAL_AGENT.name == "GLOBAL_AGENT"
 
 
 def _on_own_loop(coro: Coroutine[Any, Any, BridgeResult]) -> BridgeResult:
@@ -342,6 +359,17 @@ def test_a_stopped_run_leaves_the_agent_as_it_was() -> None:
     assert (agent.name, agent.model, list(agent.toolsets)) == before
 
 
+def test_without_pydantic_ai_the_import_says_how_to_install_it_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pydantic_ai", None)  # what Python does for a missing package
+    monkeypatch.delitem(sys.modules, "budgetconf.integrations.pydantic_ai")
+    with pytest.raises(ImportError) as raised:
+        importlib.import_module("budgetconf.integrations.pydantic_ai")
+    assert raised.value.name == "pydantic-ai-slim"
+    assert "pip install 'budgetconf[pydantic-ai]'" in str(raised.value)
+
+
 def _without(module: str) -> Callable[[], subprocess.CompletedProcess[str]]:
     code = (
         f"import sys; sys.modules[{module!r}] = None\n"
@@ -359,3 +387,12 @@ def test_without_pydantic_ai_the_import_says_how_to_install_it() -> None:
         "budgetconf.integrations.pydantic_ai needs the pydantic-ai-slim package: pip install"
         " 'budgetconf[pydantic-ai]' (from a checkout: pip install -e '.[pydantic-ai]')\n"
     )
+
+
+def test_the_docs_example_runs_offline_as_written() -> None:
+    """docs/frameworks/pydantic_ai.md's example: its own fake model, and its assertions hold."""
+    page = Path(__file__).parent.parent / "docs" / "frameworks" / "pydantic_ai.md"
+    (block,) = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    namespace: dict[str, Any] = {"__name__": "docs_example"}
+    exec(compile(block, "docs/frameworks/pydantic_ai.md", "exec"), namespace)
+    assert namespace["calculator"].name == "calculator"

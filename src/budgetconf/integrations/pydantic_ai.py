@@ -160,7 +160,7 @@ class _Plan:
         unenforced: Unenforced,
         kwargs: dict[str, Any],
         agent: AbstractAgent[Any, Any],
-        caller: FrameType | None,
+        caller: FrameType,
     ) -> None:
         refuse_conflicting(_FRAMEWORK, kwargs)
         self.budget = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
@@ -248,10 +248,8 @@ def _raised_by(exc: BaseException, usage_limits: UsageLimits) -> bool:
     return False
 
 
-def _infer_name(agent: AbstractAgent[Any, Any], caller: FrameType | None) -> None:
+def _infer_name(agent: AbstractAgent[Any, Any], caller: FrameType) -> None:
     """Name the agent after the caller's variable, as ``run_sync`` called there would."""
-    if caller is None:
-        return
     for scope in (caller.f_locals, caller.f_globals):
         for name, item in scope.items():
             if item is agent:
