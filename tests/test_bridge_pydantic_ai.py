@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import re
 import subprocess
 import sys
@@ -396,3 +397,17 @@ def test_the_docs_example_runs_offline_as_written() -> None:
     namespace: dict[str, Any] = {"__name__": "docs_example"}
     exec(compile(block, "docs/frameworks/pydantic_ai.md", "exec"), namespace)
     assert namespace["calculator"].name == "calculator"
+
+
+def test_the_bench_measures_both_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/bridge_pydantic_ai.py runs (quick): its times are not judged here."""
+    path = Path(__file__).parent.parent / "bench" / "bridge_pydantic_ai.py"
+    spec = importlib.util.spec_from_file_location("bench_bridge_pydantic_ai", path)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick"]) == 0
+    printed = capsys.readouterr().out
+    assert "pydantic_ai: framework alone, per turn" in printed
+    assert "pydantic_ai: through the bridge, per turn" in printed
