@@ -9,7 +9,8 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+import warnings
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -27,6 +28,21 @@ import budgetconf
 from budgetconf.integrations import pydantic_ai as bridge
 from budgetconf.integrations._bridge import BridgeResult
 from budgetconf.loop import RunStatus, StopReason
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_the_loop_run_sync_leaves() -> Iterator[None]:
+    """Close the event loop pydantic-ai's run_sync leaves as the thread's current one.
+
+    run_sync keeps that loop open for later runs; once a later test's asyncio.run() unsets
+    it, it would be collected unclosed, a ResourceWarning in whichever test comes next.
+    """
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: one is made
+        loop = asyncio.get_event_loop()
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 @dataclass
