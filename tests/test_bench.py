@@ -100,3 +100,18 @@ def test_the_benchmark_reports_every_row(
     assert report["mode"] == "quick"
     assert report["machine"]["cpu_count"] >= 1
     assert report["machine"]["python"] in printed
+
+
+def test_the_bridges_benchmark_reports_every_bridge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quick measures each bridge against its framework alone and prints both."""
+    out = tmp_path / "bridges.json"
+    assert _load("bridges").main(["--quick", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted(rows) == sorted(p.stem.removeprefix("bridge_") for p in BENCH.glob("bridge_*.py"))
+    for name, row in rows.items():
+        assert f"| {name} |" in printed
+        assert row["alone_us"] > 0
+        assert row["bridged_us"] > 0

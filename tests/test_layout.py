@@ -16,10 +16,9 @@ from budgetconf.loop import LoopExecutor
 
 SRC = Path(budgetconf.__file__).parent
 PUBLIC = ("budgetconf", "budgetconf.loop", "budgetconf.sources", "budgetconf.errors")
-INTEGRATIONS = (
+INTEGRATIONS = (  # the package and each integration: every public module in it
     "budgetconf.integrations",
-    "budgetconf.integrations.openai",
-    "budgetconf.integrations.pydantic_ai",
+    *(f"budgetconf.integrations.{p.stem}" for p in sorted((SRC / "integrations").glob("[!_]*.py"))),
 )
 
 

@@ -31,7 +31,7 @@ MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
 # The text of a number. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠';
 # integers are checked without a pattern, and as strictly (ASCII digits only).
-_NUMBER_TEXT: Final = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+NUMBER_TEXT: Final = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _ASCII_SPACE: Final = " \t\n\r\f\v"
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
@@ -315,7 +315,7 @@ class Field(Record):
         if self.kind is Kind.NUMBER:
             import re  # re caches the pattern; `import budgetconf` does not load re
 
-            if not re.fullmatch(_NUMBER_TEXT, text):
+            if not re.fullmatch(NUMBER_TEXT, text):
                 raise self._not_a(raw, True)
             return self._check(float(text), raw, True)
         if self.kind is Kind.BOOL:

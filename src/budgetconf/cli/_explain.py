@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from budgetconf._resolution import explain_document
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
-from budgetconf.cli._parser import CommandLine
+from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
 
 if TYPE_CHECKING:
@@ -21,8 +21,32 @@ __all__ = ["command", "explain", "preset_failed", "shown"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
-    """Carry out ``explain``: the exit code is 1 when a value or a source failed."""
-    return shown(line, explain, out, err)
+    """Carry out ``explain``: the exit code is 1 when a value or a source failed, or with
+    ``--for`` when the framework would refuse a budget."""
+    name = getattr(line.ns, "framework", None)
+    if name is None:
+        return shown(line, explain, out, err)
+    if line.ns.format == "toml":
+        raise Usage("--for shows in the table and in the JSON document, not in TOML")
+    from functools import partial
+
+    return shown(line, partial(_explain_for, name), out, err)
+
+
+def _explain_for(name: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
+    """``explain`` in ``fmt``, and what the framework ``name`` gets: 1 on a budget it refuses."""
+    from budgetconf.cli import _for  # the frameworks' table, only when asked for
+
+    framework = _for.described(name, found.res)
+    if fmt == "json":
+        data = found.res.to_dict(found.fields)
+        data["framework"] = framework
+        write_json(data, out)
+        code = EXIT_ERROR if found.res.errors else EXIT_OK
+    else:
+        code = explain(found, fmt, out, err)
+        _for.write(framework, out, err)
+    return EXIT_ERROR if _for.refused(framework) else code
 
 
 def shown(

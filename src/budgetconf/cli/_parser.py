@@ -43,6 +43,12 @@ FILE_KINDS: Final = dict(
 )
 
 
+def _framework(text: str) -> str:
+    from budgetconf.cli._for import framework_choice  # the table of frameworks, when asked
+
+    return framework_choice(text)
+
+
 class Usage(Exception):
     """A command line that cannot be carried out as given."""
 
@@ -124,6 +130,15 @@ def build(flags: Preset | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="compare with a second resolution: the options after --diff, applied on top "
         "of those before it; show the fields that differ and the source of each value",
+    )
+    explain.add_argument(
+        "--for",
+        dest="framework",
+        metavar="FRAMEWORK",
+        type=_framework,
+        help="also show what a framework bridge gets: the keywords its limits() passes and"
+        " the budgets it cannot enforce (openai-agents, langgraph, smolagents, pydantic-ai,"
+        " praisonai)",
     )
     check = commands.add_parser(
         "check",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
-from budgetconf._schema import _NUMBER_TEXT, MAX_INT
+from budgetconf._schema import MAX_INT, NUMBER_TEXT
 from budgetconf.cli._output import say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
@@ -107,7 +107,7 @@ def _check_url(url: str) -> None:
 
 def _seconds(text: str) -> float:
     """A number of seconds above 0, written as budgetconf reads numbers (``1e300`` too)."""
-    value = float(text) if re.fullmatch(_NUMBER_TEXT, text.strip()) else math.nan
+    value = float(text) if re.fullmatch(NUMBER_TEXT, text.strip()) else math.nan
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"--request-timeout: expected a number of seconds above 0, got {text!r}")
     return value

@@ -2,9 +2,14 @@
 
 ``budgetconf.integrations.openai`` (``pip install 'budgetconf[openai]'``, or
 from a checkout ``pip install -e '.[openai]'``) makes an OpenAI-compatible
-server a model for the loop executor. Nothing here is imported by ``import
-budgetconf``. An integration whose package is missing raises the ImportError
-of ``_install.missing``, which gives both ways to install its extra.
+server a model for the loop executor. The framework bridges
+(``openai_agents``, ``langgraph``, ``smolagents``, ``pydantic_ai``,
+``praisonai``, each behind the extra of that name) run a framework's agent
+within a budget and return a `BridgeResult`. Nothing here is imported by
+``import budgetconf``. An integration whose package is missing raises the
+ImportError of ``_install.missing``, which gives both ways to install its extra.
 """
 
-__all__: list[str] = []
+from budgetconf.integrations._bridge import BridgeResult
+
+__all__ = ["BridgeResult"]

@@ -13,10 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from budgetconf._loop_table import BudgetName, StopReason
 from budgetconf.errors import BudgetConfWarning, UsageError
-from budgetconf.integrations._frameworks import Framework
-from budgetconf.loop._budget import Budget, budget_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
+    from budgetconf._loop_table import BudgetName, StopReason
+    from budgetconf.integrations._frameworks import Framework
+    from budgetconf.loop._budget import Budget
 
 __all__ = ["BridgeResult", "Unenforced", "bridge_budget", "refuse_conflicting", "stopped"]
 
@@ -62,6 +65,8 @@ def bridge_budget(
     is the preset's own default is left unenforced without a word, as the
     framework's table says.
     """
+    from budgetconf.loop._budget import Budget, budget_of
+
     if unenforced not in ("error", "warn"):
         raise UsageError(f'unenforced: expected "error" or "warn", got {unenforced!r}')
     if budget is None:
@@ -84,6 +89,8 @@ def bridge_budget(
 
 def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]:
     """A phrase for each budget set (not by its default) that the framework will not enforce."""
+    from budgetconf._loop_table import BudgetName
+
     found = []
     for name, limit in budget.limits.items():
         kind = BudgetName(name)
@@ -116,9 +123,15 @@ def stopped(
     output: str,
     turns: int,
     native: object,
+    by: BudgetName | None = None,
 ) -> BridgeResult:
-    """The result of a run that the budget ``reason`` names stopped, in the executor's words."""
-    stop, message, limit = budget.stop(reason)
+    """The result of a run that the budget ``reason`` names stopped, in the executor's words.
+
+    ``by`` names the budget that caused it when that is another: a bridge that
+    cannot skip a response's calls stops the run at a response over
+    ``max_tool_calls_per_turn``, a ``max_tool_calls`` stop naming that cap.
+    """
+    stop, message, limit = budget.stop(reason, by)
     return BridgeResult(
         reason.status, stop, reason, message, output, turns, limit, framework.name, native
     )

@@ -15,12 +15,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName
-from budgetconf.loop._budget import Budget
 
-__all__ = ["FRAMEWORKS", "Framework", "framework_named"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.loop._budget import Budget
+
+__all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named"]
 
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
-Keywords = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
+Keywords = Callable[["Budget", Mapping[str, Any]], dict[str, Any]]
 
 _B = BudgetName
 
@@ -117,10 +120,18 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="Runner.run / Runner.run_sync",
             knobs={_B.MAX_STEPS: "max_turns"},
             bridged={
-                _B.MAX_TOOL_CALLS_PER_TURN: "RunHooks.on_llm_end, before the response's tools run",
-                _B.MAX_TOOL_CALLS: "RunHooks.on_tool_start",
-                _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports",
-                _B.TIMEOUT_SECONDS: "a deadline around the run",
+                _B.MAX_TOOL_CALLS_PER_TURN: (
+                    "RunHooks.on_llm_end: a response over it stops the run before its tools run"
+                ),
+                _B.MAX_TOOL_CALLS: (
+                    "RunHooks.on_llm_end: a response that would pass it stops the run before"
+                    " its tools run"
+                ),
+                _B.MAX_TOKENS: (
+                    "RunHooks.on_llm_end, from the usage each response reports; a spent"
+                    " budget stops the next call"
+                ),
+                _B.TIMEOUT_SECONDS: "a deadline that cancels the run",
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
@@ -132,9 +143,11 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="graph.invoke / graph.ainvoke",
             knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
             bridged={
-                _B.MAX_TOOL_CALLS: "the streamed state, or middleware() with create_agent",
-                _B.MAX_TOKENS: "the usage on the streamed state's messages",
-                _B.TIMEOUT_SECONDS: "a deadline around the streamed run",
+                _B.MAX_TOOL_CALLS: "the streamed state, before the calls run (with create_agent,"
+                " middleware())",
+                _B.MAX_TOKENS: "the usage_metadata of the streamed state's AI messages",
+                _B.TIMEOUT_SECONDS: "a deadline checked between graph steps (arun() also"
+                " cancels a step still running)",
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
@@ -175,7 +188,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             extra="praisonai",
             call="agent.start",
             knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
-            bridged={},
+            # max_tool_calls_per_turn is passed along (its preset default only) but never
+            # read by the OpenAI-native loop: a value set anywhere else is refused
+            bridged={
+                _B.MAX_TOKENS: "the llm_end callback's usage, and a cancel token checked"
+                " before the response's tools run",
+            },
             conflicting=("execution",),
             keywords=_praisonai,
         ),
@@ -193,3 +211,31 @@ def framework_named(name: str) -> Framework:
         known = ", ".join(f.extra for f in FRAMEWORKS.values())
         raise KeyError(f"unknown framework {name!r}: one of {known}")
     return found
+
+
+def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
+    """What ``framework`` gets from ``budget``, as `explain --for` shows it: plain values.
+
+    ``limits`` is what `limits()` passes (with its default options); each
+    budget that is set says what enforces it (``framework``, ``bridge``), or
+    that nothing does: ``default`` when its value is the preset's own default
+    (left unenforced, without a word), else ``refused``.
+    """
+    budgets = []
+    for name, limit in budget.limits.items():
+        kind = BudgetName(name)
+        if kind in framework.knobs:
+            by, how = "framework", framework.knobs[kind]
+        elif kind in framework.bridged:
+            by, how = "bridge", framework.bridged[kind]
+        else:
+            by, how = ("default" if limit.source == "default" else "refused"), None
+        budgets.append({**limit.to_dict(), "budget": name, "enforced_by": by, "how": how})
+    return {
+        "name": framework.name,
+        "extra": framework.extra,
+        "package": framework.package,
+        "module": f"budgetconf.integrations.{framework.name}",
+        "limits": framework.keywords(budget, {}),
+        "budgets": budgets,
+    }

@@ -1,0 +1,104 @@
+"""Per-turn overhead of the openai-agents bridge against the same run without it.
+
+Both sides run the same agent with the same scripted model (a tool call on
+every turn but the last) and the same tool, through ``Runner.run_sync``; the
+bridge's side goes through ``budgetconf.integrations.openai_agents.run``
+(hooks, input filter, budget checks). Repetitions are interleaved and the
+medians compared; tracing is off.
+
+    python bench/bridge_openai_agents.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+import budgetconf
+from budgetconf.integrations import openai_agents
+
+DONE: Any = ResponseOutputMessage(
+    id="m",
+    type="message",
+    role="assistant",
+    status="completed",
+    content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+)
+
+
+class Scripted(Model):
+    """A tool call on every turn but the last."""
+
+    def __init__(self, turns: int) -> None:
+        self.turns, self.n = turns, 0
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.n += 1
+        arguments = json.dumps({"text": "hi"})
+        call = ResponseFunctionToolCall(
+            id=f"f{self.n}", type="function_call", call_id=f"c{self.n}", name="echo",
+            arguments=arguments,
+        )  # fmt: skip
+        output: Any = [DONE] if self.n >= self.turns else [call]
+        return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+@function_tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def _once(turns: int, bridged: bool, budget: Any) -> int:
+    agent = Agent[Any](name="bench", model=Scripted(turns), tools=[echo])
+    start = time.perf_counter_ns()
+    if bridged:
+        result = openai_agents.run(agent, "go", budget)
+        assert result.stop_reason == "completed", result.message
+    else:
+        Runner.run_sync(agent, "go", max_turns=turns + 1)
+    return time.perf_counter_ns() - start
+
+
+def rows(quick: bool) -> dict[str, float]:
+    """Nanoseconds per turn, framework alone and through the bridge: medians, interleaved."""
+    set_tracing_disabled(True)
+    turns, repeat = (5, 3) if quick else (20, 21)
+    budget = budgetconf.resolve(explicit={"loop.max_steps": turns + 1})  # no last-turn notice
+    alone: list[int] = []
+    bridged: list[int] = []
+    _once(turns, False, budget), _once(turns, True, budget)  # warm both paths
+    for _ in range(repeat):
+        alone.append(_once(turns, False, budget))
+        bridged.append(_once(turns, True, budget))
+    return {
+        "openai_agents: framework alone, per turn": statistics.median(alone) / turns,
+        "openai_agents: through the bridge, per turn": statistics.median(bridged) / turns,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions")
+    found = rows(parser.parse_args().quick)
+    for name, ns in found.items():
+        print(f"{name:45} {ns / 1000:10.1f} us")
+    values = list(found.values())
+    print(f"{'overhead per turn':45} {(values[1] - values[0]) / 1000:10.1f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Each framework bridge's overhead per turn, against the same framework run without it.
+
+Every bridge has its own script, ``bench/bridge_NAME.py``, whose ``rows(quick)``
+runs one framework with one scripted test double, alone and through the
+bridge, interleaved, and returns the median time per turn of each. This
+runs them all and prints one table: the two times and the bridge's cost per
+turn, in absolute terms and against the framework's own. A framework that
+is not installed is left out, and said so.
+
+    pip install -e '.[dev]'
+    python bench/bridges.py [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+NAMES = ("openai_agents", "langgraph", "smolagents", "pydantic_ai", "praisonai")
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bridge_{name}", HERE / f"bridge_{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def measured(quick: bool) -> dict[str, dict[str, Any]]:
+    """Per bridge: the framework alone and through the bridge, per turn, in µs."""
+    found: dict[str, dict[str, Any]] = {}
+    for name in NAMES:
+        if not (HERE / f"bridge_{name}.py").exists():
+            continue
+        try:
+            rows = _load(name).rows(quick)
+        except ImportError as exc:
+            found[name] = {"skipped": str(exc)}
+            continue
+        alone, bridged = (rows[k] for k in sorted(rows, key=lambda k: "bridge" in k))
+        found[name] = {
+            "alone_us": alone / 1000,
+            "bridged_us": bridged / 1000,
+            "overhead_us": (bridged - alone) / 1000,
+        }
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions: a smoke run")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    found = measured(args.quick)
+    print("| bridge | framework alone, per turn | through the bridge | cost per turn |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, row in found.items():
+        if "skipped" in row:
+            print(f"| {name} | not installed: {row['skipped']} | | |")
+            continue
+        share = row["overhead_us"] / row["alone_us"] if row["alone_us"] else 0.0
+        print(
+            f"| {name} | {row['alone_us']:.1f} µs | {row['bridged_us']:.1f} µs"
+            f" | {row['overhead_us']:+.1f} µs ({share:+.0%}) |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": found}, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,480 @@
+"""The openai-agents bridge, against the real framework with a scripted `Model`, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents import (
+    Agent,
+    AgentsException,
+    MaxTurnsExceeded,
+    Model,
+    ModelResponse,
+    RunConfig,
+    RunContextWrapper,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+    RunHooks,
+    Runner,
+    RunState,
+    Usage,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.tracing import get_trace_provider
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+import budgetconf
+from budgetconf.integrations import openai_agents
+from budgetconf.loop import RunStatus, StopReason
+
+from conftest import Place
+from presetfiles import preset_file
+
+Output = list[Any]
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> Iterator[None]:
+    """Tracing off, so that nothing is exported (and nothing is printed at exit)."""
+    provider: Any = get_trace_provider()
+    before = provider._manual_disabled
+    set_tracing_disabled(True)
+    yield
+    provider._manual_disabled = before
+    provider._refresh_disabled_flag()
+
+
+@pytest.fixture(autouse=True)
+def _default_loop_closed() -> Iterator[None]:
+    """Close the loop ``Runner.run_sync`` leaves open on purpose (it reuses it next time).
+
+    ``asyncio.run`` would otherwise drop it unclosed, and its ResourceWarning fails the run.
+    """
+    yield
+    policy = asyncio.get_event_loop_policy()
+    loop = policy._local._loop  # type: ignore[attr-defined]
+    if loop is not None:
+        loop.close()
+        policy.set_event_loop(None)
+
+
+def text(t: str) -> ResponseOutputMessage:
+    content: list[Any] = [ResponseOutputText(type="output_text", text=t, annotations=[])]
+    return ResponseOutputMessage(
+        id="m", type="message", role="assistant", status="completed", content=content
+    )
+
+
+def call(cid: str, a: int = 1, name: str = "add") -> ResponseFunctionToolCall:
+    arguments = json.dumps({"a": a, "b": 1})
+    return ResponseFunctionToolCall(
+        id=f"f{cid}", type="function_call", call_id=cid, name=name, arguments=arguments
+    )
+
+
+class Scripted(Model):
+    """Gives each response of ``script`` in turn, then a text and a tool call, for ever."""
+
+    def __init__(self, script: list[Output] | None = None, *, tokens: int = 15, sleep: float = 0):
+        self.script = list(script or [])
+        self.tokens = tokens
+        self.sleep = sleep
+        self.inputs: list[Any] = []
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.inputs.append(kwargs["input"])
+        n = len(self.inputs)
+        if self.sleep:
+            await asyncio.sleep(self.sleep)
+        out: Output = self.script.pop(0) if self.script else [text(f"working {n}"), call(f"c{n}")]
+        usage = Usage(requests=1, input_tokens=10, output_tokens=self.tokens - 10)
+        usage.total_tokens = self.tokens
+        return ModelResponse(output=out, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @property
+    def calls(self) -> int:
+        return len(self.inputs)
+
+
+ran: list[int] = []
+
+
+@function_tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    ran.append(a)
+    return a + b
+
+
+def agent(model: Scripted, **kwargs: Any) -> Agent[Any]:
+    ran.clear()
+    return Agent(name="calc", model=model, tools=[add], **kwargs)
+
+
+def env(**values: str) -> budgetconf.Resolution:
+    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
+
+
+def test_the_step_budget_stops_the_run_with_its_provenance_and_the_exact_call_count() -> None:
+    """max_steps = 3: three model responses, all their tools run, then the executor's stop."""
+    model = Scripted()
+    result = openai_agents.run(agent(model), "go", env(max_steps="3"))
+    assert (result.status, result.stop_reason, result.stop_kind) == (
+        RunStatus.TRUNCATED,
+        "max_steps",
+        StopReason.MAX_STEPS,
+    )
+    assert result.message == (
+        "stopped: hit max_steps (3): loop.max_steps = 3 from env:BUDGETCONF_MAX_STEPS;"
+        " raise it with BUDGETCONF_MAX_STEPS or --max-steps"
+    )
+    assert result.limit is not None
+    assert result.limit["value"] == 3
+    assert (model.calls, result.turns, len(ran)) == (3, 3, 3)
+    assert result.output == "working 3"  # the last text, from the run's data
+    assert isinstance(result.native, MaxTurnsExceeded)
+    assert result.framework == "openai_agents"
+
+
+def test_a_completed_run_gives_the_final_answer() -> None:
+    model = Scripted([[call("c1", 2)], [text("3")]])
+    result = openai_agents.run(agent(model), "1+2?", env(max_steps="5"))
+    assert (result.status, result.stop_reason, result.message) == (
+        RunStatus.OK,
+        "completed",
+        "completed in 2 turns",
+    )
+    assert (result.output, result.turns, result.limit, ran) == ("3", 2, None, [2])
+    assert result.native.final_output == "3"
+
+
+def test_the_last_turn_carries_the_wrap_up_notice_and_an_answer_to_it_is_truncated() -> None:
+    """As in the executor: the notice goes with the last call only, and ends the run."""
+    model = Scripted([[call("c1")], [text("best so far")]])
+    result = openai_agents.run(agent(model), "go", env(max_steps="2"))
+    notice = budgetconf.resolve().loop
+    assert notice is not None
+    assert json.dumps(model.inputs[0]).count(notice.wrap_up_message) == 0
+    assert model.inputs[1][-1] == {"role": "user", "content": notice.wrap_up_message}
+    assert (result.stop_reason, result.output, result.turns) == ("max_steps", "best so far", 2)
+
+
+def test_warn_sends_a_notice_that_does_not_promise_the_tools_will_not_run() -> None:
+    model = Scripted([[call("c1")], [text("done")]])
+    result = openai_agents.run(agent(model), "go", env(max_steps="2", last_turn="warn"))
+    assert model.inputs[1][-1]["content"] == openai_agents.LAST_TURN_NOTICE
+    assert "will not run" not in openai_agents.LAST_TURN_NOTICE
+    assert (result.stop_reason, result.output) == ("completed", "done")
+
+
+def test_no_notice_without_tools_or_with_last_turn_none() -> None:
+    model = Scripted([[text("hi")]])
+    openai_agents.run(Agent(name="plain", model=model), "go", env(max_steps="1"))
+    model2 = Scripted([[text("hi")]])
+    openai_agents.run(agent(model2), "go", env(max_steps="1", last_turn="none"))
+    assert model.inputs == model2.inputs == [[{"content": "go", "role": "user"}]]
+
+
+def test_a_response_past_the_token_budget_stops_before_its_tools_run() -> None:
+    model = Scripted(tokens=40)
+    result = openai_agents.run(agent(model), "go", env(max_tokens="100"))
+    assert (result.stop_reason, result.turns, model.calls, len(ran)) == ("max_tokens", 3, 3, 2)
+    assert result.message.startswith("stopped: hit max_tokens (100): limits.max_tokens = 100")
+    assert result.output == "working 3"  # the crossing response's text is kept
+
+
+def test_a_spent_token_budget_stops_before_the_next_call() -> None:
+    """Exactly at the cap the response's tools run; no further call is made."""
+    model = Scripted(tokens=50)
+    result = openai_agents.run(agent(model), "go", env(max_tokens="100"))
+    assert (result.stop_reason, model.calls, len(ran)) == ("max_tokens", 2, 2)
+
+
+def test_the_run_wide_tool_call_budget_stops_before_a_batch_that_would_pass_it() -> None:
+    model = Scripted([[call("a", 1), call("b", 2)], [call("c", 3), call("d", 4)]])
+    result = openai_agents.run(agent(model), "go", env(max_tool_calls="3"))
+    assert (result.stop_reason, ran, result.turns) == ("max_tool_calls", [1, 2], 2)
+    assert result.message.startswith("stopped: hit max_tool_calls (3): limits.max_tool_calls")
+
+
+def test_a_response_over_the_per_response_cap_stops_the_run_before_any_call_runs() -> None:
+    model = Scripted([[call("a", 1), call("b", 2), call("c", 3)]])
+    result = openai_agents.run(agent(model), "go", env(max_tool_calls_per_turn="2"))
+    assert (result.stop_reason, result.stop_kind, ran) == (
+        "max_tool_calls",
+        StopReason.MAX_TOOL_CALLS,
+        [],
+    )
+    assert result.message == (
+        "stopped: hit max_tool_calls_per_turn (2): loop.max_tool_calls_per_turn = 2 from"
+        " env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN; raise it with"
+        " BUDGETCONF_MAX_TOOL_CALLS_PER_TURN or --max-tool-calls-per-turn"
+    )
+    assert result.limit is not None
+    assert result.limit["field"] == "loop.max_tool_calls_per_turn"
+
+
+def test_handoffs_are_not_counted_as_tool_calls() -> None:
+    handed: list[str] = []
+
+    class Seen(RunHooks[Any]):
+        async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+            handed.append(to_agent.name)
+
+    helper = Agent[Any](name="helper", model=Scripted([[text("helped")]]))
+    model = Scripted([[call("h", name="transfer_to_helper"), call("a", 1)]])
+    result = openai_agents.run(
+        agent(model, handoffs=[helper]), "go", env(max_tool_calls_per_turn="1"), hooks=Seen()
+    )
+    assert (result.stop_reason, result.output, handed) == ("completed", "helped", ["helper"])
+    helper = Agent[Any](name="helper", model=Scripted([[text("again")]]))
+    model = Scripted([[call("h", name="transfer_to_helper")]])
+    assert openai_agents.run(agent(model, handoffs=[helper]), "go", env()).output == "again"
+
+
+def test_the_deadline_stops_a_sync_run_in_the_middle_of_a_call() -> None:
+    model = Scripted(sleep=0.2)
+    result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.3"))
+    assert (result.stop_reason, model.calls, result.turns) == ("timeout", 2, 1)
+    assert result.output == "working 1"
+    assert result.message.startswith("stopped: hit timeout_seconds (0.3)")
+
+
+def test_the_deadline_stops_an_async_run_and_not_the_callers_task() -> None:
+    async def main() -> tuple[Any, bool]:
+        model = Scripted(sleep=0.2)
+        result = await openai_agents.arun(agent(model), "go", env(timeout_seconds="0.3"))
+        await asyncio.sleep(0)  # the caller's task goes on: it was not cancelled
+        task = asyncio.current_task()
+        return result, task is not None and task.cancelling() == 0
+
+    result, alive = asyncio.run(main())
+    assert (result.stop_reason, result.turns, alive) == ("timeout", 1, True)
+
+
+def test_arun_completes_and_stops_like_run() -> None:
+    model = Scripted([[text("answer")]])
+    done = asyncio.run(openai_agents.arun(agent(model), "go", env(max_steps="2")))
+    stop = asyncio.run(openai_agents.arun(agent(Scripted()), "go", env(max_steps="2")))
+    assert (done.stop_reason, done.output) == ("completed", "answer")
+    assert (stop.stop_reason, stop.turns) == ("max_steps", 2)
+
+
+def test_a_cost_budget_is_refused_and_warned_about() -> None:
+    with pytest.raises(budgetconf.UsageError, match="cannot be enforced by openai-agents"):
+        openai_agents.run(agent(Scripted()), "go", env(max_cost_usd="1"))
+    model = Scripted([[text("ok")]])
+    with pytest.warns(budgetconf.BudgetConfWarning, match="running without it"):
+        result = openai_agents.run(agent(model), "go", env(max_cost_usd="1"), unenforced="warn")
+    assert result.output == "ok"
+
+
+def test_limits_gives_max_turns_and_refuses_what_only_run_enforces() -> None:
+    assert openai_agents.limits(env={"BUDGETCONF_MAX_STEPS": "4"}) == {"max_turns": 4}
+    with pytest.raises(budgetconf.UsageError, match=r"through limits\(\)"):
+        openai_agents.limits(env(max_tokens="10"))
+    model = Scripted()
+    with pytest.raises(MaxTurnsExceeded):
+        Runner.run_sync(agent(model), "go", **openai_agents.limits(env(max_steps="2")))
+    assert model.calls == 2
+
+
+def test_a_conflicting_keyword_and_a_resumed_state_are_refused() -> None:
+    with pytest.raises(budgetconf.UsageError, match="max_turns= would set openai-agents"):
+        openai_agents.run(agent(Scripted()), "go", env(max_steps="2"), max_turns=9)
+    state: RunState[Any, Agent[Any]] = RunState(
+        RunContextWrapper(None), "go", agent(Scripted()), max_turns=7
+    )
+    with pytest.raises(budgetconf.UsageError, match=r"RunState keeps its own max_turns \(7\)"):
+        openai_agents.run(agent(Scripted()), state, env(max_steps="2"))
+
+
+def test_the_callers_hooks_filter_and_config_still_work() -> None:
+    seen: list[str] = []
+
+    class Seen(RunHooks[Any]):
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            seen.append("llm")
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            seen.append("tool")
+
+    def tag(data: Any) -> Any:
+        seen.append("filter")
+        return data.model_data
+
+    config = RunConfig(call_model_input_filter=tag, tracing_disabled=True)
+    model = Scripted([[call("a")], [text("ok")]])
+    result = openai_agents.run(agent(model), "go", env(), hooks=Seen(), run_config=config)
+    assert result.output == "ok"
+    assert seen == ["filter", "llm", "tool", "filter", "llm"]
+    assert config.call_model_input_filter is tag  # the caller's config is not changed
+
+
+def test_an_error_handlers_output_is_kept_and_the_stop_is_the_budgets() -> None:
+    def handle(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
+        return RunErrorHandlerResult(final_output="handled")
+
+    result = openai_agents.run(
+        agent(Scripted()), "go", env(max_steps="2"), error_handlers={"max_turns": handle}
+    )
+    assert (result.stop_reason, result.output, result.turns) == ("max_steps", "handled", 2)
+
+
+def test_other_framework_errors_are_raised_unchanged() -> None:
+    class Broken(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise AgentsException("provider down")
+
+    with pytest.raises(AgentsException, match="provider down"):
+        openai_agents.run(agent(Broken()), "go", env(max_steps="2"))
+
+
+def test_a_nested_runs_max_turns_is_not_the_budgets() -> None:
+    """A MaxTurnsExceeded whose limit is not the one the bridge set is re-raised."""
+
+    class Nested(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise MaxTurnsExceeded("Max turns (10) exceeded")
+
+    with pytest.raises(MaxTurnsExceeded, match=r"\(10\)"):
+        openai_agents.run(agent(Nested()), "go", env(max_steps="2"))
+
+
+def test_a_secret_cap_stays_masked_in_the_stop(place: Place) -> None:
+    """A per-response cap whose field is secret shows as *** in the message and the limit."""
+    path = preset_file(
+        place.work,
+        fields={
+            "agent.turns": {"type": "int", "default": 3},
+            "agent.cap": {"type": "int", "default": 2, "secret": True},
+        },
+        loop={"max_steps": "agent.turns", "max_tool_calls_per_turn": "agent.cap"},
+    )
+    model = Scripted([[call("a", 1), call("b", 2), call("c", 3)]])
+    result = openai_agents.run(agent(model), "go", budgetconf.resolve(str(path)))
+    assert result.stop_reason == "max_tool_calls"
+    assert result.limit is not None
+    assert result.limit["value"] == "***"
+    assert "(***)" in result.message
+    assert "2" not in result.message.replace("agent.cap", "")
+
+
+def test_the_callers_config_is_unchanged_when_the_run_raises() -> None:
+    """The bridge borrows nothing: it passes a copy of the caller's run_config."""
+
+    class Broken(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise ValueError("bad model")
+
+    config = RunConfig(tracing_disabled=True)
+    hooks = RunHooks[Any]()
+    with pytest.raises(ValueError, match="bad model"):
+        openai_agents.run(agent(Broken()), "go", env(), run_config=config, hooks=hooks)
+    assert config.call_model_input_filter is None
+
+
+def test_without_the_framework_the_import_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "agents", None)  # what Python does for a missing package
+    monkeypatch.delitem(sys.modules, "budgetconf.integrations.openai_agents")
+    with pytest.raises(ImportError) as raised:
+        importlib.import_module("budgetconf.integrations.openai_agents")
+    assert str(raised.value) == (
+        "budgetconf.integrations.openai_agents needs the openai-agents package: pip install"
+        " 'budgetconf[openai-agents]' (from a checkout: pip install -e '.[openai-agents]')"
+    )
+    assert raised.value.name == "openai-agents"
+
+
+@function_tool
+async def slow(a: int, b: int) -> int:
+    """Add two numbers, slowly."""
+    await asyncio.sleep(0.3)
+    return a + b
+
+
+@function_tool
+def blocking(a: int, b: int) -> int:
+    """Add two numbers, holding the thread."""
+    time.sleep(0.3)
+    return a + b
+
+
+def test_the_deadline_cancels_a_tool_and_the_loop_is_reused_for_the_next_run() -> None:
+    """The deadline cancels the run on the loop run_sync reuses; the next run finds it again."""
+    for _ in range(2):
+        model = Scripted([[text("calling"), call("s", name="slow")]])
+        tool_agent = Agent[Any](name="slow", model=model, tools=[slow])
+        result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.1"))
+        assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "calling")
+
+
+def test_a_deadline_passed_while_the_loop_was_held_stops_before_the_next_call() -> None:
+    model = Scripted([[call("s", name="blocking")], [text("late")]])
+    tool_agent = Agent[Any](name="blocking", model=model, tools=[blocking])
+    result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.1"))
+    assert (result.stop_reason, model.calls) == ("timeout", 1)
+
+
+def test_a_timeout_error_that_is_not_the_deadline_is_raised_unchanged() -> None:
+    class Slow(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise TimeoutError("provider timed out")
+
+    with pytest.raises(TimeoutError, match="provider timed out"):
+        asyncio.run(openai_agents.arun(agent(Slow()), "go", env(timeout_seconds="60")))
+
+
+def test_a_deadline_passed_in_the_callers_hook_stops_before_the_tools_run() -> None:
+    """Time the loop spends in the caller's own code is the run's: checked before the tools."""
+
+    class Holding(RunHooks[Any]):
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            time.sleep(0.15)
+
+    model = Scripted()
+    result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), hooks=Holding())
+    assert (result.stop_reason, model.calls, ran) == ("timeout", 1, [])
+
+
+def test_a_deadline_passed_in_the_callers_filter_stops_before_the_call() -> None:
+    def holding(data: Any) -> Any:
+        time.sleep(0.15)
+        return data.model_data
+
+    model = Scripted()
+    config = RunConfig(call_model_input_filter=holding)
+    result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), run_config=config)
+    assert (result.stop_reason, model.calls) == ("timeout", 0)
+
+
+def test_the_docs_example_runs_as_written() -> None:
+    """docs/frameworks/openai_agents.md's example runs offline, its asserts hold."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    page = Path(__file__).parent.parent / "docs" / "frameworks" / "openai_agents.md"
+    found = re.search(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert found is not None
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", found.group(1)], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (0, "")

@@ -1,0 +1,105 @@
+"""``budgetconf explain --for FRAMEWORK``: what a framework bridge would get, not importing it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from budgetconf.cli import main
+
+from conftest import Place
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("name", "keywords"),
+    [
+        ("openai-agents", "max_turns=7"),
+        ("openai_agents", "max_turns=7"),
+        ("langgraph", 'config={"recursion_limit": 14}'),
+        ("smolagents", "max_steps=6"),
+        ("pydantic-ai", 'usage_limits={"request_limit": 7}'),
+        ("praisonai", 'execution={"max_steps": 7, "max_tool_calls_per_turn": 10}'),
+    ],
+)
+def test_the_table_ends_with_the_keywords_limits_passes(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    name: str, keywords: str,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "7")
+    code, out, err = run(["explain", "--for", name], capsys)
+    assert (code, err) == (0, "")
+    head, _, tail = out.partition("\nfor ")
+    assert head.startswith("preset budgetconf")
+    lines = tail.splitlines()
+    assert lines[1].split(None, 2)[2] == keywords
+    assert "  by the framework  loop.max_steps = 7: " in out
+
+
+def test_a_budget_the_framework_cannot_enforce_is_shown_refused_and_fails(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BUDGETCONF_MAX_COST_USD", "3")
+    code, out, _ = run(["explain", "--for", "openai-agents"], capsys)
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "  refused           limits.max_cost_usd = 3.0 from env:BUDGETCONF_MAX_COST_USD:"
+        " openai-agents cannot enforce it; run() refuses it"
+    )
+
+
+def test_the_json_document_gains_a_framework_key(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BUDGETCONF_MAX_TOKENS", "900")
+    code, out, _ = run(["explain", "--for", "pydantic-ai", "--format", "json"], capsys)
+    assert code == 0
+    described = json.loads(out)["framework"]
+    assert described["limits"] == {"usage_limits": {"request_limit": 40, "total_tokens_limit": 900}}
+    by = {b["field"]: (b["enforced_by"], b["locator"]) for b in described["budgets"]}
+    assert by["limits.max_tokens"] == ("framework", "env:BUDGETCONF_MAX_TOKENS")
+    assert by["loop.max_tool_calls_per_turn"] == ("default", "built-in default")
+
+
+def test_an_unknown_framework_or_toml_is_a_usage_error(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["explain", "--for", "crew"], capsys)
+    assert code == 64
+    assert err.endswith(
+        "argument --for: unknown framework 'crew': one of openai-agents, langgraph,"
+        " smolagents, pydantic-ai, praisonai\n"
+    )
+    code, _, err = run(["explain", "--for", "langgraph", "--format", "toml"], capsys)
+    assert (code, err) == (
+        64,
+        "budgetconf: usage error: --for shows in the table and in the JSON document, not in TOML\n",
+    )
+
+
+def test_a_preset_without_a_loop_table_says_so(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    preset = place.write("app.toml", 'format = 1\n[[sources]]\nkind = "default"\n'
+                         '[fields."a.b"]\ntype = "int"\ndefault = 1\n')  # fmt: skip
+    code, _, err = run(["explain", "--preset", str(preset), "--for", "smolagents"], capsys)
+    assert code == 1
+    assert err.startswith("budgetconf: error: --for: preset 'app' bounds no loop")
+
+
+def test_no_framework_is_imported() -> None:
+    code = (
+        "import sys; from budgetconf.cli import main; main(['explain', '--for', 'langgraph']);"
+        "print([m for m in ('agents', 'langgraph', 'langchain', 'smolagents', 'pydantic_ai',"
+        " 'praisonaiagents') if m in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stderr == "[]\n"
