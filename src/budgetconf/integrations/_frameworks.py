@@ -87,12 +87,21 @@ def _smolagents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pydantic_ai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
-    limits = {
-        "request_limit": _steps(budget),
-        "tool_calls_limit": budget.value(_B.MAX_TOOL_CALLS),
-        "total_tokens_limit": budget.value(_B.MAX_TOKENS),
-    }
-    return {"usage_limits": {k: v for k, v in limits.items() if v is not None}}
+    # request_limit always: pydantic-ai's own default is 50, and None would mean unlimited
+    limits: dict[str, Any] = {"request_limit": int(budget.limits[_B.MAX_STEPS].value)}
+    for budget_name, field in (
+        (_B.MAX_TOOL_CALLS, "tool_calls_limit"),
+        (_B.MAX_TOKENS, "total_tokens_limit"),
+        (_B.MAX_COST_USD, "cost_limit"),
+    ):
+        value = budget.value(budget_name)
+        if value is not None:
+            limits[field] = value
+    keywords: dict[str, Any] = {"usage_limits": limits}
+    timeout = budget.value(_B.TIMEOUT_SECONDS)
+    if timeout is not None:
+        keywords["timeout"] = float(timeout)
+    return keywords
 
 
 def _praisonai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,10 +175,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             call="agent.run / agent.run_sync",
             knobs={
                 _B.MAX_STEPS: "UsageLimits(request_limit=…)",
-                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…)",
+                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…), a crossing batch refused",
                 _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…), checked after each response",
+                _B.MAX_COST_USD: "UsageLimits(cost_limit=…), from the cost responses report",
+                _B.TIMEOUT_SECONDS: "the run's timeout=",
             },
-            bridged={_B.TIMEOUT_SECONDS: "the run's timeout="},
+            bridged={},
             conflicting=("usage_limits", "timeout"),
             keywords=_pydantic_ai,
         ),
