@@ -59,7 +59,6 @@ from typing import Any
 from budgetconf._loop_table import StopReason
 from budgetconf.integrations._bridge import (
     BridgeResult,
-    Unenforced,
     bridge_budget,
     ended,
     refuse_conflicting,
@@ -67,6 +66,10 @@ from budgetconf.integrations._bridge import (
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.integrations._bridge import Unenforced
 
 try:
     import pydantic_core
