@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import re
 import subprocess
 import sys
 import time
@@ -438,13 +437,6 @@ def test_without_smolagents_a_fresh_process_says_the_same() -> None:
         "budgetconf.integrations.smolagents needs the smolagents package: pip install"
         " 'budgetconf[smolagents]' (from a checkout: pip install -e '.[smolagents]') smolagents\n"
     )
-
-
-def test_the_pages_example_runs_as_written() -> None:
-    """docs/frameworks/smolagents.md's example, with its own fake model, and its assertions."""
-    page = Path(__file__).parent.parent / "docs" / "frameworks" / "smolagents.md"
-    (block,) = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
-    exec(compile(block, str(page), "exec"), {"__name__": "smolagents_page"})
 
 
 def test_the_bench_measures_both_runs() -> None:
