@@ -14,9 +14,13 @@ is not installed is left out, and said so.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import importlib.util
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,6 +39,32 @@ def _load(name: str) -> ModuleType:
     return module
 
 
+@contextlib.contextmanager
+def _loop_of_its_own() -> Iterator[None]:
+    """A current event loop for one framework's runs, closed after them.
+
+    A framework's sync run call (openai-agents', pydantic-ai's run_sync) reuses the
+    thread's current loop, or leaves one of its own open and current: each bridge gets
+    a fresh one, and every loop left is closed, so none is collected unclosed later.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # none current: one is made
+                left = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # unset, by an asyncio.run()
+            left = loop
+        for each in {loop, left}:
+            if not each.is_closed():
+                each.run_until_complete(each.shutdown_asyncgens())
+                each.close()
+        asyncio.set_event_loop(None)
+
+
 def measured(quick: bool) -> dict[str, dict[str, Any]]:
     """Per bridge: the framework alone and through the bridge, per turn, in µs."""
     found: dict[str, dict[str, Any]] = {}
@@ -42,7 +72,8 @@ def measured(quick: bool) -> dict[str, dict[str, Any]]:
         if not (HERE / f"bridge_{name}.py").exists():
             continue
         try:
-            rows = _load(name).rows(quick)
+            with _loop_of_its_own():
+                rows = _load(name).rows(quick)
         except ImportError as exc:
             found[name] = {"skipped": str(exc)}
             continue

@@ -6,6 +6,7 @@ the project file, which stops at a repository's root, never leaves it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import warnings
@@ -198,3 +199,38 @@ def models(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedModel]:
 
     monkeypatch.setattr(_run, "ScriptedModel", Recorded)
     return built
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _a_loop_of_their_own(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Give a framework bridge's tests a current event loop of their own, closed after them.
+
+    The frameworks' sync run calls (openai-agents' and pydantic-ai's run_sync) reuse the
+    thread's current loop, or make one and leave it open and current for later runs; one
+    left behind is collected unclosed in some later test (a ResourceWarning), and one that
+    another framework shut down cannot finalize this one's async generators.
+    """
+    if not request.module.__name__.startswith("test_bridge_"):
+        yield
+        return
+    previous = _current_loop()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    left = _current_loop()  # a framework may have set one of its own
+    for each in {loop, left} - {None, previous}:
+        assert each is not None
+        if not each.is_closed():
+            each.run_until_complete(each.shutdown_asyncgens())
+            each.close()
+    asyncio.set_event_loop(previous)
+
+
+def _current_loop() -> asyncio.AbstractEventLoop | None:
+    """The thread's current event loop, as a framework's run_sync would find it, or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # none yet: one is made
+            return asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # unset by an asyncio.run() or set_event_loop(None)
+        return None

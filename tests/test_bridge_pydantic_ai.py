@@ -8,8 +8,7 @@ import importlib.util
 import subprocess
 import sys
 import threading
-import warnings
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -27,35 +26,6 @@ import budgetconf
 from budgetconf.integrations import pydantic_ai as bridge
 from budgetconf.integrations._bridge import BridgeResult
 from budgetconf.loop import RunStatus, StopReason
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _a_loop_of_their_own() -> Iterator[None]:
-    """Give pydantic-ai's run_sync a fresh current loop for these tests, then put back the old one.
-
-    run_sync reuses the thread's current loop when it is open, and leaves its own open for
-    later runs. Another framework's run_sync (openai-agents') leaves its loop current after
-    shutting its async generators down: reused, pydantic-ai's own could not be finalized
-    there (a ResourceWarning). And a loop run_sync left behind would be collected unclosed
-    once an asyncio.run() unsets it.
-    """
-    previous = _current_loop()
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    loop.run_until_complete(loop.shutdown_asyncgens())
-    loop.close()
-    asyncio.set_event_loop(previous)
-
-
-def _current_loop() -> asyncio.AbstractEventLoop | None:
-    """The thread's current event loop, as run_sync would find it, or None."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # none yet: one is made
-            return asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:  # unset by an asyncio.run() or set_event_loop(None)
-        return None
 
 
 @dataclass
