@@ -34,7 +34,6 @@ ends the run as ``length_truncated``.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -152,6 +151,8 @@ def _execution(agent: Any, budget: Budget) -> Any:
     values = {**FRAMEWORK.keywords(budget, {})["execution"], "output_continuation": False}
     own = getattr(agent, "execution", None)
     if isinstance(own, ExecutionConfig):
+        import dataclasses  # with the framework's config: praisonaiagents loads it by then
+
         return dataclasses.replace(own, **values)
     return ExecutionConfig(**values)
 
