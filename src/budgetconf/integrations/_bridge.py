@@ -18,12 +18,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
     from typing import Any, ClassVar, Literal, TypeAlias
 
-    Unenforced: TypeAlias = Literal["error", "warn"]
     from budgetconf._loop_table import BudgetName, RunStatus, StopReason
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
-__all__ = ["BridgeResult", "bridge_budget", "refuse_conflicting", "stopped"]
+    #: what a bridge does with a budget it cannot enforce: refuse it, or warn and run
+    Unenforced: TypeAlias = Literal["error", "warn"]
+
+__all__ = ["BridgeResult", "bridge_budget", "ended", "refuse_conflicting", "stopped"]
 
 
 class BridgeResult(Record):
