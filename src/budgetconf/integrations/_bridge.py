@@ -123,11 +123,12 @@ def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]
 
     found = []
     for name, limit in budget.limits.items():
-        kind = BudgetName(name)
-        enforced = kind in framework.knobs or (through == "run" and kind in framework.bridged)
-        if enforced or limit.source == "default":
+        by = framework.enforcer(BudgetName(name))
+        if by is not None and (by[0] == "framework" or through == "run"):
             continue
-        where = "" if through == "run" or kind not in framework.bridged else " through limits()"
+        if limit.source == "default":
+            continue
+        where = "" if by is None else " through limits()"
         found.append(
             f"{limit.field} = {limit.shown()} from {limit.locator} cannot be enforced by"
             f" {framework.package}{where}"

@@ -33,7 +33,7 @@ _B = BudgetName
 class Framework:
     """One framework a bridge runs: its names, what enforces each budget, and its keywords."""
 
-    __slots__ = ("bridged", "call", "conflicting", "extra", "keywords", "knobs", "name", "package")
+    __slots__ = ("bridged", "conflicting", "extra", "keywords", "knobs", "name", "package")
 
     def __init__(
         self,
@@ -41,7 +41,6 @@ class Framework:
         *,
         package: str,
         extra: str,
-        call: str,
         knobs: Mapping[BudgetName, str],
         bridged: Mapping[BudgetName, str],
         conflicting: tuple[str, ...],
@@ -50,7 +49,6 @@ class Framework:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
         self.extra = extra  # budgetconf's extra that installs it
-        self.call = call  # the framework's own run call, as its users write it
         self.knobs = knobs  # budget -> the framework keyword that carries it
         self.bridged = bridged  # budget -> how the bridge enforces it in run()
         self.conflicting = conflicting  # run() keywords that would set a limit of their own
@@ -59,11 +57,14 @@ class Framework:
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
 
-    def how(self, budget: BudgetName) -> str | None:
-        """How ``budget`` is enforced in `run()`, or None when it cannot be."""
+    def enforcer(self, budget: BudgetName) -> tuple[str, str] | None:
+        """What enforces ``budget`` and how: ``("framework", keyword)`` (in `limits()` and
+        `run()`), ``("bridge", how)`` (in `run()` only), or None when nothing can."""
         if budget in self.knobs:
-            return f"the framework's {self.knobs[budget]}"
-        return self.bridged.get(budget)
+            return "framework", self.knobs[budget]
+        if budget in self.bridged:
+            return "bridge", self.bridged[budget]
+        return None
 
 
 def _steps(budget: Budget) -> int | None:
@@ -119,7 +120,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "openai_agents",
             package="openai-agents",
             extra="openai-agents",
-            call="Runner.run / Runner.run_sync",
             knobs={_B.MAX_STEPS: "max_turns"},
             bridged={
                 _B.MAX_TOOL_CALLS_PER_TURN: (
@@ -142,7 +142,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "langgraph",
             package="langgraph",
             extra="langgraph",
-            call="graph.invoke / graph.ainvoke",
             knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
             bridged={
                 _B.MAX_TOOL_CALLS: "the streamed state, before the calls run (with create_agent,"
@@ -158,7 +157,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "smolagents",
             package="smolagents",
             extra="smolagents",
-            call="agent.run",
             knobs={_B.MAX_STEPS: "max_steps (max_steps - 1: its forced final answer is the last)"},
             bridged={
                 _B.MAX_TOOL_CALLS: "a gate before a ToolCallingAgent's calls run (not a CodeAgent)",
@@ -172,7 +170,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "pydantic_ai",
             package="pydantic-ai-slim",
             extra="pydantic-ai",
-            call="agent.run / agent.run_sync",
             knobs={
                 _B.MAX_STEPS: "UsageLimits(request_limit=…)",
                 _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…), a crossing batch refused",
@@ -188,7 +185,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "praisonai",
             package="praisonaiagents",
             extra="praisonai",
-            call="agent.start",
             knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
             # max_tool_calls_per_turn is passed along (its preset default only) but never
             # read by the OpenAI-native loop: a value set anywhere else is refused
@@ -225,11 +221,9 @@ def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
     """
     budgets = []
     for name, limit in budget.limits.items():
-        kind = BudgetName(name)
-        if kind in framework.knobs:
-            by, how = "framework", framework.knobs[kind]
-        elif kind in framework.bridged:
-            by, how = "bridge", framework.bridged[kind]
+        found = framework.enforcer(BudgetName(name))
+        if found is not None:
+            by, how = found
         else:
             by, how = ("default" if limit.source == "default" else "refused"), None
         budgets.append({**limit.to_dict(), "budget": name, "enforced_by": by, "how": how})

@@ -75,7 +75,6 @@ _MIDDLEWARE = Framework(
     "langgraph",
     package="langgraph's middleware()",  # as a refusal names it
     extra="langgraph",
-    call="create_agent(..., middleware=middleware(res))",
     knobs={
         BudgetName.MAX_STEPS: "ModelCallLimitMiddleware",
         BudgetName.MAX_TOOL_CALLS: "ToolCallLimitMiddleware",
