@@ -13,6 +13,7 @@ __all__ = [
     "BudgetConfError",
     "BudgetConfWarning",
     "ConfigError",
+    "LedgerUnavailable",
     "ModelError",
     "PresetError",
     "SourceError",
@@ -120,6 +121,17 @@ class ModelError(BudgetConfError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class LedgerUnavailable(BudgetConfError):
+    """A shared ledger that could not be reached or used: refused, timed out, locked, not a ledger.
+
+    The message names the ledger by its address with any password masked,
+    and the cause. The loop executor applies ``ledger.on_unavailable``: it
+    ends the run (``stop``) or goes on without the ledger (``continue``).
+    """
+
+    __module__ = "budgetconf"
 
 
 class BudgetConfWarning(UserWarning):

@@ -1,0 +1,130 @@
+"""The address of a shared ledger: read strictly, and shown without its password.
+
+A leaf: the schema checks ``ledger.url`` with `parse_url`, and
+`budgetconf.ledger.open_ledger` opens what it returns, so both read an
+address by the same rules. Nothing here connects to anything.
+"""
+
+from __future__ import annotations
+
+from budgetconf._record import MASK, Record, set_field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
+__all__ = ["LedgerURL", "parse_url", "shown_ledger_url"]
+
+#: the schemes a ledger can live at, and the backend each one opens
+SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
+
+
+class LedgerURL(Record):
+    """A ledger's address, read: ``backend`` is ``sqlite`` or ``redis``.
+
+    For SQLite, ``path`` is the database file (relative to the working
+    directory when the URL has three slashes); for Redis, ``host``, ``port``,
+    ``db``, ``username``, ``password`` and ``tls`` say where to connect.
+    ``shown`` is the address as every message shows it, its password `MASK`.
+    """
+
+    __slots__ = ("backend", "db", "host", "password", "path", "port", "shown", "tls", "username")
+    unshown = ("password",)
+
+    def __init__(
+        self,
+        *,
+        backend: str,
+        shown: str,
+        path: str | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        db: int = 0,
+        username: str | None = None,
+        password: str | None = None,
+        tls: bool = False,
+    ) -> None:
+        set_field(self, "backend", backend)
+        set_field(self, "shown", shown)
+        set_field(self, "path", path)
+        set_field(self, "host", host)
+        set_field(self, "port", port)
+        set_field(self, "db", db)
+        set_field(self, "username", username)
+        set_field(self, "password", password)
+        set_field(self, "tls", tls)
+
+
+def shown_ledger_url(text: str) -> str:
+    """``text`` as a message may show it: any password in its authority replaced by `MASK`."""
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    credentials, at, host = rest[:end].rpartition("@")
+    if not at:
+        return text
+    user, colon, _ = credentials.partition(":")
+    return f"{scheme}://{user}{':' + MASK if colon else ''}@{host}{rest[end:]}"
+
+
+def parse_url(text: str) -> LedgerURL:
+    """The ledger address ``text`` names; `ValueError` saying what is wrong with it.
+
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``,
+    ``redis://[user:password@]host:port/db`` and ``rediss://…`` (TLS). The
+    error's message never holds the password.
+    """
+    scheme, sep, rest = text.partition("://")
+    backend = SCHEMES.get(scheme.lower()) if sep else None
+    if backend is None:
+        raise ValueError("is not a ledger URL (use sqlite:///PATH or redis://HOST:PORT/DB)")
+    shown = shown_ledger_url(text)
+    if backend == "sqlite":
+        if not rest.startswith("/") or len(rest) < 2 or rest.endswith("/"):
+            raise ValueError(
+                "names no database file (use sqlite:///relative.db or sqlite:////abs.db)"
+            )
+        return LedgerURL(backend=backend, shown=shown, path=rest[1:])
+    return _redis(text, rest, shown, tls=scheme.lower() == "rediss")
+
+
+def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
+    authority, _, path = rest.partition("/")
+    if "?" in path or "#" in path or "?" in authority or "#" in authority:
+        raise ValueError("takes no query or fragment")
+    credentials, at, hostport = authority.rpartition("@")
+    username = password = None
+    if at:
+        user, colon, secret = credentials.partition(":")
+        username, password = user or None, secret if colon else None
+    host, colon, port_text = (
+        hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
+    )
+    if hostport.startswith("["):  # an IPv6 address: [::1]:6379
+        host, _, tail = hostport[1:].partition("]")
+        colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
+        if tail and not tail.startswith(":"):
+            raise ValueError("has a malformed host")
+    if not host:
+        raise ValueError("names no host")
+    port = 6379
+    if colon:
+        if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
+            raise ValueError("has a bad port (a number from 1 to 65535)")
+        port = int(port_text)
+    db = 0
+    if path:
+        if not (path.isascii() and path.isdigit()) or len(path) > 5:
+            raise ValueError("has a bad database number (a whole number after the last /)")
+        db = int(path)
+    return LedgerURL(
+        backend="redis",
+        shown=shown,
+        host=host,
+        port=port,
+        db=db,
+        username=username,
+        password=password,
+        tls=tls,
+    )
