@@ -62,7 +62,7 @@ def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:
     from budgetconf.sources.policy import read_policy
 
     preset = _policy_preset(line)
-    path = os.path.abspath(line.ns.policy_file)
+    path = os.path.abspath(os.path.expanduser(line.ns.policy_file))  # as explain reads it
     error: str | None = None
     try:
         rules = read_policy(path, preset.schema, preset.description.max_file_bytes, named=True)
