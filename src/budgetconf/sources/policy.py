@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["PolicySource", "read_policy"]
 
 _KIND: Final = "policy"
+_ARGUMENT: Final = "policy_file"
 _RULE_KEYS: Final = ("max", "min", "value", "default", "on_exceed")
 _ON_EXCEED: Final = ("clamp", "reject")
 
@@ -43,7 +44,7 @@ class PolicySource:
         _KIND,
         options={"path": str},
         argument=Argument(
-            "policy_file",
+            _ARGUMENT,
             option="--policy",
             metavar="PATH",
             help="one more policy file (JSON), applied with the installed one; with check,"
@@ -58,12 +59,15 @@ class PolicySource:
     def files(self, ctx: Context) -> list[tuple[str, bool]]:
         """The policy files, the preset's first, each with whether it was named (must exist)."""
         found = [] if self._path is None else [(self._path, False)]
-        named = ctx.request.arguments.get(self.KIND.argument.name)  # type: ignore[union-attr]
+        named = ctx.request.arguments.get(_ARGUMENT)
         if named is not None:
             found.append((ctx.user_path(named), True))
         return found
 
     def key(self, ctx: Context) -> Hashable:
+        if self._path is not None and _ARGUMENT not in ctx.request.arguments:  # the usual case
+            version = stamp(self._path, ctx.max_file_bytes)
+            return None if version is None else ((self._path, False, version),)
         parts = []
         for path, named in self.files(ctx):
             version = stamp(path, ctx.max_file_bytes)
