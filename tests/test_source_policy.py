@@ -720,3 +720,109 @@ def test_the_command_line_in_a_process_of_its_own_applies_a_presets_policy(
         1,
         f'budgetconf: error: policy {rules}:1: app.steps: max: not an integer: "3" (a string)\n',
     )
+
+
+# --- the rest of a rule's shape --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ({"loop": [1]}, ":2: section loop must be an object of fields, got a list"),
+        (
+            {"loop": {"max_steps": {"max": 9}, "max_turns": {"max": 8}}},
+            ":6: loop.max_steps: a second rule, by another of its names",
+        ),
+        (
+            {"loop": {"max_steps": {"max": None}}},
+            ":4: loop.max_steps: max: expected an integer, got null",
+        ),
+        (
+            {"loop": {"max_steps": {"value": 5, "default": 6}}},
+            ":3: loop.max_steps: value 5 locks the field; default 6 would never be used",
+        ),
+        (
+            {"loop": {"max_steps": {"max": 0}}},
+            ":4: loop.max_steps: max: must be >= 1, got 0",
+        ),
+    ],
+)
+def test_a_rule_of_the_wrong_shape_is_a_source_error(
+    place: Place, document: dict[str, Any], problem: str
+) -> None:
+    """Each names the file, the line and the field; a bound is judged by the field's own rules."""
+    policy(place, document)
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve()
+    assert str(caught.value) == f"policy {place.policy}{problem}"
+
+
+def test_a_policy_path_that_cannot_even_be_looked_at_fails(place: Place) -> None:
+    """A NUL byte in a named path: no resolution is kept for it, and it fails."""
+    with pytest.raises(budgetconf.SourceError, match="cannot read"):
+        budgetconf.resolve(policy_file="bad\0name.json")
+
+
+def test_bounds_from_two_files_say_where_each_is_written(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """max from the installed file, min (rejecting) from the added one: locators by bound, and
+    a row for each place in the table."""
+    write(place.policy, STEPS_AT_200)
+    added = write(
+        place.work / "try.json",
+        '{"loop": {"max_steps": {"min": 5, "max": 200, "on_exceed": "reject"}}}',
+    )
+    res = quiet(policy_file=added)
+    assert res.to_dict()["fields"]["loop.max_steps"]["policy"] == {
+        "max": 200,
+        "min": 5,
+        "locator": f"{place.policy}:3",
+        "locators": {"max": f"{place.policy}:3", "min": f"{added}:1"},
+        "on_exceed": "reject",
+    }
+    assert main(["explain", "loop.max_steps", "--policy", str(added)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:5]]
+    assert rows == [
+        ["loop.max_steps", "40", "built-in", "default"],
+        ["policy", "max", "200", f"{place.policy}:3"],
+        ["policy", "min", "5", "(reject)", "./try.json:1"],
+    ]
+
+
+def test_a_field_that_takes_another_fields_value_takes_it_as_policed(place: Place) -> None:
+    """max_steps unset takes max_iter's value, which the policy has clamped to 10."""
+    rules = write(place.work / "rules.json", '{"exec": {"max_iter": {"max": 10}}}')
+    fields = {
+        "exec.max_iter": {"type": "int", "default": 20, "env": ["APP_ITER"]},
+        "exec.max_steps": {"type": "int", "optional": True, "default_from": "exec.max_iter"},
+    }
+    preset = preset_file(place.work, fields=fields, sources=["default", "env"], policy=str(rules))
+    res = budgetconf.resolve(preset, env={"APP_ITER": "30"})
+    assert (res["exec.max_iter"], res["exec.max_steps"]) == (10, 10)
+    assert res.trace("exec.max_steps").source == "policy"
+
+
+def test_a_secret_fields_bounds_are_masked(place: Place) -> None:
+    """The explain document shows a secret field's policy values as ***, as its value."""
+    rules = write(place.work / "rules.json", '{"app": {"pin": {"max": 9999}}}')
+    fields = {"app.pin": {"type": "int", "default": 1234, "secret": True, "env": ["APP_PIN"]}}
+    preset = preset_file(place.work, fields=fields, sources=["default", "env"], policy=str(rules))
+    res = budgetconf.resolve(preset, env={"APP_PIN": "123456"})
+    assert res["app.pin"] == 9999
+    entry = res.to_dict()["fields"]["app.pin"]
+    assert entry["policy"] == {"max": "***", "locator": f"{rules}:1"}
+    assert entry["candidates"][1]["reason"] == f"above the policy ceiling ({rules}:1)"
+    assert "9999" not in json.dumps(entry)
+
+
+def test_two_files_with_the_same_bound_keep_the_installed_ones_place(place: Place) -> None:
+    """An equal ceiling in the added file: the installed file's line is the locator."""
+    write(place.policy, STEPS_AT_200)
+    added = write(place.work / "try.json", '{"loop": {"max_steps": {"max": 200, "default": 50}}}')
+    res = quiet(policy_file=added)
+    assert (res["loop.max_steps"], res.trace("loop.max_steps").locator) == (50, f"{added}:1")
+    assert res.trace("loop.max_steps").policy is not None
+    assert res.to_dict()["fields"]["loop.max_steps"]["policy"]["locators"]["max"] == (
+        f"{place.policy}:3"
+    )

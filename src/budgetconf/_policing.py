@@ -59,10 +59,7 @@ def _rejected(
         assert past is not None, "a rejected winner is past a bound"
         word, bound = past
         return _decided(trace, rule, candidates, bound, word, asked=winner)
-    at = left[-1]
-    for i, candidate in enumerate(candidates):
-        if candidate.status is Status.WON:
-            candidates[i] = candidate.replace(status=Status.SHADOWED)
+    at = left[-1]  # the winner was rejected: no other candidate is won
     candidates[at] = candidates[at].replace(status=Status.WON)
     return _clamped(trace, rule, candidates, at)
 
