@@ -386,6 +386,15 @@ def test_a_policy_path_that_is_a_directory_fails_closed(
     _fails(place, capsys, f"policy {place.policy}: is a directory, not a file")
 
 
+def test_a_policy_path_that_links_to_nothing_fails_closed(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link is there even when its file is not: it is no missing policy."""
+    place.policy.parent.mkdir(parents=True)
+    place.policy.symlink_to(place.policy.parent / "gone.json")
+    _fails(place, capsys, f"policy {place.policy}: a link to a file that does not exist")
+
+
 def test_a_huge_policy_file_fails_closed(place: Place, capsys: pytest.CaptureFixture[str]) -> None:
     write(place.policy, '{"loop": {}}' + " " * (1 << 20))
     _fails(place, capsys, f"policy {place.policy}: larger than the limit of 1048576 bytes")

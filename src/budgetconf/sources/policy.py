@@ -11,6 +11,7 @@ path may be missing (then there is no policy); a file named by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
@@ -102,6 +103,8 @@ def read_policy(
     and it was not ``named``. Raises `SourceError` naming the file, the line and the field."""
     table = read_table(path, "json", source=_KIND, max_bytes=max_bytes)
     if table is None:
+        if os.path.islink(path):  # a link to nothing is there, and unreadable: fail closed
+            raise _bad(path, None, "a link to a file that does not exist")
         if named:
             raise SourceError(
                 f"{_KIND} {path}: no such file", source=_KIND, locator=path, problem="no such file"
