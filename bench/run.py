@@ -5,7 +5,8 @@ workflow YAML and a few environment variables) and measures, in one process
 and one run, medians of many repetitions taken with `time.perf_counter_ns`:
 
 - `resolve()` of the default preset, warm (nothing changed since the last
-  call) over settled files and over files written a moment ago, and cold
+  call) over settled files, with a policy file added (`policy_file=`), and
+  over files written a moment ago, and cold
   (the project file rewritten before every call);
 - `factory("agent.max_steps", preset="opendot")()` against
   `int(os.environ.get(...))`;
@@ -68,6 +69,11 @@ VARIABLES = {
     "BUDGETCONF_MAX_STEPS": ("loop", "max_steps", "50"),
     "BUDGETCONF_MAX_TOOL_CALLS": ("limits", "max_tool_calls", "200"),
     "BUDGETCONF_TIMEOUT_SECONDS": ("limits", "timeout_seconds", "120"),
+}
+#: an administrator's policy, added with policy_file=: a ceiling below the env's 50
+POLICY = {
+    "loop": {"max_steps": {"max": 30}, "last_turn": {"value": "wrap_up"}},
+    "limits": {"max_cost_usd": {"max": 5}, "timeout_seconds": {"max": 900}},
 }
 #: what the default preset resolves from the fixture (the yaml source does not set max_steps)
 EXPECTED = {
@@ -289,6 +295,15 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
     def floor() -> int:
         return int(os.environ.get("OPENDOT_MAX_STEPS", "40"))
 
+    policy = fx.folder / "policy.json"
+    policy.write_text(json.dumps(POLICY, indent=2), encoding="utf-8")
+    settle(policy)
+
+    def call_policed() -> budgetconf.Resolution:
+        return budgetconf.resolve(env=fx.env, project_file=fx.project_file,
+                                  workflow=fx.workflow, policy_file=policy)  # fmt: skip
+
+    check("the policy's ceiling on loop.max_steps", call_policed()["loop.max_steps"], 30)
     fresh = fresh_copies(fx)
 
     def call_fresh() -> budgetconf.Resolution:
@@ -298,6 +313,7 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
     check("resolve().values over fresh files", dict(call_fresh().values), EXPECTED)
     return {
         "resolve(), warm": batched(call),
+        "resolve(), warm, with a policy file": batched(call_policed),
         "resolve(), warm: files written a moment ago": batched(call_fresh),
         "resolve(), cold: project file changed": cold,
         'factory("agent.max_steps", preset="opendot")()': batched(factory),
@@ -413,6 +429,9 @@ def in_process(fx: Fixture, mode: Mode) -> list[Row]:
     warm = m["resolve(), warm"]
     row = rows["resolve(), warm"]
     row.target, row.holds = "< 100 µs", warm < 100_000
+    policed = "resolve(), warm, with a policy file"
+    rows[policed].target, rows[policed].holds = "<= 100 µs", m[policed] <= 100_000
+    rows[policed].reading = f"{times(m[policed] / warm)} the call without"
     fresh = "resolve(), warm: files written a moment ago"
     rows[fresh].target, rows[fresh].holds = "<= 100 µs", m[fresh] <= 100_000
     rows[fresh].reading = f"{times(m[fresh] / warm)} the settled call"

@@ -27,10 +27,12 @@ from loops import Driver
 
 @dataclass
 class Place:
-    """Where a test runs: ``work`` is the cwd, ``home`` is $HOME."""
+    """Where a test runs: ``work`` is the cwd, ``home`` is $HOME, and ``policy`` the default
+    preset's policy file (in place of /etc/budgetconf/policy.json; absent until written)."""
 
     work: Path
     home: Path
+    policy: Path
 
     @property
     def budgetconf_home(self) -> Path:
@@ -69,8 +71,24 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
-    yield Place(work, home)
+    policy = tmp_path / "etc" / "budgetconf" / "policy.json"
+    _move_installed_policy(monkeypatch, policy)
+    yield Place(work, home, policy)
     _files._cache.clear()
+
+
+def _move_installed_policy(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """Point the default preset's policy at ``path``, so no test reads /etc/budgetconf.
+
+    No variable can move the installed policy, by design: the test moves it in
+    Python, on the default preset's built source, for this test only. (A
+    command run in a subprocess reads the real path; tests of the policy there
+    use a preset file of their own, with ``policy = "<tmp>/policy.json"``.)
+    """
+    from budgetconf._engine import load_preset
+
+    source = load_preset("budgetconf").by_kind["policy"]
+    monkeypatch.setattr(source, "_path", str(path))
 
 
 @pytest.fixture(params=["sync", "async"])

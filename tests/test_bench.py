@@ -39,6 +39,7 @@ def test_the_loop_overhead_benchmark_reports_every_row(
 
 IN_PROCESS = [
     "resolve(), warm",
+    "resolve(), warm, with a policy file",
     "resolve(), warm: files written a moment ago",
     "resolve(), cold: project file changed",
     'factory("agent.max_steps", preset="opendot")()',
@@ -71,6 +72,7 @@ SCALE = [
 ]
 TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "resolve(), warm",
+    "resolve(), warm, with a policy file",
     "resolve(), warm: files written a moment ago",
     'factory("agent.max_steps", preset="opendot")()',
     "dynaconf: Dynaconf(...).loop.max_steps",

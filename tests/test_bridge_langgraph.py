@@ -27,6 +27,8 @@ import budgetconf
 from budgetconf.integrations.langgraph import arun, limits, middleware, run
 from budgetconf.loop import Budget, RunStatus
 
+from conftest import Place
+
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 RAN: list[int] = []  # the add tool's calls, in order
 
@@ -252,6 +254,21 @@ def test_a_budget_langgraph_cannot_enforce_is_refused_or_warned_about() -> None:
     assert result.stop_reason == "completed"
     with pytest.raises(budgetconf.UsageError, match="max_tool_calls_per_turn = 3 from env:"):
         run(graph(model), hi(), budget(max_tool_calls_per_turn="3"))
+
+
+def test_a_budget_the_policy_clamps_that_langgraph_cannot_enforce_is_refused_even_to_warn(
+    place: Place,
+) -> None:
+    """The env's cost limit clamped by the policy: refused with unenforced="warn" too."""
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text('{"limits": {"max_cost_usd": {"max": 0.5}}}', encoding="utf-8")
+    _, model = scripted(turns=0)
+    with pytest.raises(budgetconf.UsageError) as caught:
+        run(graph(model), hi(), budget(max_cost_usd="3"), unenforced="warn")
+    assert str(caught.value) == (
+        f"limits.max_cost_usd = 0.5 from the policy {place.policy}:1 cannot be enforced by"
+        " langgraph; a budget the policy sets is never run without"
+    )
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,8 @@ from budgetconf.integrations import smolagents as bridge
 from budgetconf.integrations.smolagents import limits, run
 from budgetconf.loop import Budget, RunStatus
 
+from conftest import Place
+
 Reply = Callable[[int, bool], ChatMessage]
 
 
@@ -321,6 +323,22 @@ def test_a_budget_smolagents_cannot_enforce_is_refused_or_warned() -> None:
     with pytest.warns(budgetconf.BudgetConfWarning, match="running without it") as warned:
         result = run(agent(model), "go", cost, unenforced="warn")
     assert (len(warned), result.output) == (1, "ok")
+
+
+def test_a_budget_the_policy_sets_that_smolagents_cannot_enforce_is_refused_even_to_warn(
+    place: Place,
+) -> None:
+    """An administrator's ceiling on the unset cost limit is never run without, warn or not."""
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text('{\n  "limits": {\n    "max_cost_usd": {"max": 5}}}', encoding="utf-8")
+    with pytest.raises(budgetconf.UsageError) as caught:
+        run(agent(Scripted(lambda n, tools: answer("ok"))), "go", unenforced="warn")
+    assert str(caught.value) == (
+        f"limits.max_cost_usd = 5.0 from the policy {place.policy}:3 cannot be enforced by"
+        " smolagents; a budget the policy sets is never run without"
+    )
+    with pytest.raises(budgetconf.UsageError, match="from the policy"):
+        limits()
 
 
 def test_a_code_agents_tool_calls_are_out_of_sight_and_refused() -> None:

@@ -44,6 +44,7 @@ def test_golden_case(
 
     printed = capsys.readouterr().out
     printed = printed.replace(str(place.work), "<WORK>").replace(str(place.home), "<HOME>")
+    printed = printed.replace(str(place.policy), "<POLICY>")
     expected = folder / case.get("output", "explain.json")
     if request.config.getoption("--update-golden"):
         expected.write_text(printed)

@@ -417,7 +417,9 @@ EDITS = st.lists(
 def test_reused_and_fresh_resolutions_agree(
     place: Place, edits: list[tuple[str, int | None]]
 ) -> None:
-    copy = place.write("copy-of-budgetconf.toml", _builtin_text("budgetconf"))
+    # the copy's policy where the tests keep the built-in preset's
+    text = _builtin_text("budgetconf").replace("/etc/budgetconf/policy.json", str(place.policy))
+    copy = place.write("copy-of-budgetconf.toml", text)
     env: dict[str, str] = {"HOME": str(place.home)}
     explicit: dict[str, object] | None = None
     project = place.work / "settings.toml"

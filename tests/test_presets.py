@@ -107,6 +107,7 @@ def test_the_default_preset_matches_its_documented_table() -> None:
         "cli": "fallback",
         "step": "error",
         "explicit": "error",
+        "policy": "error",  # fails closed, whatever the others do
     }
 
 

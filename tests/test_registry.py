@@ -34,7 +34,15 @@ def test_the_command_line_has_an_option_for_each_kind_that_declares_one() -> Non
         if s.KIND.argument is not None and s.KIND.argument.option is not None
     ]
     assert [a.option for a in OPTIONS] == declared
-    assert declared == ["--global", "--project", "--profile", "--workflow", "--step", "--set"]
+    assert declared == [
+        "--global",
+        "--project",
+        "--profile",
+        "--workflow",
+        "--step",
+        "--set",
+        "--policy",
+    ]
     assert all(a.help and a.metavar for a in OPTIONS)
 
 

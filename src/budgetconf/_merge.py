@@ -17,7 +17,8 @@ The last valid candidate of each field wins; earlier valid ones are
 ``shadowed``. A field with ``default_from`` that is left unset takes the
 other field's value: the candidate that left it unset is ``shadowed``, and a
 candidate that carries the other field's value, source and locator wins.
-Nothing here prints, and nothing writes a file.
+The policy source's rules are applied to each field once it is settled
+(see `budgetconf._policing`). Nothing here prints, and nothing writes a file.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from budgetconf.sources._records import Context, Layer, Offer, Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from budgetconf._rules import Rule
     from budgetconf.sources._protocols import Source
 
 __all__ = ["merge"]
@@ -72,7 +74,7 @@ def merge(preset: Description, sources: Sequence[Source], ctx: Context) -> Resol
 class _Merging:
     """The stack merged so far: every candidate of every field, and what was found on the way."""
 
-    __slots__ = ("errors", "merge_of", "preset", "reports", "warnings", "work")
+    __slots__ = ("errors", "merge_of", "preset", "reports", "rules", "warnings", "work")
 
     def __init__(self, preset: Description) -> None:
         self.preset = preset
@@ -81,6 +83,7 @@ class _Merging:
         self.reports: list[SourceReport] = []
         self.warnings: list[str] = []
         self.errors: list[ConfigError] = []
+        self.rules: dict[str, Rule] = {}
 
     def add(self, spec: SourceSpec, layer: Layer) -> None:
         """One more source's layer, above those added before it."""
@@ -90,11 +93,12 @@ class _Merging:
             if not any(_same_problem(error, known) for known in errors):
                 errors.append(error)
         error_text = "; ".join(str(e) for e in layer.errors) or None
-        offered = sum(not offer.empty for offer in layer.offers)
+        offered = sum(not offer.empty for offer in layer.offers) + len(layer.rules)
         self.reports.append(
             SourceReport(spec.kind, layer.status, layer.locator, offered, error_text)
         )
         self.warnings.extend(layer.warnings)
+        self.rules.update(layer.rules)
         schema, work = self.preset.schema, self.work
         for problem in layer.problems:
             raw = _problem_raw(problem, schema)
@@ -118,7 +122,13 @@ class _Merging:
         settled: dict[str, FieldTrace] = {}
         # a field that defaults to another is settled after it (the reader refuses chains)
         for field in sorted(schema, key=lambda f: f.default_from is not None):
-            settled[field.path] = _settle(field, self.work[field.path], self.merge_of, settled)
+            trace = _settle(field, self.work[field.path], self.merge_of, settled)
+            rule = self.rules.get(field.path)
+            if rule is not None:
+                from budgetconf._policing import police  # only a policy with rules needs it
+
+                trace = police(trace, rule)
+            settled[field.path] = trace
         for field in schema:
             self._warn_fallbacks(field, settled[field.path])
         traces = {f.path: settled[f.path] for f in schema}

@@ -35,6 +35,7 @@ def resolve(
     step: str | None = None,
     explicit: Mapping[str, object] | None = None,
     dynaconf: object = None,
+    policy_file: PathArg | None = None,
 ) -> Resolution:
     """Resolve every field of ``preset`` from its ranked sources.
 
@@ -46,6 +47,8 @@ def resolve(
     one `ConfigError` that lists them all and holds each in ``errors``. An
     argument the preset has no source for raises `UsageError`. ``dynaconf`` is
     an application's dynaconf settings object, for the ``dynaconf`` source.
+    ``policy_file`` names one more policy file, which adds to the preset's
+    own (both apply); it must exist, and the preset must have a policy.
     """
     loaded = load_preset(_preset_arg(preset))
     request = Request(
@@ -58,6 +61,7 @@ def resolve(
         step=step,
         explicit=explicit,
         dynaconf=dynaconf,
+        policy_file=policy_file,
     )
     check_request(loaded, request)
     return _resolved(loaded, request)

@@ -19,6 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from budgetconf._rules import Rule
+
 __all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
 
 
@@ -27,6 +29,8 @@ class Status(StrEnum):
 
     ``empty`` is a name that was there with nothing in it (an empty
     environment variable): it offers no value, as if it were unset.
+    ``clamped`` is a value past a bound of the policy, which took its place:
+    the field's value is the bound.
     """
 
     __module__ = "budgetconf"
@@ -35,6 +39,7 @@ class Status(StrEnum):
     REJECTED = "rejected"
     REPLACED = "replaced"
     EMPTY = "empty"
+    CLAMPED = "clamped"
 
 
 class Candidate(Record):
@@ -125,23 +130,42 @@ class Candidate(Record):
 
 
 class FieldTrace(Record):
-    """All candidates of one field in rank order, lowest first, and the winner."""
+    """All candidates of one field in rank order, lowest first, and the winner.
+
+    ``policy`` is the policy's rule for the field, when it has one; ``ruling``
+    says which of its bounds decided the value (``ceiling``, ``floor``,
+    ``locked``, ``default``), None when the policy left the value be; and
+    ``asked`` is the candidate that the ceiling or the floor took the place of.
+    """
 
     __module__ = "budgetconf"
-    __slots__ = ("candidates", "field", "merge", "winner")
+    __slots__ = ("asked", "candidates", "field", "merge", "policy", "ruling", "winner")
 
     field: Field
     winner: Candidate
     candidates: tuple[Candidate, ...]
     merge: MergeMode
+    policy: Rule | None
+    ruling: str | None
+    asked: Candidate | None
 
     def __init__(
-        self, field: Field, winner: Candidate, candidates: tuple[Candidate, ...], merge: MergeMode
+        self,
+        field: Field,
+        winner: Candidate,
+        candidates: tuple[Candidate, ...],
+        merge: MergeMode,
+        policy: Rule | None = None,
+        ruling: str | None = None,
+        asked: Candidate | None = None,
     ) -> None:
         set_field(self, "field", field)
         set_field(self, "winner", winner)
         set_field(self, "candidates", candidates)
         set_field(self, "merge", merge)
+        set_field(self, "policy", policy)
+        set_field(self, "ruling", ruling)
+        set_field(self, "asked", asked)
 
     @property
     def value(self) -> Value:
@@ -156,13 +180,16 @@ class FieldTrace(Record):
         return self.winner.locator
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "value": MASK if self.field.secret else self.winner.value,
             "source": self.winner.source,
             "locator": self.winner.locator,
             "merge": self.merge.value,
             "candidates": [c.to_dict() for c in self.candidates],
         }
+        if self.policy is not None:
+            out["policy"] = self.policy.to_dict(self.field.secret)
+        return out
 
 
 class SourceReport(Record):

@@ -31,7 +31,18 @@ _HERE: Final = os.path.dirname(__file__)
 _PATH: Final = r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*"
 _FLAG: Final = r"--[A-Za-z0-9][A-Za-z0-9-]*"
 _TOP_KEYS: Final = frozenset(
-    {"format", "name", "summary", "home", "home_env", "max_file_bytes", "sources", "fields", "loop"}
+    {
+        "format",
+        "name",
+        "summary",
+        "home",
+        "home_env",
+        "max_file_bytes",
+        "policy",
+        "sources",
+        "fields",
+        "loop",
+    }
 )
 _SOURCE_KEYS: Final = frozenset({"kind", "invalid", "merge"})
 _FIELD_KEYS: Final = frozenset(
@@ -150,7 +161,7 @@ def _build(
         raise _Bad(f"format: expected {FORMAT_VERSION}, got {version!r}")
     name = _take(data, "name", str, "") or stem
     schema = _schema(data)
-    stack = _stack(data, schema, kinds)
+    stack = _stack(data, schema, kinds) + _policy(data, kinds)
     max_bytes = _take(data, "max_file_bytes", int, "")
     if max_bytes is not None and max_bytes < 1:
         raise _Bad(f"max_file_bytes: expected a positive integer, got {max_bytes}")
@@ -200,11 +211,29 @@ def _stack(
     return stack
 
 
+def _policy(data: Mapping[str, Any], kinds: Mapping[str, SourceKind]) -> tuple[SourceSpec, ...]:
+    """The policy source, above every other, when the top level names its file.
+
+    The path is written as it is read: absolute, with no ``~`` or ``{home}``,
+    so that nothing a user sets can move it.
+    """
+    path = _take(data, "policy", str, "")
+    if path is None:
+        return ()
+    if "policy" not in kinds:
+        raise _Bad("policy: no policy source kind is known to read it")
+    if not os.path.isabs(path) or "{" in path:
+        raise _Bad(f"policy: expected an absolute path, got {show_text(path)}")
+    return (SourceSpec("policy", Policy.ERROR, options={"path": os.path.normpath(path)}),)
+
+
 def _source(
     index: int, entry: Mapping[str, Any], schema: Schema, kinds: Mapping[str, SourceKind]
 ) -> SourceSpec:
     where = f"sources[{index}]."
     name = _take(entry, "kind", str, where)
+    if name == "policy":
+        raise _Bad(f'{where}kind: the policy source is placed by the top level\'s policy = "PATH"')
     if name not in kinds:
         raise _Bad(f"{where}kind: expected one of {', '.join(kinds)}, got {name!r}")
     kind = kinds[name]

@@ -1,19 +1,38 @@
-"""``budgetconf check``: resolve and report, for CI; exit 1 on any error or warning."""
+"""``budgetconf check``: resolve and report, for CI; exit 1 on any error or warning.
+
+With ``--policy PATH`` it judges that policy file alone, for its administrator:
+exit 0 when every rule holds, 1 when the file cannot be read, parsed or judged.
+"""
 
 from __future__ import annotations
 
-from typing import TextIO
+import os
+from typing import TYPE_CHECKING, TextIO
 
 from budgetconf.cli._explain import shown
-from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, plural, problems, say
-from budgetconf.cli._parser import CommandLine
-from budgetconf.cli._resolution import Resolved
+from budgetconf.cli._flags import given_flags
+from budgetconf.cli._output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    document,
+    plural,
+    problems,
+    say,
+    write_json,
+)
+from budgetconf.cli._parser import OPTIONS, CommandLine, Usage
+from budgetconf.cli._resolution import Resolved, chosen_preset
+
+if TYPE_CHECKING:
+    from budgetconf._engine import Preset
 
 __all__ = ["check", "command"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``check``: a preset file that cannot be read fails it as explain's would."""
+    if getattr(line.ns, "policy_file", None) is not None:
+        return _policy(line, out, err)
     return shown(line, check, out, err)
 
 
@@ -35,3 +54,58 @@ def check(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
             count = plural(len(fields or res.values), "field")
             say(out, f"ok: {count} resolved, no warnings (preset {preset.name})")
     return EXIT_ERROR if failed else EXIT_OK
+
+
+def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """``check --policy PATH``: the policy file alone, judged against the preset's fields."""
+    from budgetconf.errors import SourceError
+    from budgetconf.sources.policy import read_policy
+
+    preset = _policy_preset(line)
+    path = os.path.abspath(os.path.expanduser(line.ns.policy_file))  # as explain reads it
+    error: str | None = None
+    try:
+        rules = read_policy(path, preset.schema, preset.description.max_file_bytes, named=True)
+    except SourceError as exc:
+        error, rules = str(exc), {}
+    assert rules is not None, "a named policy file exists, or reading it fails"
+    if line.ns.format == "json":
+        secret = {f.path: f.secret for f in preset.schema}
+        write_json(
+            {
+                "version": 1,
+                "preset": preset.name,
+                "policy": path,
+                "rules": {p: rule.to_dict(secret[p]) for p, rule in rules.items()},
+                "errors": [] if error is None else [error],
+            },
+            out,
+        )
+    elif error is not None:
+        say(err, f"budgetconf: error: {error}")
+        say(out, f"check failed: 1 error (policy {path}, preset {preset.name})")
+    else:
+        say(out, f"ok: policy {path}, {plural(len(rules), 'rule')} (preset {preset.name})")
+    return EXIT_OK if error is None else EXIT_ERROR
+
+
+def _policy_preset(line: CommandLine) -> Preset:
+    """The preset whose fields the policy file is judged by; it must have a policy source.
+
+    The file is judged alone: another resolution option, a flag or a field is a usage error.
+    """
+    from budgetconf._resolve import check_request
+    from budgetconf.errors import UsageError
+    from budgetconf.sources import Request
+
+    ns = line.ns
+    others = [a.option for a in OPTIONS if a.name != "policy_file" and getattr(ns, a.name)]
+    if others or given_flags(ns) or line.app_args is not None or ns.fields:
+        extra = others[0] if others else "fields and flags"
+        raise Usage(f"check --policy judges the policy file alone; it takes no {extra}")
+    preset = chosen_preset(ns)
+    try:
+        check_request(preset, Request({}, policy_file=ns.policy_file), command_line=True)
+    except UsageError as exc:
+        raise Usage(str(exc)) from None
+    return preset

@@ -46,7 +46,9 @@ _STYLE: Final = {
     Status.REJECTED: "red",
     Status.REPLACED: "yellow",
     Status.EMPTY: "dim",
+    Status.CLAMPED: "magenta",
 }
+_POLICY_STYLE: Final = "magenta"
 _RAW_WIDTH: Final = 16  # a rejected value is evidence, not the answer: it may be cut
 _UNBOUNDED: Final = 1_000_000  # a width to measure with: wider than anything the table holds
 
@@ -165,7 +167,8 @@ def _sources(res: Resolution, short: Shortener) -> Table:
             style = "" if report.status is SourceStatus.LOADED else "dim"
         where = short(report.locator)
         if report.status is SourceStatus.LOADED and report.source != "default":
-            count = f"{report.offered} value" + ("" if report.offered == 1 else "s")
+            noun = "rule" if report.source == "policy" else "value"  # a policy bounds values
+            count = f"{report.offered} {noun}" + ("" if report.offered == 1 else "s")
             where = f"{where}, {count}" if report.locator else count
         sources.add_row(
             _whole(f"  {report.source}"), _whole(report.status.value, style), _whole(where)
@@ -176,10 +179,13 @@ def _sources(res: Resolution, short: Shortener) -> Table:
 def _add_field(grid: Table, trace: FieldTrace, short: Shortener) -> None:
     field = trace.field
     winner = trace.winner
+    where = short(winner.where)
+    if trace.ruling is not None:  # a clamp seen at a glance: the value is the policy's
+        where = f"{where} (policy {trace.ruling})"
     grid.add_row(
         _whole(field.path, "bold"),
         _whole(candidate_text(winner, field), _STYLE[Status.WON]),
-        _whole(short(winner.where)),
+        _whole(where),
     )
     for candidate in reversed(trace.candidates):
         if candidate is winner:
@@ -192,6 +198,24 @@ def _add_field(grid: Table, trace: FieldTrace, short: Shortener) -> None:
         )
         if candidate.reason:
             grid.add_row(Text(""), Text(""), _cell(short(candidate.reason), style))
+    if trace.policy is not None:
+        _add_bounds(grid, trace, short)
+
+
+def _add_bounds(grid: Table, trace: FieldTrace, short: Shortener) -> None:
+    """The policy's bounds on the field, a row for each place they are written."""
+    places: dict[str, list[str]] = {}
+    for name, bound in trace.policy.bounds().items() if trace.policy else ():
+        value = MASK if trace.field.secret else bound.value
+        shown = value if isinstance(value, str) else show_typed(value)
+        reject = " (reject)" if bound.reject and name in ("max", "min") else ""
+        places.setdefault(bound.locator, []).append(f"{name} {shown}{reject}")
+    for locator, said in places.items():
+        grid.add_row(
+            _whole("  policy", _POLICY_STYLE),
+            _whole(", ".join(said), _POLICY_STYLE),
+            _whole(short(locator)),
+        )
 
 
 def candidate_text(candidate: Candidate, field: Field) -> str:

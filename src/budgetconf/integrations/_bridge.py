@@ -91,7 +91,8 @@ def bridge_budget(
     ``budget`` None resolves ``default_preset`` (the default preset when None)
     with ``resolve_kwargs``. A budget the framework cannot enforce ``through``
     `limits()` or `run()` is a `UsageError` naming the field and the framework,
-    or with ``unenforced="warn"`` one `BudgetConfWarning`; a budget whose value
+    or with ``unenforced="warn"`` one `BudgetConfWarning`, but for a budget the
+    policy set or clamped, which is refused whatever ``unenforced`` says; a budget whose value
     is the preset's own default is left unenforced without a word, as the
     framework's table says.
     """
@@ -110,15 +111,18 @@ def bridge_budget(
         checked = budget_of(budget)
     missed = _unenforced(framework, checked, through)
     if missed:
-        what = "; ".join(missed)
+        what = "; ".join(phrase for phrase, _ in missed)
+        if any(policed for _, policed in missed):  # an administrator's ceiling is never a warning
+            raise UsageError(f"{what}; a budget the policy sets is never run without")
         if unenforced == "error":
             raise UsageError(f"{what}; unset it, or pass unenforced='warn' to run without it")
         warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=3)
     return checked
 
 
-def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]:
-    """A phrase for each budget set (not by its default) that the framework will not enforce."""
+def _unenforced(framework: Framework, budget: Budget, through: str) -> list[tuple[str, bool]]:
+    """A phrase for each budget set (not by its default) that the framework will not enforce,
+    and whether the policy set it."""
     from budgetconf._loop_table import BudgetName
 
     found = []
@@ -129,9 +133,14 @@ def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]
         if limit.source == "default":
             continue
         where = "" if by is None else " through limits()"
+        policed = limit.source == "policy"
+        source = "the policy " if policed else ""
         found.append(
-            f"{limit.field} = {limit.shown()} from {limit.locator} cannot be enforced by"
-            f" {framework.package}{where}"
+            (
+                f"{limit.field} = {limit.shown()} from {source}{limit.locator} cannot be"
+                f" enforced by {framework.package}{where}",
+                policed,
+            )
         )
     return found
 

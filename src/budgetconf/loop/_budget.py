@@ -16,7 +16,7 @@ from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, Stop
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._schema import MASK, Field, show_value
-from budgetconf._trace import shown_locator
+from budgetconf._trace import FieldTrace, shown_locator
 from budgetconf.errors import PresetError, UsageTypeError
 from budgetconf.sources import KINDS
 
@@ -41,6 +41,8 @@ class Limit:
     # with no such variable or flag: the other sources that outrank the one that set it
     raise_in: tuple[str, ...] = ()
     via: str | None = None  # the field the value was taken from, when the budget's was unset
+    # which rule of the policy set it, when the policy did: "ceiling; env:X asked for 500"
+    policed: str | None = None
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show a secret field's value
@@ -71,8 +73,14 @@ class Limit:
     def explain(self) -> str:
         """Where the value came from and how to raise it, for a person.
 
-        ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``
+        ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``;
+        a limit the policy set offers no way to raise it.
         """
+        if self.policed is not None:
+            return (
+                f"{self.field} = {self.shown()} from the policy {self.locator} ({self.policed});"
+                " only the policy's administrator can raise it"
+            )
         if self.raise_with:
             how = "with " + " or ".join(self.raise_with)
         elif self.raise_in:
@@ -129,7 +137,8 @@ class Budget:
                 at = next(i for i, c in enumerate(trace.candidates) if c is decided)
                 decided = trace.candidates[at - 1]
             floor = ranks.get(decided.source, 0)
-            raise_with = _raise_with(field, ranks, floor, command_line)
+            policed = _policed(trace)
+            raise_with = () if policed else _raise_with(field, ranks, floor, command_line)
             limits[budget] = Limit(
                 budget,
                 path,
@@ -140,6 +149,7 @@ class Budget:
                 field.secret,
                 raise_in=() if raise_with else _outranking(res, floor),
                 via=trace.winner.derived_from,
+                policed=policed,
             )
         behaviours = {
             name: str(res[setting]) if "." in setting else setting
@@ -180,8 +190,23 @@ class Budget:
             locator=locator,
             raise_with=("extra_steps",),
             via=None,
+            policed=None,
         )
         return replace(self, limits={**self.limits, "max_steps": limit})
+
+
+def _policed(trace: FieldTrace) -> str | None:
+    """Which rule of the policy set the field, for a stop's message; None when no rule did.
+
+    ``ceiling; env:BUDGETCONF_MAX_STEPS asked for 500``, ``floor; ...``,
+    ``locked``, ``default``, or ``ceiling`` alone for a field that was unset.
+    """
+    if trace.source != "policy" or trace.ruling is None:
+        return None
+    asked = trace.asked
+    if asked is None:
+        return trace.ruling
+    return f"{trace.ruling}; {asked.where} asked for {trace.field.mask(show_value(asked.value))}"
 
 
 def _raise_with(

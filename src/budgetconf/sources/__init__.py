@@ -27,6 +27,7 @@ from budgetconf.sources.dynaconf import DynaconfSource
 from budgetconf.sources.env import EnvSource
 from budgetconf.sources.explicit import ExplicitSource
 from budgetconf.sources.global_file import GlobalSource
+from budgetconf.sources.policy import PolicySource
 from budgetconf.sources.profile import ProfileSource
 from budgetconf.sources.project import ProjectSource
 from budgetconf.sources.step import StepSource
@@ -53,6 +54,7 @@ __all__ = [
     "MergeMode",
     "Offer",
     "Policy",
+    "PolicySource",
     "Problem",
     "ProfileSource",
     "ProjectSource",
@@ -81,6 +83,7 @@ KINDS: Final[Mapping[str, SourceClass]] = MappingProxyType(
             StepSource,
             ExplicitSource,
             DynaconfSource,  # in no built-in stack: an application places it
+            PolicySource,  # above every other: a preset's top-level `policy` places it
         )
     }
 )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
+    from budgetconf._rules import Rule
     from budgetconf._schema import Schema
 
 
@@ -254,11 +255,22 @@ class Layer(Record):
 
     ``sections`` are the sections the source defines (even empty), with
     where, for ``replace`` merging; ``errors`` count whatever the policy: a
-    source that cannot be read, an unknown field in code.
+    source that cannot be read, an unknown field in code. ``rules`` are the
+    policy source's, by field path: bounds on the other sources' values, not
+    values of their own.
     """
 
     __module__ = "budgetconf.sources"
-    __slots__ = ("errors", "locator", "offers", "problems", "sections", "status", "warnings")
+    __slots__ = (
+        "errors",
+        "locator",
+        "offers",
+        "problems",
+        "rules",
+        "sections",
+        "status",
+        "warnings",
+    )
 
     status: SourceStatus
     locator: str | None
@@ -267,6 +279,7 @@ class Layer(Record):
     problems: tuple[Problem, ...]
     warnings: tuple[str, ...]
     errors: tuple[ConfigError, ...]
+    rules: Mapping[str, Rule]
 
     def __init__(
         self,
@@ -277,6 +290,7 @@ class Layer(Record):
         problems: tuple[Problem, ...] = (),
         warnings: tuple[str, ...] = (),
         errors: tuple[ConfigError, ...] = (),
+        rules: Mapping[str, Rule] = _NOTHING,
     ) -> None:
         set_field(self, "status", status)
         set_field(self, "locator", locator)
@@ -285,6 +299,7 @@ class Layer(Record):
         set_field(self, "problems", problems)
         set_field(self, "warnings", warnings)
         set_field(self, "errors", errors)
+        set_field(self, "rules", rules)
 
     @classmethod
     def failed(cls, error: ConfigError, locator: str | None) -> Layer:
