@@ -24,7 +24,7 @@ from budgetconf._schema import MASK, show_value
 from budgetconf._spelling import did_you_mean
 from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.loop._budget import Budget, Limit
-from budgetconf.loop._response import Call
+from budgetconf.loop._response import Call, Response
 from budgetconf.loop._run import Event, Message, Run, RunResult, Totals
 
 __all__ = ["ChildBudget", "ChildRun", "RunHandle", "current_run", "enter", "leave", "run_class"]
@@ -174,7 +174,17 @@ def _own_deadline(run: Run) -> float | None:
 
 def _pending(run: Run) -> int:
     """The calls ``run`` admitted that have not finished: the one running now among them."""
-    return run._runnable(run.batch[run.at :]) if run.batch else 0
+    return _runnable(run, run.batch[run.at :]) if run.batch else 0
+
+
+def _runnable(run: Run, calls: tuple[Call, ...]) -> int:
+    """`Run._runnable` without a generator, which costs a child turn more than the count."""
+    tools = run.tools
+    count = 0
+    for call in calls:
+        if call.name in tools and call.arguments is not None:
+            count += 1
+    return count
 
 
 def _left(run: Run, name: str, now: float) -> int | float | None:
@@ -199,6 +209,11 @@ def _left_of(run: Run, name: str, used: tuple[int, float, int], now: float) -> i
     return max(0.0, round(deadline - now, 6))
 
 
+def _bounded(runs: tuple[Run, ...], name: str) -> tuple[tuple[Run, int | float], ...]:
+    """Each of ``runs`` that has its own limit ``name``, with that limit."""
+    return tuple((r, r.limits[name]) for r in runs if name in r.limits)
+
+
 def _remainder(run: Run, name: str, now: float) -> tuple[int | float, Run] | None:
     """The least that ``run`` or a run around it has left of ``name``, and whose that is."""
     best: tuple[int | float, Run] | None = None
@@ -218,6 +233,23 @@ class ChildRun(Run):
     run's counters: the nearest one spent stops it, and its stop names that
     run's limit with ``"scope": "parent"``.
     """
+
+    # slots, not the instance dict: more keys than a dict shares would slow every attribute
+    # of the run's, in the base class's code too
+    __slots__ = (
+        "blame",
+        "calls_by",
+        "chain",
+        "cost_by",
+        "deadline_by",
+        "handle",
+        "own_deadline",
+        "parent",
+        "reported",
+        "started",
+        "tokens_by",
+        "used_at_start",
+    )
 
     def __init__(
         self,
@@ -239,10 +271,6 @@ class ChildRun(Run):
         self.chain: tuple[Run, ...] = _chain(parent)
         self.blame: tuple[StopReason, Run] | None = None
         self.reported = False
-        # the counters before Run sets them: from here on each change is charged upward
-        self._tokens = totals.tokens
-        self._cost = totals.cost_usd
-        self._executed = totals.tool_calls_executed
         now = time.monotonic()
         self.started = now
         self.used_at_start = tuple((r.tokens, r.cost, r.executed + _pending(r)) for r in self.chain)
@@ -251,6 +279,13 @@ class ChildRun(Run):
         super().__init__(budget, model, tools, specs, messages, totals, steps, on_event)
         # enforced here: the child's own caps; what an enclosing run has left is checked there
         self.limits = {n: v for n, v in self.limits.items() if n not in budget.inherited}
+        # the enclosing runs' own limits, each with its run: what every check goes through
+        self.tokens_by = _bounded(self.chain, "max_tokens")
+        self.cost_by = _bounded(self.chain, "max_cost_usd")
+        # less the calls each has admitted and not finished: that stays so while the child runs,
+        # since each is waiting on one of them
+        calls_by = _bounded(self.chain, "max_tool_calls")
+        self.calls_by = tuple((r, cap - _pending(r)) for r, cap in calls_by)
         own = self.limits.get("timeout_seconds")
         self.own_deadline = None if own is None else now + own
         self.deadline, self.deadline_by = self.own_deadline, None
@@ -259,74 +294,73 @@ class ChildRun(Run):
             self.deadline = outer
             self.deadline_by = next(r for r in self.chain if _own_deadline(r) == outer)
 
-    # the counters: a change is the parent's too (its own setter passes it further up)
+    # the charges: what the child consumes, every enclosing run has consumed too. Each turn
+    # goes through these, so they call the base class by name: super() costs more
 
-    @property
-    def tokens(self) -> int:
-        return self._tokens
+    def _record(self, response: Response, turn: int) -> None:
+        Run._record(self, response, turn)
+        if response.tokens:
+            for r in self.chain:
+                r.tokens += response.tokens
+        if response.cost:
+            for r in self.chain:
+                r.cost = round(r.cost + response.cost, 12)
 
-    @tokens.setter
-    def tokens(self, value: int) -> None:
-        self.parent.tokens += value - self._tokens
-        self._tokens = value
+    def _returned(self, call: Call, value: object, turn: int) -> None:
+        Run._returned(self, call, value, turn)
+        for r in self.chain:
+            r.executed += 1
 
-    @property
-    def cost(self) -> float:
-        return self._cost
-
-    @cost.setter
-    def cost(self, value: float) -> None:
-        parent = self.parent
-        parent.cost = round(parent.cost + (value - self._cost), 12)
-        self._cost = value
-
-    @property
-    def executed(self) -> int:
-        return self._executed
-
-    @executed.setter
-    def executed(self, value: int) -> None:
-        self.parent.executed += value - self._executed
-        self._executed = value
+    def _tool_raised(
+        self, exc: Exception, call: Call, rest: tuple[Call, ...], turn: int
+    ) -> RunResult | None:
+        executed = self.executed
+        stop = Run._tool_raised(self, exc, call, rest, turn)
+        if self.executed != executed:  # it ran (and raised), or was abandoned: it counts
+            for r in self.chain:
+                r.executed += 1
+        return stop
 
     # the checks: the run's own first, then each enclosing run's, nearest first
 
     def _spent(self) -> StopReason | None:
-        own = super()._spent()
+        own = Run._spent(self)
         if own is not None:
             return own
         for r in self.chain:
-            limits = r.limits
             if r.exhausted is not None:
                 return self._blamed(r.exhausted, r)
-            if "max_tokens" in limits and r.tokens >= limits["max_tokens"]:
+        for r, cap in self.tokens_by:
+            if r.tokens >= cap:
                 return self._blamed(StopReason.MAX_TOKENS, r)
-            if "max_cost_usd" in limits and r.cost >= limits["max_cost_usd"]:
+        for r, cap in self.cost_by:
+            if r.cost >= cap:
                 return self._blamed(StopReason.MAX_COST, r)
         return None
 
     def _over(self) -> StopReason | None:
-        own = super()._over()
+        own = Run._over(self)
         if own is not None:
             return own
-        for r in self.chain:
-            limits = r.limits
-            if "max_tokens" in limits and r.tokens > limits["max_tokens"]:
+        for r, cap in self.tokens_by:
+            if r.tokens > cap:
                 return self._blamed(StopReason.MAX_TOKENS, r)
-            if "max_cost_usd" in limits and r.cost > limits["max_cost_usd"]:
+        for r, cap in self.cost_by:
+            if r.cost > cap:
                 return self._blamed(StopReason.MAX_COST, r)
         return None
 
     def _plan(
         self, calls: tuple[Call, ...], turn: int, per_turn: Limit | None
     ) -> tuple[tuple[Call, ...], tuple[Call, ...]] | RunResult | None:
-        plan = super()._plan(calls, turn, per_turn)
-        if not isinstance(plan, tuple):
+        plan = Run._plan(self, calls, turn, per_turn)
+        if not self.calls_by or not isinstance(plan, tuple):
             return plan
-        need = self._runnable(plan[0])
-        for r in self.chain:
-            cap = r.limits.get("max_tool_calls")
-            if cap is not None and need and r.executed + _pending(r) + need > cap:
+        need = _runnable(self, plan[0])
+        if not need:
+            return plan
+        for r, cap in self.calls_by:
+            if r.executed + need > cap:
                 self._refuse(calls, turn, "the enclosing run's tool-call budget would be exceeded")
                 return self._budget_stop(self._blamed(StopReason.MAX_TOOL_CALLS, r))
         return plan
