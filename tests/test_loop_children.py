@@ -783,3 +783,73 @@ def test_a_child_whose_on_event_fails_ends_once_in_its_parents_events(drive: Dri
     assert seen[0].status == "failed"
     ends = [e for e in result.events if e["type"] == "child_end"]
     assert [(e["status"], e["stop_reason"]) for e in ends] == [("failed", "error")]
+
+
+# --- interrupts -----------------------------------------------------------------------------
+
+
+def test_an_interrupt_in_a_child_cancels_its_parent_too() -> None:
+    """A KeyboardInterrupt that ends a child cancelled ends its parent cancelled, at its next
+    check: the parent's model is not called again."""
+    seen: list[RunResult] = []
+    drive = Driver("sync")
+
+    def interrupt(text: str) -> str:
+        raise KeyboardInterrupt
+
+    build = child(drive, ScriptedModel([calls(1, "stop")]), stop=interrupt)
+    lead = ScriptedModel([DELEGATE, answer()])
+    result = LoopExecutor(lead, {"delegate": delegate(drive, build, seen)}, budget()).run("go")
+    assert seen[0].stop_reason == "cancelled"
+    assert (result.status, result.stop_reason, result.turns) == ("failed", "cancelled", 1)
+    assert result.message == "cancelled on turn 1: a sub-agent was cancelled"
+    assert len(lead.received) == 1
+
+
+def test_cancelling_the_task_cancels_the_child_and_its_parent() -> None:
+    """The task that awaits the parent is cancelled while a child runs: both end cancelled."""
+    seen: list[RunResult] = []
+    started = asyncio.Event()
+
+    async def slow(messages: Any, tools: Any) -> dict[str, Any]:
+        started.set()
+        await asyncio.sleep(30)
+        return answer()
+
+    def build(handle: RunHandle) -> LoopExecutor:
+        return LoopExecutor(slow, {}, handle.carve())
+
+    lead = ScriptedModel([DELEGATE, answer()])
+    tool = delegate(Driver("async"), build, seen)
+
+    async def main() -> RunResult:
+        ex = LoopExecutor(lead, {"delegate": tool}, budget())
+        task = asyncio.ensure_future(ex.arun("go"))
+        await started.wait()
+        task.cancel()
+        return await task
+
+    result = asyncio.run(main())
+    assert seen[0].stop_reason == "cancelled"
+    assert (result.stop_reason, len(lead.received)) == ("cancelled", 1)
+
+
+def test_a_child_cancelled_by_its_tool_leaves_the_parent_running() -> None:
+    """A tool that times its child out with wait_for cancels the child's task alone."""
+    seen: list[RunResult] = []
+
+    async def slow(messages: Any, tools: Any) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return answer()
+
+    async def bounded(task: str = "") -> str:
+        handle = current_run()
+        assert handle is not None
+        sub = LoopExecutor(slow, {}, handle.carve())
+        seen.append(await asyncio.wait_for(sub.arun(task), 0.05))
+        return seen[-1].stop_reason
+
+    lead = ScriptedModel([DELEGATE, answer()])
+    result = asyncio.run(LoopExecutor(lead, {"delegate": bounded}, budget()).arun("go"))
+    assert seen[0].stop_reason == "cancelled"
+    assert (result.status, result.turns) == ("ok", 2)

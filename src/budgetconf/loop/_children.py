@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -48,15 +49,27 @@ def current_run() -> RunHandle | None:
     return _CURRENT.get()
 
 
+def _task() -> object:
+    """The asyncio task running now, or None: in a sync program, asyncio is never loaded."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        return None
+
+
 class RunHandle:
     """A run in progress, as a tool it calls sees it: what it has used, and `carve`."""
 
     __module__ = "budgetconf.loop"
-    __slots__ = ("_ended", "_run")
+    __slots__ = ("_ended", "_run", "task")
 
     def __init__(self, run: Run) -> None:
         self._run = run
         self._ended = False
+        self.task = _task()  # the asyncio task the run is driven in, if any
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "running"
@@ -328,8 +341,8 @@ class ChildRun(Run):
         if own is not None:
             return own
         for r in self.chain:
-            if r.exhausted is not None:
-                return self._blamed(r.exhausted, r)
+            if r.stop_next is not None:
+                return self._blamed(r.stop_next, r)
         for r, cap in self.tokens_by:
             if r.tokens >= cap:
                 return self._blamed(StopReason.MAX_TOKENS, r)
@@ -370,14 +383,16 @@ class ChildRun(Run):
         return reason
 
     def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
+        if reason is StopReason.CANCELLED:  # an interrupt handed up: no budget's stop
+            return Run._budget_stop(self, reason, output)
         if reason is StopReason.TIMEOUT:
             by = self.deadline_by
         else:
             by = self.blame[1] if self.blame is not None and self.blame[0] is reason else None
         if by is None:
             return super()._budget_stop(reason, output)
-        if by.exhausted is None:
-            by.exhausted = reason  # sticky: that run stops at its next check, with this budget
+        if by.stop_next is None:
+            by.stop_next = reason  # sticky: that run stops at its next check, with this budget
         stop, message, limit = by.budget.stop(reason)
         message = self._parent_message(message, reason, by)
         limit = {**limit, "scope": "parent"}
@@ -413,9 +428,14 @@ class ChildRun(Run):
         result = super().finish(reason, message, output, limit)
         if not self.reported and not self.handle.ended:  # a parent that ended hears no more
             self.reported = True
-            self.parent.emit(
+            parent = self.parent
+            if reason is StopReason.CANCELLED and _task() is self.handle.task:
+                # interrupted where the parent runs (a KeyboardInterrupt, the task cancelled,
+                # not a task of the tool's own): the parent is, too
+                parent.stop_next = parent.stop_next or reason
+            parent.emit(
                 "child_end",
-                turn=self.parent.turns,
+                turn=parent.turns,
                 status=result.status.value,
                 stop_reason=result.stop_reason,
                 turns=result.turns,

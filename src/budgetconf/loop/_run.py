@@ -67,8 +67,9 @@ class Run:
         # the batch being run and the call at which it is: what is admitted and not finished
         self.batch: tuple[Call, ...] = ()
         self.at = 0
-        # a budget a sub-agent found spent in this run's remainder: the run stops at its next check
-        self.exhausted: StopReason | None = None
+        # the stop a sub-agent handed up (a budget it found spent in this run's remainder, or
+        # an interrupt): the run stops with it at its next check
+        self.stop_next: StopReason | None = None
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
         self.emit(
@@ -360,8 +361,8 @@ class Run:
 
     def _spent(self) -> StopReason | None:
         """A budget that leaves no room for another turn."""
-        if self.exhausted is not None:
-            return self.exhausted
+        if self.stop_next is not None:
+            return self.stop_next
         limits = self.limits
         if "max_tokens" in limits and self.tokens >= limits["max_tokens"]:
             return StopReason.MAX_TOKENS
@@ -423,6 +424,8 @@ class Run:
                 return
 
     def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
+        if reason is StopReason.CANCELLED:  # handed up by a sub-agent that was interrupted
+            return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
         self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit)
         return self.finish(reason, message, output, limit)
