@@ -853,3 +853,69 @@ def test_a_child_cancelled_by_its_tool_leaves_the_parent_running() -> None:
     result = asyncio.run(LoopExecutor(lead, {"delegate": bounded}, budget()).arun("go"))
     assert seen[0].stop_reason == "cancelled"
     assert (result.status, result.turns) == ("ok", 2)
+
+
+# --- more than one child --------------------------------------------------------------------
+
+
+def test_children_running_together_share_the_parents_remainder_live() -> None:
+    """Two children gathered at once both stop when, together, they spend the parent's tokens."""
+    seen: list[RunResult] = []
+
+    def worker() -> Callable[..., Any]:
+        async def model(messages: Any, tools: Any) -> dict[str, Any]:
+            await asyncio.sleep(0)  # the other child's turn comes between two of this one's
+            return {**calls(1), **usage(20)}
+
+        return model
+
+    async def fan_out(task: str = "") -> str:
+        handle = current_run()
+        assert handle is not None
+        subs = [LoopExecutor(worker(), {"echo": Echo()}, handle.carve()) for _ in range(2)]
+        seen.extend(await asyncio.gather(*(s.arun(task) for s in subs)))
+        return "both done"
+
+    lead = ScriptedModel([DELEGATE, answer()])
+    result = asyncio.run(
+        LoopExecutor(lead, {"delegate": fan_out}, budget(max_tokens=100)).arun("go")
+    )
+    assert [s.limit["scope"] if s.limit else None for s in seen] == ["parent", "parent"]
+    assert sum(s.tokens for s in seen) == result.tokens
+    assert 100 <= result.tokens <= 120  # the response that crossed it, and no turn after
+    assert result.stop_reason == "max_tokens"
+
+
+def test_a_resumed_child_charges_only_what_it_consumes_anew(drive: Driver) -> None:
+    """Resuming a child's truncated run in the same tool charges the parent the new turns."""
+    seen: list[RunResult] = []
+
+    def build(handle: RunHandle) -> LoopExecutor:
+        return drive.executor(
+            ScriptedModel([{**calls(1), **usage(5)}]), {"echo": Echo()}, handle.carve(max_steps=2)
+        )
+
+    if drive.mode == "async":
+
+        async def tool(task: str = "") -> str:
+            handle = current_run()
+            assert handle is not None
+            ex = build(handle)
+            first = await ex.arun(task)
+            seen.append(await ex.aresume(first, extra_steps=1))
+            return "ok"
+    else:
+
+        def tool(task: str = "") -> str:  # type: ignore[misc]
+            handle = current_run()
+            assert handle is not None
+            ex = build(handle)
+            first = ex.run(task)
+            seen.append(ex.resume(first, extra_steps=1))
+            return "ok"
+
+    lead = ScriptedModel([DELEGATE, answer()])
+    result = drive.run(drive.executor(lead, {"delegate": tool}, budget(max_steps=3)), "go")
+    assert (seen[0].turns, seen[0].tokens) == (3, 15)
+    assert result.tokens == 15
+    assert [e["type"] for e in result.events].count("child_end") == 2
