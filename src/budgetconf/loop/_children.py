@@ -64,12 +64,12 @@ class RunHandle:
     """A run in progress, as a tool it calls sees it: what it has used, and `carve`."""
 
     __module__ = "budgetconf.loop"
-    __slots__ = ("_ended", "_run", "task")
+    __slots__ = ("_ended", "_run", "_task")
 
     def __init__(self, run: Run) -> None:
         self._run = run
         self._ended = False
-        self.task = _task()  # the asyncio task the run is driven in, if any
+        self._task = _task()  # the asyncio task the run is driven in, if any
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "running"
@@ -429,7 +429,7 @@ class ChildRun(Run):
         if not self.reported and not self.handle.ended:  # a parent that ended hears no more
             self.reported = True
             parent = self.parent
-            if reason is StopReason.CANCELLED and _task() is self.handle.task:
+            if reason is StopReason.CANCELLED and _task() is self.handle._task:
                 # interrupted where the parent runs (a KeyboardInterrupt, the task cancelled,
                 # not a task of the tool's own): the parent is, too
                 parent.stop_next = parent.stop_next or reason
