@@ -3,7 +3,12 @@
 All loops drive the same fake model (a tool call on every turn but the
 last) and the same tool, so the difference per turn is what the executor
 adds: reading the response, checking budgets, answering calls, recording
-events. Building the executor (a resolution) is outside the timing. Prints
+events. Building the executor (a resolution) is outside the timing. The
+sub-agent row runs the same loop as a child: a parent's one tool call runs it
+on a budget carved from the parent's (`current_run().carve()`), with the
+parent's tokens, cost and tool calls bounded, so every child turn is checked
+against the parent's remainder and charged to it; its cost over
+`LoopExecutor.run` is what carving and charging add per child turn. Prints
 medians, and the best run as well, since a shared machine's slow spells
 move medians; `--quick` runs few repetitions (for CI, so the script cannot
 rot); `--json FILE` writes the numbers.
@@ -22,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from budgetconf.loop import LoopExecutor
+from budgetconf.loop import LoopExecutor, current_run
 
 CALL = {"tool_calls": [{"id": "c", "name": "echo", "arguments": {"text": "hi"}}]}
 DONE = {"content": "done", "finish_reason": "stop"}
@@ -76,6 +81,35 @@ def executor(turns: int) -> Any:
     return lambda: _check(ex.run("go"), turns)
 
 
+#: the parent of the sub-agent row: every shared budget but the deadline bounded (a deadline
+#: puts every call on a worker thread, which would measure threads, not the charges)
+PARENT = {
+    "loop.max_steps": 3,
+    "limits.max_tokens": 10**12,
+    "limits.max_cost_usd": 1e9,
+    "limits.max_tool_calls": 10**12,
+}
+SUB = {"tool_calls": [{"id": "s", "name": "sub", "arguments": {"task": "go"}}]}
+
+
+def executor_child(turns: int) -> Any:
+    """The executor's loop as a sub-agent: one parent turn runs it, on a carved budget."""
+
+    def sub(task: str) -> str:
+        handle = current_run()
+        assert handle is not None
+        budget = handle.carve(max_steps=turns + 1)
+        result = LoopExecutor(fake_model(turns), {"echo": echo}, budget).run(task)
+        _check(result, turns)
+        return result.output
+
+    def lead(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return SUB if len(messages) == 1 else DONE
+
+    ex = LoopExecutor(lead, {"sub": sub}, PARENT)
+    return lambda: _check(ex.run("go"), 2)
+
+
 _RUNNER = asyncio.Runner()  # one event loop for every repetition: its start-up is not the loop's
 
 
@@ -88,7 +122,10 @@ LOOPS = {
     "hand-written loop": hand_written,
     "LoopExecutor.run": executor,
     "LoopExecutor.arun": executor_async,
+    "LoopExecutor.run, as a sub-agent": executor_child,
 }
+#: the rows measured against LoopExecutor.run rather than the hand-written loop
+OVER_RUN = ("LoopExecutor.run, as a sub-agent",)
 
 
 def measure(turns: int, repeat: int) -> dict[str, list[int]]:
@@ -124,18 +161,25 @@ def main(argv: list[str] | None = None) -> int:
     best_floor = min(times["hand-written loop"])
     print(f"{turns} turns, one tool call each; {repeat} interleaved repetitions")
     print(f"python {platform.python_version()} on {platform.machine()}, {platform.system()}")
-    print(f"{'loop':<20} {'median/turn':>12} {'overhead':>10} {'best overhead':>14}")
+    print(f"{'loop':<32} {'median/turn':>12} {'overhead':>10} {'best overhead':>14}")
     report: dict[str, Any] = {"turns": turns, "repeat": repeat, "rows": {}}
     for name, runs in times.items():
         per_turn = statistics.median(runs) / turns / 1000
         overhead = (statistics.median(runs) - floor) / turns / 1000
         best = (min(runs) - best_floor) / turns / 1000
-        print(f"{name:<20} {per_turn:>9.2f} µs {overhead:>7.2f} µs {best:>11.2f} µs")
+        print(f"{name:<32} {per_turn:>9.2f} µs {overhead:>7.2f} µs {best:>11.2f} µs")
         report["rows"][name] = {
             "per_turn_us": per_turn,
             "overhead_per_turn_us": overhead,
             "best_overhead_per_turn_us": best,
         }
+    run = statistics.median(times["LoopExecutor.run"])
+    for name in OVER_RUN:
+        over = (statistics.median(times[name]) - run) / turns / 1000
+        best = (min(times[name]) - min(times["LoopExecutor.run"])) / turns / 1000
+        print(f"{name}: {over:+.2f} µs per child turn over LoopExecutor.run (best {best:+.2f} µs)")
+        report["rows"][name]["over_run_per_turn_us"] = over
+        report["rows"][name]["best_over_run_per_turn_us"] = best
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)

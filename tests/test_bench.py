@@ -31,10 +31,19 @@ def test_the_loop_overhead_benchmark_reports_every_row(
     assert _load("loop_overhead").main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert set(report["rows"]) == {"hand-written loop", "LoopExecutor.run", "LoopExecutor.arun"}
+    assert set(report["rows"]) == {
+        "hand-written loop",
+        "LoopExecutor.run",
+        "LoopExecutor.arun",
+        "LoopExecutor.run, as a sub-agent",
+    }
     for name, row in report["rows"].items():
         assert name in printed
         assert row["per_turn_us"] > 0
+    assert "per child turn over LoopExecutor.run" in printed
+    assert isinstance(
+        report["rows"]["LoopExecutor.run, as a sub-agent"]["over_run_per_turn_us"], float
+    )
 
 
 IN_PROCESS = [
@@ -61,6 +70,7 @@ LOOP = [
     "loop: hand-written loop, per turn",
     "loop: LoopExecutor.run, per turn",
     "loop: LoopExecutor.arun, per turn",
+    "loop: LoopExecutor.run, as a sub-agent, per turn",
 ]
 SCALE = [
     *(
@@ -80,6 +90,7 @@ TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     'start-up: python -c "import budgetconf"',
     "start-up: budgetconf explain --format json",
     "scale: cost per added field×source",
+    "loop: LoopExecutor.run, as a sub-agent, per turn",
 ]
 
 

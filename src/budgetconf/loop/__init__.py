@@ -9,6 +9,7 @@
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf.loop._budget import Budget, Limit
+from budgetconf.loop._children import RunHandle, current_run
 from budgetconf.loop._executor import LoopExecutor
 from budgetconf.loop._result import RunResult, Totals
 from budgetconf.loop._scripted import ScriptedModel
@@ -21,9 +22,11 @@ __all__ = [
     "LoopExecutor",
     "LoopSpec",
     "OverCap",
+    "RunHandle",
     "RunResult",
     "RunStatus",
     "ScriptedModel",
     "StopReason",
     "Totals",
+    "current_run",
 ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.loop._budget import Budget, budget_of
+from budgetconf.loop._children import enter, leave, run_class
 from budgetconf.loop._faults import Deadline, Interrupted, Raised, describe, received
 from budgetconf.loop._response import tool_specs
 from budgetconf.loop._run import Event, Invoke, Message, Run, RunResult, Totals
@@ -68,7 +69,7 @@ class LoopExecutor:
 
     def _start(self, messages: Messages, totals: Totals, budget: Budget) -> Run:
         steps = budget.limits["max_steps"].value
-        return Run(
+        return run_class(budget)(
             budget,
             self.model,
             self.tools,
@@ -139,6 +140,7 @@ class LoopExecutor:
 
     def _drive(self, run: Run) -> RunResult:
         steps = run.steps()
+        entry = enter(run)  # its tools see it as current_run()
         try:
             action = next(steps)
             while True:
@@ -153,6 +155,8 @@ class LoopExecutor:
             return result
         except KeyboardInterrupt:  # between calls: the run's state is whole, so end it there
             return run.cancelled()
+        finally:
+            leave(entry)
 
     def _call(self, action: Invoke, deadline: float | None) -> Any:
         if deadline is None:
@@ -168,6 +172,7 @@ class LoopExecutor:
         import asyncio  # only for async callers: a sync program never loads it
 
         steps = run.steps()
+        entry = enter(run)
         try:
             action = next(steps)
             while True:
@@ -193,6 +198,8 @@ class LoopExecutor:
             return result
         except KeyboardInterrupt:  # between calls, as in `_drive`
             return run.cancelled()
+        finally:
+            leave(entry)
 
     async def _acall(self, action: Invoke, deadline: float | None) -> Any:
         fn = action.fn

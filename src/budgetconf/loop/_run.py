@@ -64,6 +64,12 @@ class Run:
         self.on_event = on_event
         self.sink_fault: BaseException | None = None  # what on_event raised, if it did
         self.output = ""  # the last non-empty assistant text
+        # the batch being run and the call at which it is: what is admitted and not finished
+        self.batch: tuple[Call, ...] = ()
+        self.at = 0
+        # the stop a sub-agent handed up (a budget it found spent in this run's remainder, or
+        # an interrupt): the run stops with it at its next check
+        self.stop_next: StopReason | None = None
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
         self.emit(
@@ -199,7 +205,9 @@ class Run:
         if not isinstance(plan, tuple):  # the run stops, or the response was rejected (None)
             return plan
         batch, skipped = plan
+        self.batch = batch
         for index, call in enumerate(batch):
+            self.at = index
             tool = self.tools.get(call.name)
             if tool is None or call.arguments is None:
                 self._refuse_call(call, tool is None, turn)
@@ -214,6 +222,7 @@ class Run:
                     return stop
                 continue
             self._returned(call, value, turn)
+        self.batch = ()
         if skipped and per_turn is not None:  # answered last, after the calls that ran
             self._answer_skipped(skipped, per_turn)
         return None
@@ -352,6 +361,8 @@ class Run:
 
     def _spent(self) -> StopReason | None:
         """A budget that leaves no room for another turn."""
+        if self.stop_next is not None:
+            return self.stop_next
         limits = self.limits
         if "max_tokens" in limits and self.tokens >= limits["max_tokens"]:
             return StopReason.MAX_TOKENS
@@ -413,6 +424,8 @@ class Run:
                 return
 
     def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
+        if reason is StopReason.CANCELLED:  # handed up by a sub-agent that was interrupted
+            return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
         self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit)
         return self.finish(reason, message, output, limit)
