@@ -183,9 +183,7 @@ def _stop(run: RunView) -> str:
 def _whose(limit: dict[str, object]) -> str:
     """What the page says of a limit no user setting can raise: a policy's, a ledger's."""
     scope = limit.get("scope")
-    if limit.get("source") == "policy":
-        note = "This limit is the policy's: only its administrator can raise it."
-    elif scope == "ledger":
+    if scope == "ledger":
         ends = limit.get("window_ends")
         note = (
             f"A shared ledger's limit: its scope has spent {text(limit.get('spent', '?'))}"
@@ -193,6 +191,8 @@ def _whose(limit: dict[str, object]) -> str:
             + (f"; the window ends {text(ends)}." if ends is not None else ".")
         )
         return f'<p class="note">{note}</p>'
+    if limit.get("source") == "policy":
+        note = "This limit is the policy's: only its administrator can raise it."
     elif scope == "parent":
         note = "The parent run's remainder ran out: the limit is the parent's."
     else:

@@ -164,7 +164,7 @@ def _event(raw: bytes, last: bool) -> dict[str, Any] | str:
         value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         cut = " (the file ends inside the line: cut short?)" if last else ""
-        return f"not JSON: {exc.msg} at column {exc.colno}{cut}"
+        return f"not JSON: {exc.msg}, column {exc.colno}{cut}"
     except (ValueError, RecursionError) as exc:  # NaN, a number of 5,000 digits, deep nesting
         return f"not JSON: {str(exc)[:80] or type(exc).__name__}"
     if not isinstance(value, dict):

@@ -82,12 +82,14 @@ def write_page(target: str, page: str) -> str | None:
     try:
         # the umask applies, as to any file the user writes; O_EXCL: never someone else's file
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        return f"cannot write {target}: {exc.strerror or exc}"
+    try:
         with open(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(page)
         os.replace(temporary, target)
     except OSError as exc:
-        if os.path.lexists(temporary):
-            os.remove(temporary)
+        os.remove(temporary)  # ours: made above
         return f"cannot write {target}: {exc.strerror or exc}"
     return None
 
