@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import pytest
