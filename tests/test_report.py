@@ -435,3 +435,19 @@ def test_the_report_page_shows_what_the_commands_print(
     page = Page((place.work / "events.html").read_text(encoding="utf-8"))
     assert len(page.with_class("section", "run")) == 2
     assert (place.work / "broken.html").exists()
+
+
+def test_the_report_knows_the_loop_only_by_its_events() -> None:
+    """Drawing a page imports nothing of the loop: only the events are read."""
+    code = (
+        "import sys, budgetconf._report, budgetconf.cli._report;"
+        "print(sorted(m for m in sys.modules if m.startswith('budgetconf.loop')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.stdout == "[]\n"
