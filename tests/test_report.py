@@ -451,3 +451,18 @@ def test_the_report_knows_the_loop_only_by_its_events() -> None:
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert done.stdout == "[]\n"
+
+
+def test_a_bad_line_is_told_in_one_short_line_whatever_it_holds(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A type with newlines and controls, 10,000 characters long: one line, escaped and cut."""
+    kind = "evil\nsecond line\x1b[2J" + "x" * 10_000
+    path = place.work / "odd\nname.jsonl"
+    path.write_text(json.dumps({"type": kind, "turn": -1}) + "\n", encoding="utf-8")
+    code, _, err = report([str(path), "-o", str(place.work / "p.html")], capsys)
+    assert code == 1
+    [line] = err.splitlines()
+    assert line.startswith(str(path).replace("\n", "\\n") + ":1: evil\\nsecond line\\x1b[2J")
+    assert line.endswith(": turn: expected a whole number from 0, got -1")
+    assert len(line) < 300

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from budgetconf._files import read_limited
+from budgetconf._text import clipped, escape
 
 __all__ = [
     "MAX_EVENTS_BYTES",
@@ -180,20 +181,19 @@ def _checked(event: dict[str, Any]) -> dict[str, Any] | str:
     """The event, when each key the page reads holds what it should; else why not."""
     if not isinstance(event.get("type"), str):
         return 'not an event: no "type" text'
+    name = escape(clipped(event["type"], limit=40), keep="")  # one line, whatever it holds
     for key in _TEXTS:
         if key in event and not isinstance(event[key], str):
-            return f"{event['type']}: {key}: expected text, got {_kind(event[key])}"
+            return f"{name}: {key}: expected text, got {_kind(event[key])}"
     for key in _COUNTS:
         if key in event and not _is_count(event[key]):
-            return (
-                f"{event['type']}: {key}: expected a whole number from 0, got {_shown(event[key])}"
-            )
+            return f"{name}: {key}: expected a whole number from 0, got {_shown(event[key])}"
     for key in _NUMBERS:
         if key in event and not _is_number(event[key]):
-            return f"{event['type']}: {key}: expected a number from 0, got {_shown(event[key])}"
+            return f"{name}: {key}: expected a number from 0, got {_shown(event[key])}"
     for key in _OBJECTS:
         if key in event and not isinstance(event[key], dict):
-            return f"{event['type']}: {key}: expected an object, got {_kind(event[key])}"
+            return f"{name}: {key}: expected an object, got {_kind(event[key])}"
     return event
 
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from budgetconf._files import FileProblem
 from budgetconf._report import Events, parse_events, read_events, render
+from budgetconf._text import escape
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, plural, say
 from budgetconf.cli._parser import CommandLine, Usage
 
@@ -35,8 +36,9 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     except FileProblem as exc:
         say(err, f"budgetconf: error: {source}: {exc.problem}")
         return EXIT_ERROR
+    shown = escape(source, keep="")  # each bad line in one line, whatever the name holds
     for bad in events.bad:
-        say(err, f"{source}:{bad.line}: {bad.why}")
+        say(err, f"{shown}:{bad.line}: {bad.why}")
     page = render(os.path.basename(source), events)
     if target == "-":
         out.write(page)
