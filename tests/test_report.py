@@ -466,3 +466,27 @@ def test_a_bad_line_is_told_in_one_short_line_whatever_it_holds(
     assert line.startswith(str(path).replace("\n", "\\n") + ":1: evil\\nsecond line\\x1b[2J")
     assert line.endswith(": turn: expected a whole number from 0, got -1")
     assert len(line) < 300
+
+
+def test_values_of_the_wrong_kind_inside_an_event_draw_as_nothing() -> None:
+    """carried_over, limits and budgets holding text or lists: the page is drawn all the same."""
+    events = [
+        _started(
+            {"max_steps": "many", "max_tokens": [1], "max_cost_usd": 1e308},
+            budgets={"max_steps": "not an object", "max_tokens": {"raise_with": "--x"}},
+            carried_over={"tokens": "abc", "turns": [1], "cost_usd": -5, "tool_calls_executed": 2},
+        ),
+        {"type": "model_response", "run_id": "p", "time": 2.0, "turn": 1, "tool_calls": "x"},
+        {"type": "batch_rejected", "run_id": "p", "time": 2.1, "turn": 1, "calls": 3, "cap": {}},
+        {"type": "stopped", "run_id": "p", "time": 3.0, "status": "ok", "turns": 1},
+    ]
+    page = Page(render("odd.jsonl", parse_events(lines(events).encode())))
+    assert [a["data-budget"] for a in page.with_class("svg", "chart")] == [
+        "max_steps",
+        "max_tokens",
+        "max_cost_usd",
+    ]
+    assert len(page.with_class("line", "limit")) == 1  # only the cost's limit is a number
+    assert "turns: 1 (limit many) (loop.max_steps)" not in page.text
+    assert "turns: 1 (limit many) (max_steps)" in page.text
+    assert "rejected: 3 calls, cap {}" in page.text

@@ -122,6 +122,13 @@ class RunView:
         carried = (self.started or {}).get("carried_over")
         return carried if isinstance(carried, dict) else {}
 
+    def carried_over(self, key: str) -> float:
+        """What a resumed run started from (``tokens``, ``turns``, ...): 0 unless a number."""
+        found = self.carried.get(key, 0)
+        if isinstance(found, bool) or not isinstance(found, int | float):
+            return 0.0
+        return float(found) if math.isfinite(found) and found >= 0 else 0.0
+
 
 @dataclass(slots=True)
 class Events:

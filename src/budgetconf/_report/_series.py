@@ -43,11 +43,6 @@ def _limit(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _base(run: RunView, key: str) -> float:
-    value = run.carried.get(key, 0)
-    return float(value) if _limit(value) is not None else 0.0
-
-
 def charts(run: RunView) -> list[Chart]:
     """One chart per budget the run enforced, in a fixed order."""
     turns = [run.turns[n] for n in sorted(run.turns)]
@@ -79,7 +74,7 @@ def _values(run: RunView, budget: str, turns: list[Turn]) -> tuple[list[float], 
     """What ``budget`` had used after each turn, and its limit on the same scale."""
     limit = _limit(run.limits[budget])
     if budget == "max_steps":
-        return [float(t.number) for t in turns], _shifted(limit, _base(run, "turns"))
+        return [float(t.number) for t in turns], _shifted(limit, run.carried_over("turns"))
     if budget == "max_tool_calls_per_turn":
         return [float(len(t.asked)) for t in turns], limit
     if budget == "timeout_seconds":
@@ -88,7 +83,7 @@ def _values(run: RunView, budget: str, turns: list[Turn]) -> tuple[list[float], 
             return [], limit
         return [max(t.time - begun, 0.0) for t in turns if t.time is not None], limit
     key, attribute = _SUMMED[budget]
-    total = _base(run, key)
+    total = run.carried_over(key)
     values = []
     for turn in turns:
         total += getattr(turn, attribute)

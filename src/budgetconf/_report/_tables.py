@@ -60,7 +60,7 @@ def turns(run: RunView) -> str:
     ordered = [run.turns[n] for n in sorted(run.turns)]
     if not ordered:
         return '<p class="empty">No turn was recorded.</p>'
-    tokens = float(run.carried.get("tokens", 0) or 0)
+    tokens = run.carried_over("tokens")
     rows = []
     for turn in ordered:
         tokens += turn.tokens
