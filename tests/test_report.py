@@ -490,3 +490,97 @@ def test_values_of_the_wrong_kind_inside_an_event_draw_as_nothing() -> None:
     assert "turns: 1 (limit many) (loop.max_steps)" not in page.text
     assert "turns: 1 (limit many) (max_steps)" in page.text
     assert "rejected: 3 calls, cap {}" in page.text
+
+
+def test_a_truncated_response_and_a_refused_call_are_marked(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """over_cap = truncate: the response's turn is marked truncated; an unknown tool not run."""
+    from budgetconf.loop import LoopExecutor, ScriptedModel
+
+    from loops import Echo, answer, budget, calls
+
+    wide = {"tool_calls": [*calls(9)["tool_calls"], {"name": "nope", "arguments": {}}]}
+    model = ScriptedModel([wide, answer()])
+    fields = budget(max_steps=4, max_tool_calls_per_turn=12, over_cap="truncate")
+    first = LoopExecutor(model, {"echo": Echo()}, fields).run("go")
+    model = ScriptedModel([calls(3), answer()])
+    fields = budget(max_steps=4, max_tool_calls_per_turn=2, over_cap="truncate")
+    second = LoopExecutor(model, {"echo": Echo()}, fields).run("go")
+    events = write_events(place.work / "t.jsonl", first, second)
+    assert report([str(events)], capsys)[0] == 0
+    page = Page((place.work / "t.html").read_text(encoding="utf-8"))
+    assert "10: echo, echo, echo, echo, echo, echo, echo, echo … and 2 more" in page.text
+    assert [a["data-turn"] for a in page.with_class("tr", "truncated")] == ["1"]
+    assert len(page.with_class("circle", "mark-truncated")) == 2  # turns and per-response
+    assert "truncated: 3 calls, cap 2" in page.text
+
+
+def test_odd_but_readable_events_still_draw_a_page(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No run_started, no stopped, a child with no start, far times, text where none is wanted."""
+    odd = [
+        {"type": "turn_started", "run_id": "q"},  # no turn: nothing to gather
+        {"type": "child_end", "run_id": "q", "status": "ok", "stop_reason": "completed"},
+        {
+            "type": "run_started",
+            "run_id": "r",
+            "limits": {"timeout_seconds": 5, "max_steps": 9},
+            "budgets": {"max_steps": {"raise_with": {"a": 1}}},
+        },
+        {"type": "model_response", "run_id": "r", "turn": 1, "time": 3.0},
+        {"type": "child_start", "run_id": "r", "child_run_id": "c", "limits": {"max_steps": 2}},
+        {"type": "child_end", "run_id": "r", "child_run_id": "c", "status": "ok", "turns": 1},
+        {"type": "child_start", "run_id": "r", "limits": {}},
+        {"type": "child_end", "run_id": "r", "status": "failed", "stop_reason": "error"},
+        {"type": "an_event_of_a_later_version", "run_id": "r", "turn": 1},
+        {"type": "batch_rejected", "run_id": "r", "turn": 2, "calls": 3, "cap": 2},
+        {"type": "batch_rejected", "run_id": "r", "turn": 3, "calls": 3, "cap": 2},
+        {"type": "turn_started", "run_id": "r", "turn": 50_000},
+        # a stop at a turn the run's events do not hold: drawn nowhere
+        {"type": "budget_exhausted", "run_id": "r", "turn": 60_000, "scope": "parent"},
+        {"type": "stopped", "run_id": "r", "status": "truncated", "stop_reason": "max_steps"},
+        {"type": "run_started", "run_id": "c", "time": 1e20, "limits": {"max_steps": True}},
+    ]
+    bad = [
+        b'{"type": "x", "run_id": 7}',
+        b'{"type": "x", "limits": [1]}',
+        b'{"type": "x", "time": "noon"}',
+        b'{"type": "x", "content": "\xff"}',
+    ]
+    data = lines(odd).encode() + b"\n".join(bad) + b"\n"
+    (place.work / "odd.jsonl").write_bytes(data)
+    code, _, err = report([str(place.work / "odd.jsonl")], capsys)
+    assert code == 1
+    assert [line.split(": ", 1)[1] for line in err.splitlines()] == [
+        "x: run_id: expected text, got a number",
+        "x: limits: expected an object, got a list",
+        "x: time: expected a number from 0, got text",
+        "not UTF-8 text: byte 0xff at column 27",
+    ]
+    page = Page((place.work / "odd.html").read_text(encoding="utf-8"))
+    text = page.text
+    assert "The events end before the run did: no stopped event." in text
+    assert "The events name no budget (no run_started event)." in text
+    assert "Child 1 · ok · completed" in text  # its start is not in the file
+    assert "Child 2 · failed · error" in text
+    assert "The parent run's remainder ran out: the limit is the parent's." in text
+    assert "1e+20" in text  # a time no calendar holds, shown as the number it is
+    assert "true" in text
+    assert '<a href="#run-3">its run</a>' in (place.work / "odd.html").read_text()
+    # turns 2 and 3 of 50,000 share a pixel column: one mark on each of the two charts
+    assert len(page.with_class("circle", "mark-rejected")) == 2
+    assert "a1" in text  # raise_with as an object, shown as its keys
+    assert not page.with_class("line", "mark-stop")
+
+
+def test_a_report_command_that_cannot_write_its_page_is_one_line(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's temporary name is taken: one line naming the page, exit 1."""
+    events = write_events(place.work / "e.jsonl", completed_run())
+    (place.work / f"e.html.{os.getpid()}.tmp").mkdir()
+    code, out, err = report([str(events)], capsys)
+    assert (code, out) == (1, "")
+    assert err == f"budgetconf: error: cannot write {place.work / 'e.html'}: File exists\n"

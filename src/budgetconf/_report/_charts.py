@@ -47,6 +47,8 @@ class Chart:
     show: Callable[[float], str]
     bars: bool = False
     marks: list[Mark] = field(default_factory=list)
+    #: the first and last turn of the run: the x axis, whichever turns have a value
+    span: tuple[int, int] | None = None
 
 
 def sampled(count: int, values: Sequence[float], bars: bool) -> list[int]:
@@ -88,7 +90,7 @@ def svg(chart: Chart) -> str:
     turns, values = chart.turns, chart.values
     highest = max(values, default=0.0)
     top = max(highest, chart.limit or 0.0) * 1.08
-    first, last = (turns[0], turns[-1]) if turns else (0, 1)
+    first, last = chart.span or ((turns[0], turns[-1]) if turns else (0, 1))
     frame = _Frame(first - (1 if chart.bars else 0), last, top)
     parts = [
         f'<svg class="chart" data-budget="{attr(chart.budget)}" viewBox="0 0 {WIDTH} {HEIGHT}"'
@@ -144,6 +146,8 @@ def _marks(marks: list[Mark], frame: _Frame) -> list[str]:
     seen: set[tuple[str, int]] = set()
     base = HEIGHT - _BOTTOM
     for mark in marks:
+        if not frame.first <= mark.turn <= frame.first + frame.span:
+            continue  # a turn past the axis: an event the run's turns do not hold
         x = frame.x(mark.turn)
         column = (mark.kind, int(x))
         if column in seen:

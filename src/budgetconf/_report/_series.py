@@ -66,6 +66,7 @@ def charts(run: RunView) -> list[Chart]:
             title = f"{what}: at most {most} asked, cap{of.removeprefix(' of')} ({field})"
         chart = Chart(budget, title, drawn, values, limit, show, bars=what.endswith("response"))
         chart.marks = marks
+        chart.span = (numbers[0], numbers[-1]) if numbers else None
         found.append(chart)
     return found
 
