@@ -520,7 +520,7 @@ def test_odd_but_readable_events_still_draw_a_page(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No run_started, no stopped, a child with no start, far times, text where none is wanted."""
-    odd = [
+    odd: list[dict[str, Any]] = [
         {"type": "turn_started", "run_id": "q"},  # no turn: nothing to gather
         {"type": "child_end", "run_id": "q", "status": "ok", "stop_reason": "completed"},
         {

@@ -56,19 +56,25 @@ def charts(run: RunView) -> list[Chart]:
         drawn = numbers
         if budget == "timeout_seconds":
             drawn = [t.number for t in turns if t.time is not None] if values else []
-        entry = run.budgets.get(budget)
-        field = entry.get("field", budget) if isinstance(entry, dict) else budget
-        used = show(values[-1]) if values else "nothing"
-        of = f" of {show(limit)}" if limit is not None else f" (limit {run.limits[budget]})"
-        title = f"{what}: {used}{of} ({field})"
-        if budget == "max_tool_calls_per_turn":
-            most = show(max(values)) if values else "none"
-            title = f"{what}: at most {most} asked, cap{of.removeprefix(' of')} ({field})"
+        title = _title(run, budget, values, limit)
         chart = Chart(budget, title, drawn, values, limit, show, bars=what.endswith("response"))
         chart.marks = marks
         chart.span = (numbers[0], numbers[-1]) if numbers else None
         found.append(chart)
     return found
+
+
+def _title(run: RunView, budget: str, values: list[float], limit: float | None) -> str:
+    """``tokens: 2,400 of 10,000 (limits.max_tokens)``: what was used, of what, by which field."""
+    what, show = _BUDGETS[budget]
+    entry = run.budgets.get(budget)
+    field = entry.get("field", budget) if isinstance(entry, dict) else budget
+    of = f" of {show(limit)}" if limit is not None else f" (limit {run.limits[budget]})"
+    if budget == "max_tool_calls_per_turn":
+        most = show(max(values)) if values else "none"
+        return f"{what}: at most {most} asked, cap{of.removeprefix(' of')} ({field})"
+    used = show(values[-1]) if values else "nothing"
+    return f"{what}: {used}{of} ({field})"
 
 
 def _values(run: RunView, budget: str, turns: list[Turn]) -> tuple[list[float], float | None]:
