@@ -15,7 +15,8 @@ and one run, medians of many repetitions taken with `time.perf_counter_ns`:
 - whole-process start-up: a bare interpreter, `import budgetconf` alone and
   with a first `factory()` call, and `budgetconf explain` in both formats;
 - the loop executor's cost per turn (the functions of loop_overhead.py);
-- how a resolution scales with fields x sources (generated presets).
+- how a resolution scales with fields x sources (generated presets);
+- `budgetconf report` on a 10,000-turn events file (the functions of report.py).
 
 The in-process rows take their repetitions in rounds, every row once per
 round, so a slow spell of the machine hits all of them alike; so do the
@@ -544,6 +545,23 @@ def loop_rows(mode: Mode) -> list[Row]:
     return rows
 
 
+def report_rows(folder: Path, mode: Mode) -> list[Row]:
+    """report.py's measure: `budgetconf report` on a 10,000-turn events file, as a process."""
+    spec = importlib.util.spec_from_file_location("report_bench", HERE / "report.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder.mkdir()
+    found = module.measure(folder, 10_000, 1 if mode.quick else 5)
+    median = statistics.median(found["times_ns"])
+    written = found["page_bytes"]
+    row = Row("report: 10,000-turn events file", median, len(found["times_ns"]))
+    row.reading = f"{written / 1e6:.2f} MB written from {found['events_bytes'] / 1e6:.1f} MB"
+    row.target, row.holds = "< 2 s, < 5 MB (issue)", median < 2e9 and written < 5_000_000
+    return [row]
+
+
 # ---------------------------------------------------------------------------- scaling
 
 
@@ -774,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
             startup_rows(fx, mode),
             loop_rows(mode),
             scale_rows(Path(tmp) / "scale", mode),
+            report_rows(Path(tmp) / "report", mode),
         ]
     rows = [row for group in groups for row in group]
     facts = machine()

@@ -80,6 +80,7 @@ SCALE = [
     ),
     "scale: cost per added field×source",
 ]
+REPORT = ["report: 10,000-turn events file"]
 TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "resolve(), warm",
     "resolve(), warm, with a policy file",
@@ -91,6 +92,7 @@ TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "start-up: budgetconf explain --format json",
     "scale: cost per added field×source",
     "loop: LoopExecutor.run, as a sub-agent, per turn",
+    *REPORT,
 ]
 
 
@@ -102,7 +104,7 @@ def test_the_benchmark_reports_every_row(
     assert _load("run").main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert list(report["rows"]) == IN_PROCESS + START_UP + LOOP + SCALE
+    assert list(report["rows"]) == IN_PROCESS + START_UP + LOOP + SCALE + REPORT
     for name, row in report["rows"].items():
         assert name in printed
         assert row["median_us"] > 0
@@ -128,3 +130,16 @@ def test_the_bridges_benchmark_reports_every_bridge(
         assert f"| {name} |" in printed
         assert row["alone_us"] > 0
         assert row["bridged_us"] > 0
+
+
+def test_the_report_benchmark_measures_the_command_and_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quick runs `budgetconf report` once on a short run and says what it wrote."""
+    out = tmp_path / "report.json"
+    assert _load("report").main(["--quick", "--turns", "50", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    found = json.loads(out.read_text())
+    assert found["turns"] == 50
+    assert found["page_bytes"] > 1000
+    assert "MB of page written" in printed

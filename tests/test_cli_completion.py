@@ -16,7 +16,7 @@ from budgetconf.cli import main
 from conftest import Place
 
 PRESETS = preset_names()
-COMMANDS = ["explain", "check", "run", "presets", "schema", "init", "completion"]
+COMMANDS = ["explain", "check", "run", "presets", "schema", "init", "report", "completion"]
 
 
 def script(shell: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -33,6 +33,8 @@ CASES = [
     ("budgetconf explain --preset praisonai", ["praisonai", "praisonai-code"]),
     ("budgetconf check --format ", ["table", "json", "toml"]),
     ("budgetconf run --output j", ["json"]),
+    ("budgetconf run --rep", ["--report"]),
+    ("budgetconf report --o", ["--output"]),
     ("budgetconf init --kind ", ["project", "global", "profile"]),
     ("budgetconf init --f", ["--format", "--force"]),
     ("budgetconf completion ", ["bash", "zsh"]),

@@ -527,7 +527,10 @@ def test_the_parent_records_child_start_and_child_end(drive: Driver) -> None:
     )
     result = drive.run(ex, "go")
     mine = [e for e in result.events if e["type"].startswith("child_")]
-    assert mine == [
+    assert {(e["run_id"], e["child_run_id"]) for e in mine} == {(result.run_id, seen[0].run_id)}
+    assert [
+        {k: v for k, v in e.items() if k not in ("run_id", "child_run_id", "time")} for e in mine
+    ] == [
         {
             "type": "child_start",
             "turn": 1,

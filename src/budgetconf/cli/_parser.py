@@ -195,6 +195,11 @@ def build(flags: Preset | None = None) -> argparse.ArgumentParser:
     run.add_argument(
         "--events", metavar="FILE", help="append each event to FILE as a JSON line, as it happens"
     )
+    run.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the run as a self-contained HTML page to FILE (see budgetconf report)",
+    )
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
     if flags is not None:
         for command in (explain, check, run):
@@ -238,6 +243,10 @@ _EXAMPLES: Final = {
   budgetconf init --kind global           ~/.budgetconf/settings.json
   budgetconf init --kind profile fast     ~/.budgetconf/profiles/fast.json
   budgetconf init ci/settings.toml --force""",
+    "report": """examples:
+  budgetconf run --model script.json --events events.jsonl 'Say hi'
+  budgetconf report events.jsonl                   writes events.html
+  budgetconf report events.jsonl -o ci/report.html""",
     "completion": """examples:
   source <(budgetconf completion bash)    in ~/.bashrc
   source <(budgetconf completion zsh)     in ~/.zshrc, after compinit""",
@@ -292,6 +301,25 @@ def _add_file_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "extension; a check against --kind and PATH)",
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    report = commands.add_parser(
+        "report",
+        epilog=_EXAMPLES["report"],
+        help="draw an events file's runs as one self-contained HTML page",
+        description="Read an events file (budgetconf run --events, or on_event's JSON lines)"
+        " and write one HTML page of its runs: the stop, a chart per budget, the budgets with"
+        " where they were set, the turns. Exit 1 when a line is not an event (the page is"
+        " written from the others, and each such line is told on stderr), or when the file"
+        " cannot be read; 0 otherwise.",
+    )
+    report.add_argument("events", metavar="EVENTS.jsonl", help="the events file to read")
+    report.add_argument(
+        "-o",
+        "--output",
+        dest="page",
+        metavar="FILE",
+        help="where to write the page (default: the events file's name with .html; - for"
+        " standard output)",
+    )
     completion = commands.add_parser(
         "completion",
         epilog=_EXAMPLES["completion"],

@@ -171,10 +171,23 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     except PresetFailed as exc:
         return not_run([str(exc)], ns.output, out, err)
     try:  # a usage error goes first: nothing else matters
+        _check_report(ns.report)
         with opened(chosen_model(ns)) as model:
-            return run(res, model, ns.prompt, ns.output, ns.events, out, err)
+            code = run(res, model, ns.prompt, ns.output, ns.events, out, err, report=ns.report)
     except UsageError as exc:
         raise Usage(str(exc)) from None
+    return code
+
+
+def _check_report(path: str | None) -> None:
+    """Refuse, before the run, a ``--report`` path the page could not be written to."""
+    if path is None:
+        return
+    from budgetconf.cli._report import page_problem
+
+    problem = page_problem(path)
+    if problem is not None:
+        raise UsageError(f"--report {path}: {problem}")
 
 
 def run(
@@ -185,7 +198,10 @@ def run(
     events_path: str | None,
     out: TextIO,
     err: TextIO,
+    *,
+    report: str | None = None,
 ) -> int:
+    """Run the loop; write its output, and its page to ``report`` if asked; the exit code."""
     for warning in res.warnings:
         say(err, f"budgetconf: warning: {warning}")
     if res.errors:
@@ -208,9 +224,21 @@ def run(
         written = _written(lambda: write_json(result.to_dict(), out), err)
     else:
         written = _written(lambda: _text(result, budget, out, err, said=said), err)
+    if report is not None and not _reported(report, result, err):
+        return EXIT_BY_STATUS["failed"]
     if written and lost is None:
         return EXIT_BY_STATUS[result.status]
     return EXIT_BY_STATUS["failed"]
+
+
+def _reported(path: str, result: RunResult, err: TextIO) -> bool:
+    """Write the run's page to ``path``; False, with one line on stderr, when it cannot be."""
+    from budgetconf.cli._report import run_page, write_page
+
+    failed = write_page(path, run_page("budgetconf run", result.events))
+    if failed is not None:
+        say(err, f"budgetconf: error: --report {failed}")
+    return failed is None
 
 
 def _written(write: Callable[[], None], err: TextIO) -> bool:

@@ -288,8 +288,8 @@ class ChildRun(Run):
         self.started = now
         self.used_at_start = tuple((r.tokens, r.cost, r.executed + _pending(r)) for r in self.chain)
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
-        parent.emit("child_start", turn=parent.turns, limits=shown)
         super().__init__(budget, model, tools, specs, messages, totals, steps, on_event)
+        parent.emit("child_start", turn=parent.turns, child_run_id=self.run_id, limits=shown)
         # enforced here: the child's own caps; what an enclosing run has left is checked there
         self.limits = {n: v for n, v in self.limits.items() if n not in budget.inherited}
         # the enclosing runs' own limits, each with its run: what every check goes through
@@ -436,6 +436,7 @@ class ChildRun(Run):
             parent.emit(
                 "child_end",
                 turn=parent.turns,
+                child_run_id=self.run_id,
                 status=result.status.value,
                 stop_reason=result.stop_reason,
                 turns=result.turns,

@@ -31,7 +31,8 @@ class RunResult:
 
     ``turns``, ``tool_calls_executed``, ``tokens`` and ``cost_usd`` count the
     whole conversation, so they include the runs it resumes. ``events`` are
-    this run's own. ``limit`` is set when a budget stopped the run.
+    this run's own. ``limit`` is set when a budget stopped the run; ``run_id``
+    is the id every one of its events carries.
     """
 
     __module__ = "budgetconf.loop"
@@ -49,6 +50,7 @@ class RunResult:
     messages: list[Message] = field(repr=False)
     events: list[Event] = field(repr=False)
     limit: dict[str, Any] | None = None
+    run_id: str = ""  # the ``run_id`` of every event of the run
 
     @property
     def totals(self) -> Totals:

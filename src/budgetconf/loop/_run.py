@@ -8,6 +8,7 @@ calls, so both paths share every rule below.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from budgetconf.loop._response import Call, Malformed, Response, read_response, 
 from budgetconf.loop._result import Event, Message, RunResult, Totals
 
 __all__ = ["Event", "Invoke", "Message", "Run", "RunResult", "Totals"]
+
+_now = time.time  # an event's time: seconds since the epoch (a global lookup, not two)
 
 
 @dataclass(slots=True)
@@ -71,17 +74,26 @@ class Run:
         # an interrupt): the run stops with it at its next check
         self.stop_next: StopReason | None = None
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
-        shown = {name: limit.public_value for name, limit in budget.limits.items()}
+        self.run_id = os.urandom(16).hex()  # as random as a uuid4, without importing uuid
+        limits = budget.limits.items()
         self.emit(
             "run_started",
             preset=budget.preset,
-            limits=shown,
+            limits={name: limit.public_value for name, limit in limits},
+            budgets={name: limit.to_dict() for name, limit in limits},
             last_turn=budget.last_turn,
             over_cap=budget.over_cap,
+            carried_over={
+                "turns": totals.turns,
+                "tool_calls_executed": totals.tool_calls_executed,
+                "tokens": totals.tokens,
+                "cost_usd": totals.cost_usd,
+            },
         )
 
     def emit(self, event_type: str, /, **data: Any) -> None:
-        event = {"type": event_type, **data}
+        # every event says which run it belongs to and when (seconds since the epoch, UTC)
+        event = {"type": event_type, "run_id": self.run_id, "time": _now(), **data}
         self.events.append(event)
         if self.on_event is None:
             return
@@ -449,6 +461,8 @@ class Run:
             status=status.value,
             turns=self.turns,
             tool_calls_executed=self.executed,
+            tokens=self.tokens,
+            cost_usd=self.cost,
             message=message,
         )
         if self.sink_fault is not None and reason is not StopReason.ERROR:
@@ -467,4 +481,5 @@ class Run:
             messages=self.messages,
             events=self.events,
             limit=limit,
+            run_id=self.run_id,
         )

@@ -1,0 +1,325 @@
+"""An events file read into runs: each line checked, the good ones grouped by their run.
+
+An events file is input: any line may be cut short, not JSON, or JSON that
+is no event. Such a line is set aside with why (`Bad`), and the others still
+make their runs. A value the page draws (a count, a time) is checked here,
+so that the page never meets a string where it draws a number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from budgetconf._files import read_limited
+from budgetconf._text import clipped, escape
+
+__all__ = [
+    "MAX_EVENTS_BYTES",
+    "Bad",
+    "Child",
+    "Events",
+    "RunView",
+    "Turn",
+    "parse_events",
+    "read_events",
+]
+
+#: the largest events file read: a 10,000-turn run writes about 5 MB
+MAX_EVENTS_BYTES: Final = 256 << 20
+#: the largest count an event may hold, as every count in budgetconf
+_MAX_COUNT: Final = 2**63 - 1
+#: keys an event holds as a count, or as a finite number, or as text, or as an object
+_COUNTS: Final = ("turn", "turns", "tokens", "tool_calls_executed", "calls")
+_NUMBERS: Final = ("time", "cost_usd")
+_TEXTS: Final = ("type", "run_id", "stop_reason", "status", "message", "finish_reason")
+_OBJECTS: Final = ("limits", "budgets", "carried_over")
+#: the events that belong to one turn, and what each tells of it
+_TURN_EVENTS: Final = frozenset(
+    {
+        "turn_started",
+        "last_turn_notice",
+        "model_response",
+        "tool_executed",
+        "tool_refused",
+        "tool_abandoned",
+        "batch_rejected",
+        "batch_truncated",
+        "calls_not_executed",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Bad:
+    """A line of the file that is no event: its number and why."""
+
+    line: int
+    why: str
+
+
+@dataclass(slots=True)
+class Turn:
+    """What one turn did, gathered from its events."""
+
+    number: int
+    finish_reason: str | None = None
+    asked: list[str] = field(default_factory=list)  # the names of the calls the model asked for
+    executed: int = 0  # calls that ran (or started, when abandoned)
+    refused: int = 0  # calls answered without running
+    tokens: float = 0
+    cost: float = 0.0
+    content: str = ""
+    time: float | None = None  # when the response was read
+    rejected: dict[str, Any] | None = None  # the batch_rejected event
+    truncated: dict[str, Any] | None = None  # the batch_truncated event
+    notice: str | None = None  # the kind of the last-turn notice it carried
+    responded: bool = False
+
+
+@dataclass(slots=True)
+class Child:
+    """A sub-agent the run started: its limits, and how it ended (None: no end recorded)."""
+
+    start: dict[str, Any]
+    end: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class RunView:
+    """One run as its events tell it."""
+
+    run_id: str | None
+    first_line: int
+    started: dict[str, Any] | None = None
+    stopped: dict[str, Any] | None = None
+    exhausted: dict[str, Any] | None = None  # the budget_exhausted event
+    turns: dict[int, Turn] = field(default_factory=dict)
+    children: list[Child] = field(default_factory=list)
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    events: int = 0
+
+    def turn(self, number: int) -> Turn:
+        found = self.turns.get(number)
+        if found is None:
+            found = self.turns[number] = Turn(number)
+        return found
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        limits = (self.started or {}).get("limits")
+        return limits if isinstance(limits, dict) else {}
+
+    @property
+    def budgets(self) -> dict[str, Any]:
+        budgets = (self.started or {}).get("budgets")
+        return budgets if isinstance(budgets, dict) else {}
+
+    @property
+    def carried(self) -> dict[str, Any]:
+        carried = (self.started or {}).get("carried_over")
+        return carried if isinstance(carried, dict) else {}
+
+    def carried_over(self, key: str) -> float:
+        """What a resumed run started from (``tokens``, ``turns``, ...): 0 unless a number."""
+        found = self.carried.get(key, 0)
+        if isinstance(found, bool) or not isinstance(found, int | float):
+            return 0.0
+        return float(found) if math.isfinite(found) and found >= 0 else 0.0
+
+
+@dataclass(slots=True)
+class Events:
+    """An events file read: its runs in the order they began, and its bad lines."""
+
+    runs: list[RunView]
+    bad: list[Bad]
+    lines: int
+
+
+def read_events(path: str) -> Events:
+    """The runs of the events file at ``path``. Raises `FileProblem` when it cannot be read."""
+    data, _ = read_limited(path, MAX_EVENTS_BYTES)
+    return parse_events(data)
+
+
+def parse_events(data: bytes) -> Events:
+    lines = data.split(b"\n")
+    complete = data.endswith(b"\n")
+    builder = _Builder()
+    bad: list[Bad] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        last = number == len(lines) and not complete
+        event = _event(raw, last)
+        if isinstance(event, str):
+            bad.append(Bad(number, event))
+        else:
+            builder.add(event, number)
+    return Events(builder.runs, bad, len(lines) - (1 if complete else 0))
+
+
+def _event(raw: bytes, last: bool) -> dict[str, Any] | str:
+    """The event on a line, or why the line holds none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        cut = " (the file ends inside the line: cut short?)" if last else ""
+        return f"not JSON: {exc.msg}, column {exc.colno}{cut}"
+    except (ValueError, RecursionError) as exc:  # NaN, a number of 5,000 digits, deep nesting
+        return f"not JSON: {str(exc)[:80] or type(exc).__name__}"
+    if not isinstance(value, dict):
+        return f"not an event: expected a JSON object, got {_kind(value)}"
+    return _checked(value)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _checked(event: dict[str, Any]) -> dict[str, Any] | str:
+    """The event, when each key the page reads holds what it should; else why not."""
+    if not isinstance(event.get("type"), str):
+        return 'not an event: no "type" text'
+    name = escape(clipped(event["type"], limit=40), keep="")  # one line, whatever it holds
+    for key in _TEXTS:
+        if key in event and not isinstance(event[key], str):
+            return f"{name}: {key}: expected text, got {_kind(event[key])}"
+    for key in _COUNTS:
+        if key in event and not _is_count(event[key]):
+            return f"{name}: {key}: expected a whole number from 0, got {_shown(event[key])}"
+    for key in _NUMBERS:
+        if key in event and not _is_number(event[key]):
+            return f"{name}: {key}: expected a number from 0, got {_shown(event[key])}"
+    for key in _OBJECTS:
+        if key in event and not isinstance(event[key], dict):
+            return f"{name}: {key}: expected an object, got {_kind(event[key])}"
+    return event
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_COUNT
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return 0 <= value <= _MAX_COUNT
+    return math.isfinite(value) and value >= 0
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "true or false"}
+    return "null" if value is None else names.get(type(value), "a number")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        text = str(value)
+        return text if len(text) <= 24 else f"a number of {len(text)} digits"
+    return _kind(value)
+
+
+class _Builder:
+    """Gathers the events into runs, by ``run_id``; events without one follow a ``run_started``."""
+
+    def __init__(self) -> None:
+        self.runs: list[RunView] = []
+        self._by_id: dict[str, RunView] = {}
+        self._anonymous: RunView | None = None
+
+    def add(self, event: dict[str, Any], line: int) -> None:
+        run = self._run_of(event, line)
+        run.events += 1
+        kind = event["type"]
+        if kind in _TURN_EVENTS:
+            _turn_event(run, event)
+        elif kind == "run_started":
+            run.started = run.started or event
+        elif kind == "stopped":
+            run.stopped = event
+        elif kind == "budget_exhausted":
+            run.exhausted = event
+        elif kind == "child_start":
+            run.children.append(Child(event))
+        elif kind == "child_end":
+            _child_end(run, event)
+        elif kind.startswith("ledger_"):
+            run.ledger.append(event)
+
+    def _run_of(self, event: dict[str, Any], line: int) -> RunView:
+        run_id = event.get("run_id")
+        if run_id is None:  # a file written before events carried their run's id
+            if self._anonymous is None or event["type"] == "run_started":
+                self._anonymous = self._new(None, line)
+            return self._anonymous
+        run = self._by_id.get(run_id)
+        if run is None:
+            run = self._by_id[run_id] = self._new(run_id, line)
+        return run
+
+    def _new(self, run_id: str | None, line: int) -> RunView:
+        run = RunView(run_id, line)
+        self.runs.append(run)
+        return run
+
+
+def _turn_event(run: RunView, event: dict[str, Any]) -> None:
+    number = event.get("turn")
+    if number is None:
+        return
+    turn = run.turn(number)
+    kind = event["type"]
+    if kind == "model_response":
+        _response(turn, event)
+    elif kind in ("tool_executed", "tool_abandoned"):
+        turn.executed += 1
+    elif kind == "tool_refused":
+        turn.refused += 1
+    elif kind == "calls_not_executed":
+        ids = event.get("ids")
+        turn.refused += len(ids) if isinstance(ids, list) else 0
+    elif kind == "batch_rejected":
+        turn.rejected = event
+    elif kind == "batch_truncated":
+        turn.truncated = event
+    elif kind == "last_turn_notice":
+        notice = event.get("kind")
+        turn.notice = notice if isinstance(notice, str) else "notice"
+
+
+def _response(turn: Turn, event: dict[str, Any]) -> None:
+    turn.responded = True
+    turn.finish_reason = event.get("finish_reason")
+    turn.tokens = event.get("tokens", 0)
+    turn.cost = float(event.get("cost_usd", 0.0))
+    turn.time = event.get("time")
+    content = event.get("content")
+    turn.content = content if isinstance(content, str) else ""
+    calls = event.get("tool_calls")
+    if isinstance(calls, list):
+        turn.asked = [_call_name(call) for call in calls]
+
+
+def _call_name(call: object) -> str:
+    name = call.get("name") if isinstance(call, dict) else None
+    return name if isinstance(name, str) else "?"
+
+
+def _child_end(run: RunView, event: dict[str, Any]) -> None:
+    """Pair the end with its start: the one of the same child id, if the events name one,
+    else the earliest child without an end (one child ends before the next starts)."""
+    key = event.get("child_run_id")
+    for child in run.children:
+        if child.end is None and child.start.get("child_run_id") == key:
+            child.end = event
+            return
+    run.children.append(Child({}, event))  # its start is not in the file

@@ -1,0 +1,150 @@
+"""A run's tables: its budgets and their provenance, its turns, its children, its ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from budgetconf._report._read import Child, RunView, Turn
+from budgetconf._report._text import attr, number, text
+
+__all__ = ["budgets", "children", "fields", "ledger", "turns", "value"]
+
+#: a run longer than this shows its turns folded, to be opened
+FOLDED_TURNS: Final = 200
+#: the keys every event carries, which a table of an event's own keys leaves out
+_STAMPS: Final = frozenset({"type", "run_id", "time"})
+
+
+def value(item: object) -> str:
+    """One value for a cell: a list joined by "or", an object as its keys, all escaped."""
+    if isinstance(item, list):
+        return " or ".join(text(part, limit=80) for part in item[:20]) or "–"
+    if isinstance(item, dict):
+        return fields(item)
+    return text(item)
+
+
+def fields(items: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
+    """An object's keys and values as ``<dl>``, its keys in the order written."""
+    left = set(skip) | _STAMPS
+    shown = [
+        f"<dt>{text(key, 80)}</dt><dd>{value(item)}</dd>"
+        for key, item in list(items.items())[:40]
+        if key not in left
+    ]
+    return f'<dl class="fields">{"".join(shown)}</dl>' if shown else ""
+
+
+def budgets(run: RunView) -> str:
+    """The budgets the run enforced: value, field, source, locator, what raises each."""
+    rows = []
+    for name, limit in run.limits.items():
+        entry = run.budgets.get(name)
+        entry = entry if isinstance(entry, dict) else {}
+        raise_with = entry.get("raise_with", [])
+        rows.append(
+            f'<tr data-budget="{attr(name)}"><td>{text(name)}</td>'
+            f"<td>{text(entry.get('field', ''))}</td><td class=num>{text(limit)}</td>"
+            f"<td>{text(entry.get('source', ''))}</td><td>{text(entry.get('locator', ''))}</td>"
+            f"<td>{value(raise_with) if raise_with else '–'}</td></tr>"
+        )
+    if not rows:
+        return '<p class="empty">The events name no budget (no run_started event).</p>'
+    head = "<tr><th>budget</th><th>field</th><th>value</th><th>source</th><th>locator</th>"
+    return f'<table class="budgets">{head}<th>raise it with</th></tr>{"".join(rows)}</table>'
+
+
+def turns(run: RunView) -> str:
+    """The turn-by-turn table; folded when the run is long."""
+    ordered = [run.turns[n] for n in sorted(run.turns)]
+    if not ordered:
+        return '<p class="empty">No turn was recorded.</p>'
+    tokens = run.carried_over("tokens")
+    rows = []
+    for turn in ordered:
+        tokens += turn.tokens
+        rows.append(_turn_row(turn, tokens))
+    head = (
+        "<tr><th>turn</th><th>finish reason</th><th>tool calls asked</th><th>executed</th>"
+        "<th>not run</th><th>tokens</th><th>tokens so far</th><th>cost</th><th>notes</th>"
+        "<th>content</th></tr>"
+    )
+    table = f'<table class="turns">{head}{"".join(rows)}</table>'
+    if len(ordered) <= FOLDED_TURNS:
+        return table
+    return f"<details><summary>{len(ordered):,} turns</summary>{table}</details>"
+
+
+def _turn_row(turn: Turn, so_far: float) -> str:
+    asked = ", ".join(turn.asked[:8])
+    if len(turn.asked) > 8:
+        asked += f" … and {len(turn.asked) - 8} more"
+    notes = []
+    if turn.notice is not None:
+        notes.append(f"last-turn notice ({turn.notice})")
+    for kind, event in (("rejected", turn.rejected), ("truncated", turn.truncated)):
+        if event is not None:
+            notes.append(f"{kind}: {event.get('calls')} calls, cap {event.get('cap')}")
+    if not turn.responded:
+        notes.append("no response recorded")
+    classes = " ".join(
+        name
+        for name, on in (("rejected", turn.rejected), ("truncated", turn.truncated))
+        if on is not None
+    )
+    return (
+        f'<tr class="{classes}" data-turn="{turn.number}"><td class=num>{turn.number:,}</td>'
+        f"<td>{text(turn.finish_reason or '–')}</td>"
+        f"<td>{len(turn.asked)}{': ' + text(asked, 120) if asked else ''}</td>"
+        f"<td class=num>{turn.executed}</td><td class=num>{turn.refused}</td>"
+        f"<td class=num>{number(turn.tokens)}</td><td class=num>{number(so_far)}</td>"
+        f"<td class=num>{number(turn.cost)}</td><td>{text('; '.join(notes))}</td>"
+        f"<td>{text(turn.content, 80)}</td></tr>"
+    )
+
+
+_END_KEYS: Final = ("status", "stop_reason", "turns", "tokens", "cost_usd", "tool_calls_executed")
+
+
+def children(run: RunView, anchors: Mapping[str, str]) -> str:
+    """The run's sub-agents, each a section of its own under the run."""
+    if not run.children:
+        return ""
+    shown = [_child(index, child, anchors) for index, child in enumerate(run.children, 1)]
+    return f'<section class="children"><h3>Children</h3>{"".join(shown)}</section>'
+
+
+def _child(index: int, child: Child, anchors: Mapping[str, str]) -> str:
+    end = child.end
+    if end is None:
+        verdict = "no end recorded"
+        summary = '<p class="empty">The events hold no child_end for this child.</p>'
+    else:
+        verdict = f"{text(end.get('status', '?'))} · {text(end.get('stop_reason', '?'))}"
+        cells = "".join(f"<td>{value(end.get(key, '–'))}</td>" for key in _END_KEYS)
+        head = "".join(f"<th>{key}</th>" for key in _END_KEYS)
+        summary = f'<table class="child-end"><tr>{head}</tr><tr>{cells}</tr></table>'
+    limits = child.start.get("limits")
+    shown = fields(limits) if isinstance(limits, dict) else '<p class="empty">No limits.</p>'
+    extra = fields(child.start, skip=("limits",)) + fields(end or {}, skip=_END_KEYS)
+    own = anchors.get(str(child.start.get("child_run_id")))
+    link = f' <a href="#{own}">its run</a>' if own else ""
+    return (
+        f'<section class="child"><h4>Child {index} · {verdict}{link}</h4>'
+        f"{summary}<h5>Limits</h5>{shown}{extra}</section>"
+    )
+
+
+def ledger(run: RunView) -> str:
+    """The shared ledger's events, when the run used one."""
+    if not run.ledger:
+        return ""
+    rows = [
+        f"<tr><td>{text(event['type'])}</td><td>{fields(event)}</td></tr>"
+        for event in run.ledger[:2000]
+    ]
+    more = len(run.ledger) - len(rows)
+    note = f'<p class="empty">… and {more:,} more ledger events.</p>' if more > 0 else ""
+    table = f'<table class="ledger"><tr><th>event</th><th>details</th></tr>{"".join(rows)}</table>'
+    return f'<section class="ledger"><h3>Shared ledger</h3>{table}{note}</section>'
