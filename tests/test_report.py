@@ -18,12 +18,15 @@ import pytest
 from budgetconf._report import parse_events, render
 from budgetconf._report._charts import MAX_POINTS
 from budgetconf.cli import main
+from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel, current_run
 
 from conftest import Place
+from loops import Echo, answer, budget, call, calls
 from reports import (
     completed_run,
     lines,
     long_run,
+    priced,
     stopped_run,
     write_events,
 )
@@ -584,3 +587,30 @@ def test_a_report_command_that_cannot_write_its_page_is_one_line(
     code, out, err = report([str(events)], capsys)
     assert (code, out) == (1, "")
     assert err == f"budgetconf: error: cannot write {place.work / 'e.html'}: File exists\n"
+
+
+def test_a_real_sub_agent_is_nested_under_its_parent_and_links_to_its_own_run() -> None:
+    """A tool that runs a child on a carved budget: the parent's page shows the child's end
+    and limits, and links to the child's own run, from the events both runs recorded."""
+    kids: list[RunResult] = []
+
+    def delegate(task: str = "sub") -> str:
+        handle = current_run()
+        assert handle is not None
+        model = ScriptedModel([priced(calls(1), 40, 0.01), priced(answer("sub done"), 10, 0.0)])
+        kid = LoopExecutor(model, {"echo": Echo()}, handle.carve(max_tokens=300)).run(task)
+        kids.append(kid)
+        return kid.output
+
+    model = ScriptedModel([{"tool_calls": [call("delegate", task="sub")]}, answer("all done")])
+    top = LoopExecutor(model, {"delegate": delegate}, budget(max_steps=5, max_tokens=1000)).run(
+        "go"
+    )
+    (kid,) = kids
+    assert top.tokens == 50  # the child's spend, charged to its parent
+    page = Page(render("kids.jsonl", parse_events(lines([*top.events, *kid.events]).encode())))
+    assert len(page.with_class("section", "child")) == 1
+    assert "Child 1 · ok · completed" in page.text
+    assert "max_tokens300" in page.text
+    (own,) = [a["id"] for t, a in page.elements if a.get("data-run-id") == kid.run_id]
+    assert f"#{own}" in [a.get("href") for t, a in page.elements if t == "a"]
