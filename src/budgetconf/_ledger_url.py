@@ -13,10 +13,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["LedgerURL", "parse_url", "shown_ledger_url"]
+__all__ = ["LedgerURL", "conceal", "parse_url", "shown_ledger_url", "text_problem"]
 
 #: the schemes a ledger can live at, and the backend each one opens
 SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
+#: the longest value a ``text`` field takes
+MAX_TEXT: Final = 4096
+#: the text fields whose invalid value is an error under every invalid policy: a broken
+#: ledger address must not silently turn the fleet's budget off
+STRICT: Final = frozenset({"ledger.url"})
 
 
 class LedgerURL(Record):
@@ -66,6 +71,39 @@ def shown_ledger_url(text: str) -> str:
         return text
     user, colon, _ = credentials.partition(":")
     return f"{scheme}://{user}{':' + MASK if colon else ''}@{host}{rest[end:]}"
+
+
+def conceal(value: object) -> object:
+    """``value`` as it may be shown: text with the password of any URL in it replaced by `MASK`.
+
+    Every rendering of a value a field may hold goes through it, so a
+    ``text`` field's URL is shown everywhere with only its password hidden.
+    """
+    return shown_ledger_url(value) if isinstance(value, str) and "@" in value else value
+
+
+def text_problem(path: str, value: str) -> str | None:
+    """What is wrong with ``value`` for the ``text`` field at ``path``, or None.
+
+    ``ledger.url`` must be a ledger's address (`parse_url`), ``ledger.scope``
+    1 to 128 ASCII letters, digits and ``-_.:/``; any text at most `MAX_TEXT`
+    characters.
+    """
+    if len(value) > MAX_TEXT:
+        return f"longer than {MAX_TEXT} characters"
+    if path == "ledger.url":
+        try:
+            parse_url(value)
+        except ValueError as exc:
+            return f"the ledger URL {exc}"
+    elif path == "ledger.scope" and not _is_scope(value):
+        return "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
+    return None
+
+
+def _is_scope(value: str) -> bool:
+    allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
+    return 1 <= len(value) <= 128 and all(c in allowed for c in value)
 
 
 def parse_url(text: str) -> LedgerURL:
