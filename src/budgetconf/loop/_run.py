@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetconf._loop_table import LastTurn, OverCap
 from budgetconf.errors import ModelError
@@ -21,7 +21,17 @@ from budgetconf.loop._reasons import BLOCKS, StopReason, blocked_message
 from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
 from budgetconf.loop._result import Event, Message, RunResult, Totals
 
+if TYPE_CHECKING:
+    from budgetconf.loop._ledger import Draw
+
 __all__ = ["Event", "Invoke", "Message", "Run", "RunResult", "Totals"]
+
+
+def _draw(run: Run, budget: Budget) -> Draw:
+    from budgetconf.loop._ledger import Draw  # only a run with a ledger loads it
+
+    assert budget.ledger is not None
+    return Draw(run, budget.ledger)
 
 
 @dataclass(slots=True)
@@ -65,6 +75,7 @@ class Run:
         self.sink_fault: BaseException | None = None  # what on_event raised, if it did
         self.output = ""  # the last non-empty assistant text
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
+        self.draw = None if budget.ledger is None else _draw(self, budget)
         shown = {name: limit.public_value for name, limit in budget.limits.items()}
         self.emit(
             "run_started",
@@ -95,6 +106,10 @@ class Run:
             spent = self._spent()
             if spent is not None:
                 return self._budget_stop(spent)
+            if self.draw is not None:  # the shared ledger: a reservation, or the stop
+                stop = self.draw.reserve()
+                if stop is not None:
+                    return stop
             self.turns += 1
             turn = self.turns
             self.emit("turn_started", turn=turn)
@@ -189,6 +204,8 @@ class Run:
             tokens=response.tokens,
             cost_usd=response.cost,
         )
+        if self.draw is not None:  # the response replaces what the call held in the ledger
+            self.draw.settle(response.tokens, response.cost)
 
     def _batch(
         self, calls: tuple[Call, ...], turn: int
@@ -441,6 +458,8 @@ class Run:
         if self.sink_fault is not None and reason is not StopReason.ERROR:
             self.events.pop()  # on_event raised before the run could end: so it failed
             return self._sink_failed()
+        if self.draw is not None:  # what the run still holds goes back; its record is written
+            self.draw.end(stop)
         return RunResult(
             status=status,
             stop_reason=stop,
