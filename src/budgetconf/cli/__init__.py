@@ -36,9 +36,19 @@ _COMMANDS: Final = {
     "schema": "_schema",
     "init": "_init",
     "completion": "_completion",
+    "ledger": "_ledger",
 }
 if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each handler
-    from budgetconf.cli import _check, _completion, _explain, _init, _presets, _run, _schema
+    from budgetconf.cli import (
+        _check,
+        _completion,
+        _explain,
+        _init,
+        _ledger,
+        _presets,
+        _run,
+        _schema,
+    )
 
     _HANDLERS: tuple[_Handler, ...] = (
         _explain.command,
@@ -48,6 +58,7 @@ if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each
         _schema.command,
         _init.command,
         _completion.command,
+        _ledger.command,
     )
 
 
