@@ -15,7 +15,13 @@ from budgetconf import errors, loop, sources
 from budgetconf.loop import LoopExecutor
 
 SRC = Path(budgetconf.__file__).parent
-PUBLIC = ("budgetconf", "budgetconf.loop", "budgetconf.sources", "budgetconf.errors")
+PUBLIC = (
+    "budgetconf",
+    "budgetconf.loop",
+    "budgetconf.sources",
+    "budgetconf.errors",
+    "budgetconf.ledger",
+)
 INTEGRATIONS = (  # the package and each integration: every public module in it
     "budgetconf.integrations",
     *(f"budgetconf.integrations.{p.stem}" for p in sorted((SRC / "integrations").glob("[!_]*.py"))),
