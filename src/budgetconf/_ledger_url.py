@@ -36,6 +36,16 @@ class LedgerURL(Record):
     __slots__ = ("backend", "db", "host", "password", "path", "port", "shown", "tls", "username")
     unshown = ("password",)
 
+    backend: str
+    shown: str
+    path: str | None
+    host: str | None
+    port: int | None
+    db: int
+    username: str | None
+    password: str | None
+    tls: bool
+
     def __init__(
         self,
         *,
