@@ -210,9 +210,7 @@ def build(flags: Preset | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_ledger_command(
-    commands: argparse._SubParsersAction[_Parser], resolution: argparse.ArgumentParser
-) -> None:
+def _add_ledger_command(commands: argparse._SubParsersAction[_Parser], resolution: _Parser) -> None:
     ledger = commands.add_parser(
         "ledger",
         epilog=_EXAMPLES["ledger"],

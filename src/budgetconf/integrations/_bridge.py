@@ -133,6 +133,13 @@ def _unenforced(framework: Framework, budget: Budget, through: str) -> list[str]
             f"{limit.field} = {limit.shown()} from {limit.locator} cannot be enforced by"
             f" {framework.package}{where}"
         )
+    ledger = budget.ledger
+    if ledger is not None and (framework.ledger is None or through == "limits"):
+        where = "" if framework.ledger is None else " through limits()"
+        found.append(
+            f"ledger.url = {ledger.shown} from {ledger.locator} cannot be drawn on by"
+            f" {framework.package}{where}: the shared ledger is drawn on before each model call"
+        )
     return found
 
 

@@ -109,6 +109,8 @@ class LedgerSettings:
     on_unavailable: str = "stop"
     max_tokens: Limit | None = None
     max_cost_usd: Limit | None = None
+    source: str = "explicit"  # the source and locator that set ledger.url
+    locator: str = "explicit"
 
     @property
     def shown(self) -> str:
@@ -247,13 +249,19 @@ def _ledger(res: Resolution, command_line: bool) -> LedgerSettings | None:
         name: res.values[f"ledger.{name}"] if f"ledger.{name}" in fields else default
         for name, default in _LEDGER_FIELDS.items()
     }
-    maxima = {
-        name: _limit(res, budget, f"ledger.{name}", command_line)
-        if f"ledger.{name}" in fields
-        else None
-        for name, budget in (("max_tokens", "max_tokens"), ("max_cost_usd", "max_cost_usd"))
-    }
-    return LedgerSettings(url, **given, **maxima)  # type: ignore[arg-type]  # checked fields
+    maxima = [
+        _limit(res, name, f"ledger.{name}", command_line) if f"ledger.{name}" in fields else None
+        for name in ("max_tokens", "max_cost_usd")
+    ]
+    trace = res.trace("ledger.url")
+    return LedgerSettings(
+        url,
+        **given,  # type: ignore[arg-type]  # each field checked by its kind
+        max_tokens=maxima[0],
+        max_cost_usd=maxima[1],
+        source=trace.source,
+        locator=trace.locator,
+    )
 
 
 def _raise_with(
