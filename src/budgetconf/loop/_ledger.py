@@ -73,7 +73,7 @@ class Draw:
         self.held: Reservation | None = None
         self.down = False  # the last use of the ledger failed: the record is not tried
         self.run_id: str = getattr(run, "run_id", None) or uuid.uuid4().hex
-        self.started = _dt.datetime.now(_dt.UTC)
+        self.started = now()
         self.base = (run.turns, run.tokens, run.cost)  # a resumed run's record is its own
 
     def _open(self) -> Ledger:
@@ -187,7 +187,7 @@ class Draw:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started": _iso(self.started),
-            "ended": _iso(_dt.datetime.now(_dt.UTC)),
+            "ended": _iso(now()),
             "turns": run.turns - turns,
             "tokens": run.tokens - tokens,
             "cost_usd": round(run.cost - cost, 12),
@@ -255,6 +255,11 @@ class Draw:
         return run.finish(reason, message + spend, None, document)
 
 
+def now() -> _dt.datetime:
+    """The moment that chooses the window of a reservation: the run's clock, in UTC."""
+    return _dt.datetime.now(_dt.UTC)
+
+
 def _reserve(
     ledger: Ledger, s: LedgerSettings, max_tokens: int | None, max_cost: float | None
 ) -> Reservation | None:
@@ -266,6 +271,7 @@ def _reserve(
         max_tokens=max_tokens,
         max_cost_usd=max_cost,
         window=s.window,
+        at=now(),
     )
 
 
@@ -282,7 +288,7 @@ def _record(ledger: Ledger, record: dict[str, Any]) -> None:
 
 
 def _status(ledger: Ledger, s: LedgerSettings) -> Any:
-    return ledger.status(s.scope, window=s.window)
+    return ledger.status(s.scope, window=s.window, at=now())
 
 
 def _value(limit: Limit | None) -> Any:
