@@ -21,7 +21,7 @@ from budgetconf.ledger import (
     open_ledger,
 )
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "redis"]
 DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
 
 
@@ -30,8 +30,8 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The address of an empty ledger of each backend."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
-    fresh: Callable[[], str] = request.getfixturevalue("redis_ledger_url")
-    return fresh()
+    address: str = request.getfixturevalue("redis_url")
+    return address
 
 
 @pytest.fixture

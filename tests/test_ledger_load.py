@@ -1,18 +1,19 @@
-"""Many processes drawing on one scope, and workers that die: against real SQLite and Redis.
+"""Many processes on one scope, and a worker killed while it holds a reservation, on each backend.
 
-Each worker is a process of its own running `LoopExecutor` with a scripted model
-that reports usage; every process is bounded in time and stopped by its pid.
+Every worker is a real process (tests/ledger_worker.py), waited for with a
+bound and killed by its pid if it overstays.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,142 +22,143 @@ import pytest
 import budgetconf
 from budgetconf.ledger import open_ledger
 
-SRC = str(Path(budgetconf.__file__).parent.parent)
-WORKERS = 16
-
-#: one worker: runs the executor once within the scope, prints its totals as JSON
-WORKER = textwrap.dedent(
-    """
-    import json, sys, time
-    import budgetconf
-    from budgetconf.loop import LoopExecutor
-
-    hold = sys.argv[1] == "hold"
-
-    def model(messages, tools):
-        if hold:
-            print("holding", flush=True)
-            time.sleep(120)  # killed before it answers, its reservation held
-        return {
-            "content": "",
-            "tool_calls": [{"id": "c", "name": "t", "arguments": "{}"}],
-            "usage": {"total_tokens": 100},
-            "cost_usd": 0.01,
-        }
-
-    result = LoopExecutor(model, {"t": lambda: "ok"}, budgetconf.resolve()).run("go")
-    print(json.dumps({
-        "status": result.status.value,
-        "stop_reason": result.stop_reason,
-        "turns": result.turns,
-        "tokens": result.tokens,
-        "cost_usd": result.cost_usd,
-        "message": result.message,
-    }), flush=True)
-    """
-)
+WORKER = Path(__file__).with_name("ledger_worker.py")
+DAYS = (dt.datetime(2026, 3, 14, 12, tzinfo=dt.UTC), dt.datetime(2026, 3, 15, 12, tzinfo=dt.UTC))
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A real ledger: a SQLite file, or the session's redis-server emptied for the test."""
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
+    address: str = request.getfixturevalue("redis_url")
+    return address
 
 
-def start(env: dict[str, str], mode: str = "run") -> subprocess.Popen[str]:
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC, **env}
-    return subprocess.Popen(
-        [sys.executable, "-c", WORKER, mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
+class Workers:
+    """The worker processes a test started; each is stopped by its pid at the end."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, url: str, *args: str) -> subprocess.Popen[str]:
+        src = str(Path(budgetconf.__file__).parent.parent)
+        env = os.environ | {"PYTHONPATH": src}
+        worker = subprocess.Popen(
+            [sys.executable, str(WORKER), url, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.started.append(worker)
+        return worker
+
+    def results(self, workers: list[subprocess.Popen[str]], timeout: float) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        found = []
+        for worker in workers:
+            out, err = worker.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            assert worker.returncode == 0, err
+            found.append(json.loads(out))
+        return found
+
+    def stop_all(self) -> None:
+        for worker in self.started:
+            if worker.poll() is None:
+                os.kill(worker.pid, signal.SIGKILL)
+            worker.communicate(timeout=10)
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    started = Workers()
+    yield started
+    started.stop_all()
+
+
+def test_sixteen_processes_on_one_scope_lose_nothing_and_pass_no_maximum(
+    url: str, workers: Workers
+) -> None:
+    """16 workers of 25 turns each across a day's end: each day's settled total is the sum of what
+    the workers settled in it, within the maximum, and nothing is left reserved."""
+    maximum = 16 * 25 * 100 // 6  # under what the workers would spend in a day: refusals
+    started = [
+        workers.start(
+            url,
+            "--cycles",
+            "25",
+            "--max-tokens",
+            str(maximum),
+            "--seed",
+            str(n),
+            "--start",
+            "2026-03-14T23:59:48+00:00",
+            *(["--combined"] if n % 2 else []),
+        )
+        for n in range(16)
+    ]
+    results = workers.results(started, timeout=120)
+    with open_ledger(url) as led:
+        for day in DAYS:
+            key = day.date().isoformat()
+            tokens = sum(r["settled"].get(key, [0, 0])[0] for r in results)
+            nano = sum(r["settled"].get(key, [0, 0])[1] for r in results)
+            status = led.status("load", window="day", at=day)
+            assert (status.spent_tokens, status.spent_cost_usd) == (tokens, nano / 1e9)
+            assert status.spent_tokens <= maximum
+            assert (status.reserved_tokens, status.reserved_cost_usd) == (0, 0.0)
+    assert sum(r["granted"] for r in results) + sum(r["refused"] for r in results) == 16 * 25
+    assert sum(r["refused"] for r in results) > 0
+
+
+def test_a_worker_killed_holding_a_reservation_frees_it_when_its_lease_ends(
+    url: str, workers: Workers
+) -> None:
+    """SIGKILL while holding 600 of 1000 tokens: the others are refused what does not fit until
+    the lease ends, then go on as if the worker had never been."""
+    start = dt.datetime.now(dt.UTC).isoformat()
+    holder = workers.start(
+        url,
+        "--hold",
+        "--tokens",
+        "600",
+        "--lease",
+        "1.5",
+        "--max-tokens",
+        "1000",
+        "--start",
+        start,
     )
-
-
-def finish(worker: subprocess.Popen[str], timeout: float = 120) -> tuple[dict[str, Any], str]:
-    """The worker's totals and its stderr; killed by its pid if it outlives ``timeout``."""
-    try:
-        out, err = worker.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.communicate(timeout=10)
-        raise
-    assert worker.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1]), err
-
-
-def test_sixteen_processes_share_one_scope_and_the_ledger_counts_each_turn_once(
-    ledger_url: str,
-) -> None:
-    """Nothing lost, nothing counted twice, never past the maximum, nothing left reserved."""
-    env = {
-        "BUDGETCONF_LEDGER_URL": ledger_url,
-        "BUDGETCONF_LEDGER_SCOPE": "fleet",
-        "BUDGETCONF_LEDGER_MAX_COST_USD": "1.5",
-        "BUDGETCONF_LEDGER_RESERVE_COST_USD": "0.02",  # covers every response (0.01)
-        "BUDGETCONF_LEDGER_RESERVE_TOKENS": "200",
-        "BUDGETCONF_MAX_STEPS": "20",
-    }
-    workers = [start(env) for _ in range(WORKERS)]
-    try:
-        results = [finish(w) for w in workers]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                os.kill(w.pid, signal.SIGKILL)
-                w.communicate(timeout=10)
-    totals = [r for r, _ in results]
-    assert all(err == "" for _, err in results)
-    assert {r["status"] for r in totals} <= {"ok", "truncated"}
-    refused = [r for r in totals if r["stop_reason"] == "max_cost"]
-    assert refused  # 16 x 20 turns want 3.20: the scope's 1.50 stops some
-    assert all("scope fleet has spent" in r["message"] for r in refused)
-    with open_ledger(ledger_url) as led:
-        status = led.status("fleet", window="day")
-        records = led.runs("fleet", limit=100)
-    assert status.spent_tokens == sum(r["tokens"] for r in totals)
-    assert status.spent_cost_usd == pytest.approx(sum(r["cost_usd"] for r in totals))
-    assert status.spent_cost_usd <= 1.5 + 1e-9
-    assert (status.reserved_tokens, status.reserved_cost_usd) == (0, 0.0)
-    assert len(records) == status.runs == WORKERS
-    assert sorted(r["tokens"] for r in records) == sorted(r["tokens"] for r in totals)
-
-
-def test_a_worker_killed_holding_a_reservation_frees_it_when_its_lease_expires(
-    ledger_url: str,
-) -> None:
-    env = {
-        "BUDGETCONF_LEDGER_URL": ledger_url,
-        "BUDGETCONF_LEDGER_SCOPE": "kill",
-        "BUDGETCONF_LEDGER_MAX_TOKENS": "1000",
-        "BUDGETCONF_LEDGER_RESERVE_TOKENS": "600",
-        "BUDGETCONF_LEDGER_LEASE_SECONDS": "1.5",
-        "BUDGETCONF_MAX_STEPS": "1",
-    }
-    holder = start(env, "hold")
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "holding\n"
-        os.kill(holder.pid, signal.SIGKILL)
-        holder.communicate(timeout=10)
-    finally:
-        if holder.poll() is None:
-            os.kill(holder.pid, signal.SIGKILL)
-            holder.communicate(timeout=10)
-    assert holder.returncode == -signal.SIGKILL
-    with open_ledger(ledger_url) as led:
-        assert led.status("kill", window="day").reserved_tokens == 600
-    blocked, _ = finish(start(env))  # 600 held + 600 more would pass 1000: refused
-    assert (blocked["stop_reason"], blocked["turns"]) == ("max_tokens", 0)
-    time.sleep(1.6)  # the killed worker's lease runs out
-    with open_ledger(ledger_url) as led:
-        assert led.status("kill", window="day").reserved_tokens == 0
-    after, _ = finish(start(env))
-    assert (after["stop_reason"], after["turns"], after["tokens"]) == ("max_steps", 1, 100)
-    with open_ledger(ledger_url) as led:
-        status = led.status("kill", window="day")
-    assert (status.spent_tokens, status.reserved_tokens) == (100, 0)
+    assert holder.stdout is not None
+    assert holder.stdout.readline() == "holding\n"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(10)
+    killed_at = time.monotonic()
+    with open_ledger(url) as led:
+        assert led.status("load").reserved_tokens == 600
+        refused = led.reserve("load", tokens=500, cost_usd=0, lease_seconds=5, max_tokens=1000)
+        assert refused is None
+        while led.status("load").reserved_tokens and time.monotonic() - killed_at < 10:
+            time.sleep(0.1)
+        assert 1.0 <= time.monotonic() - killed_at < 10
+        others = [
+            workers.start(
+                url,
+                "--cycles",
+                "5",
+                "--tokens",
+                "20",
+                "--max-tokens",
+                "1000",
+                "--seed",
+                str(n),
+                "--start",
+                start,
+            )
+            for n in range(4)
+        ]
+        results = workers.results(others, timeout=60)
+        assert [r["refused"] for r in results] == [0, 0, 0, 0]
+        status = led.status("load")
+        settled = sum(sum(t for t, _ in r["settled"].values()) for r in results)
+        assert (status.spent_tokens, status.reserved_tokens) == (settled, 0)

@@ -146,21 +146,7 @@ def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
     if at:
         user, colon, secret = credentials.partition(":")
         username, password = user or None, secret if colon else None
-    host, colon, port_text = (
-        hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
-    )
-    if hostport.startswith("["):  # an IPv6 address: [::1]:6379
-        host, _, tail = hostport[1:].partition("]")
-        colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
-        if tail and not tail.startswith(":"):
-            raise ValueError("has a malformed host")
-    if not host:
-        raise ValueError("names no host")
-    port = 6379
-    if colon:
-        if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
-            raise ValueError("has a bad port (a number from 1 to 65535)")
-        port = int(port_text)
+    host, port = _host_port(hostport)
     db = 0
     if path:
         if not (path.isascii() and path.isdigit()) or len(path) > 5:
@@ -176,3 +162,22 @@ def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
         password=password,
         tls=tls,
     )
+
+
+def _host_port(hostport: str) -> tuple[str, int]:
+    """The host and port of ``host:port``, ``[::1]:port`` or a host alone (port 6379)."""
+    host, colon, port_text = (
+        hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
+    )
+    if hostport.startswith("["):  # an IPv6 address: [::1]:6379
+        host, _, tail = hostport[1:].partition("]")
+        colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
+        if tail and not tail.startswith(":"):
+            raise ValueError("has a malformed host")
+    if not host:
+        raise ValueError("names no host")
+    if not colon:
+        return host, 6379
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
+        raise ValueError("has a bad port (a number from 1 to 65535)")
+    return host, int(port_text)
