@@ -24,6 +24,12 @@ URL: Final = f"redis://agent:{SECRET}@127.0.0.1:9/0"
 SHOWN: Final = "redis://agent:***@127.0.0.1:9/0"
 
 
+def row(name: str, kind: str, default: object, optional: bool = False) -> tuple[object, ...]:
+    """A line of LEDGER.md's table: the type, default, optional, variable and flag."""
+    env = (f"BUDGETCONF_LEDGER_{name.upper()}",)
+    return kind, default, optional, env, (f"--ledger-{name.replace('_', '-')}",)
+
+
 def test_the_default_preset_has_the_ledger_fields_of_the_contract() -> None:
     schema = load_preset("budgetconf").schema
     table = {
@@ -31,13 +37,6 @@ def test_the_default_preset_has_the_ledger_fields_of_the_contract() -> None:
         for f in schema
         if f.section == "ledger"
     }
-    row = lambda name, kind, default, optional=False: (  # noqa: E731
-        kind,
-        default,
-        optional,
-        (f"BUDGETCONF_LEDGER_{name.upper()}",),
-        (f"--ledger-{name.replace('_', '-')}",),
-    )
     assert table == {
         "ledger.url": row("url", "text", None, True),
         "ledger.scope": row("scope", "text", "default"),
@@ -208,7 +207,7 @@ def test_a_preset_file_may_declare_the_ledger_and_the_executor_draws_on_it(
 
 
 def test_a_text_field_s_default_is_checked_when_the_preset_is_read(tmp_path: Path) -> None:
-    fields = {
+    fields: dict[str, dict[str, object]] = {
         "loop.max_steps": {"type": "int", "default": 3, "ge": 1},
         "ledger.url": {"type": "text", "default": "mysql://h/x"},
     }

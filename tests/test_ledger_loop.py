@@ -20,6 +20,8 @@ from budgetconf.ledger import open_ledger
 from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 from budgetconf.loop import _ledger as ledger_part
 
+from redis_server import RedisServer
+
 SRC = Path(budgetconf.__file__).parent.parent
 
 
@@ -64,7 +66,8 @@ def test_a_run_reserves_before_each_call_and_settles_what_the_response_reported(
     with open_ledger(url) as led:
         status = led.status("team-a", window="day")
         (record,) = led.runs("team-a")
-    assert (status.spent_tokens, status.spent_cost_usd) == (30, pytest.approx(0.03))
+    assert status.spent_tokens == 30
+    assert status.spent_cost_usd == pytest.approx(0.03)
     assert (status.reserved_tokens, status.reserved_cost_usd, status.runs) == (0, 0.0, 1)
     assert record["turns"] == 2
     assert record["tokens"] == 30
@@ -344,3 +347,59 @@ def test_the_ledger_s_events_and_messages_never_show_the_url_s_password(tmp_path
     assert "hunter2" not in shown
     assert "SECRET" not in shown
     assert "redis://agent:***@127.0.0.1:9/0" in result.message
+
+
+# --- Redis stopped in the middle of a run ----------------------------------------------
+
+
+def _stopping(server: RedisServer, at: int, *, restart_at: int | None = None) -> Any:
+    """A model that stops the server on call ``at`` (and starts it again on ``restart_at``)."""
+    calls = [0]
+
+    def model(messages: object, tools: object) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == at:
+            server.stop()
+        if calls[0] == restart_at:
+            server.start()
+        return answer(10, 0.001, tool=calls[0] < 5)
+
+    return model
+
+
+def test_redis_stopped_mid_run_ends_it_failed_under_stop_without_a_traceback(
+    restartable_redis: RedisServer,
+) -> None:
+    env = {"BUDGETCONF_LEDGER_URL": restartable_redis.url, "BUDGETCONF_LEDGER_SCOPE": "r"}
+    model = _stopping(restartable_redis, at=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stop says it in the result, not in a warning
+        result = LoopExecutor(model, {"t": lambda: "ok"}, budgetconf.resolve(env=env)).run("go")
+    assert (result.status.value, result.stop_reason, result.turns) == ("failed", "error", 2)
+    assert result.message.startswith(f"failed: ledger {restartable_redis.url}")
+    assert "\n" not in result.message
+    assert "Traceback" not in result.message
+    (event,) = [e for e in result.events if e["type"] == "ledger_unavailable"]
+    assert (event["during"], event["on_unavailable"]) == ("settle", "stop")
+
+
+def test_redis_stopped_mid_run_lets_it_go_on_under_continue_and_is_drawn_on_when_back(
+    restartable_redis: RedisServer,
+) -> None:
+    env = {
+        "BUDGETCONF_LEDGER_URL": restartable_redis.url,
+        "BUDGETCONF_LEDGER_SCOPE": "r",
+        "BUDGETCONF_LEDGER_ON_UNAVAILABLE": "continue",
+    }
+    model = _stopping(restartable_redis, at=2, restart_at=3)
+    with pytest.warns(BudgetConfWarning) as caught:
+        result = LoopExecutor(model, {"t": lambda: "ok"}, budgetconf.resolve(env=env)).run("go")
+    assert (result.status.value, result.turns) == ("ok", 5)
+    unavailable = [e for e in result.events if e["type"] == "ledger_unavailable"]
+    assert [(e["turn"], e["during"]) for e in unavailable] == [(2, "settle"), (3, "reserve")]
+    assert len(caught) == 2
+    with open_ledger(restartable_redis.url) as led:  # a fresh server: what came after it
+        status = led.status("r", window="day")
+        (record,) = led.runs("r")
+    assert (status.spent_tokens, status.reserved_tokens) == (20, 0)  # turns 4 and 5
+    assert (record["turns"], record["tokens"]) == (5, 50)  # the run's own totals

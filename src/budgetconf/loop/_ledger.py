@@ -72,6 +72,9 @@ class Draw:
         self.ledger: Ledger | None = None
         self.held: Reservation | None = None
         self.down = False  # the last use of the ledger failed: the record is not tried
+        self.fault: str | None = (
+            None  # a settle lost under ``stop``: the run ends before its next call
+        )
         self.run_id: str = getattr(run, "run_id", None) or uuid.uuid4().hex
         self.started = now()
         self.base = (run.turns, run.tokens, run.cost)  # a resumed run's record is its own
@@ -103,6 +106,10 @@ class Draw:
         """Hold the next model call's share; the run's result when the ledger stops it."""
         s = self.settings
         turn = self.run.turns + 1
+        if self.fault is not None:
+            return self.run.finish(
+                StopReason.ERROR, f"failed: {self.fault} (turn {self.run.turns})"
+            )
         try:
             held = self._use(
                 "reserve",
@@ -134,7 +141,11 @@ class Draw:
         try:
             self._use("settle", _settle, held, tokens, cost_usd)
         except LedgerUnavailable as exc:
-            self._warn(exc, self.run.turns, "settle")
+            if self.settings.on_unavailable == "continue":
+                self._warn(exc, self.run.turns, "settle")
+            else:  # the run ends before its next call, saying why
+                self.fault = _line(exc)
+                self._event(self.fault, self.run.turns, "settle")
             return
         self.run.emit(
             "ledger_settle",
@@ -200,19 +211,16 @@ class Draw:
             self._warn(exc, turn, "reserve")
             return None
         cause = _line(exc)
-        self.run.emit(
-            "ledger_unavailable",
-            turn=turn,
-            url=self.settings.shown,
-            error=cause,
-            on_unavailable="stop",
-        )
+        self._event(cause, turn, "reserve")
         return self.run.finish(StopReason.ERROR, f"failed: {cause} (turn {self.run.turns})")
 
     def _warn(self, exc: LedgerUnavailable, turn: int, what: str) -> None:
         cause = _line(exc)
         goes_on = "the run goes on without it" if what == "reserve" else f"its {what} is lost"
         warnings.warn(f"{cause}; {goes_on}", BudgetConfWarning, stacklevel=2)
+        self._event(cause, turn, what)
+
+    def _event(self, cause: str, turn: int, what: str) -> None:
         self.run.emit(
             "ledger_unavailable",
             turn=turn,
