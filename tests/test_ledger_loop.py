@@ -403,3 +403,22 @@ def test_redis_stopped_mid_run_lets_it_go_on_under_continue_and_is_drawn_on_when
         (record,) = led.runs("r")
     assert (status.spent_tokens, status.reserved_tokens) == (20, 0)  # turns 4 and 5
     assert (record["turns"], record["tokens"]) == (5, 50)  # the run's own totals
+
+
+def test_a_response_past_its_reservation_overshoots_by_no_more_than_its_excess(
+    tmp_path: Path,
+) -> None:
+    """The guarantee's bound: settled <= max + what the calls in flight used past what they
+    reserved; one run has one call in flight, so at most one response's excess."""
+    url = url_of(tmp_path)
+    env = {
+        "BUDGETCONF_LEDGER_URL": url,
+        "BUDGETCONF_LEDGER_MAX_TOKENS": "150",
+        "BUDGETCONF_LEDGER_RESERVE_TOKENS": "10",
+    }
+    result = executor(env, [answer(100, 0.0)]).run("hi")
+    assert result.stop_reason == "max_tokens"
+    with open_ledger(url) as led:
+        spent = led.status("default", window="day").spent_tokens
+    assert spent == 200  # 100 + 10 <= 150 was granted, then the response used 100
+    assert spent - 150 <= 100 - 10

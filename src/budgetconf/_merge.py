@@ -99,9 +99,7 @@ class _Merging:
         schema, work = self.preset.schema, self.work
         for problem in layer.problems:
             raw = _problem_raw(problem, schema)
-            field = schema.by_path.get(problem.field) if problem.field is not None else None
-            strict = field is not None and field.strict  # an error under every policy
-            policy = Policy.ERROR if strict else spec.invalid
+            policy = _policy(spec, schema, problem.field)
             _judge_problem(problem, raw, spec.kind, policy, errors, self.warnings)
         for section, where in layer.sections.items():
             mode = spec.merge_mode(section)
@@ -112,7 +110,7 @@ class _Merging:
         for offer in layer.offers:
             field = schema.by_path[offer.field]
             value, reason = _check(field, offer)
-            if reason is not None and (spec.invalid is Policy.ERROR or field.strict):
+            if reason is not None and _policy(spec, schema, field.path) is Policy.ERROR:
                 errors.append(_value_error(field, offer, spec.kind, reason))
             work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
 
@@ -238,6 +236,13 @@ def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
         return field.check_value(offer.value), None
     except Invalid as exc:
         return None, exc.reason
+
+
+def _policy(spec: SourceSpec, schema: Schema, path: str | None) -> Policy:
+    """The source's invalid policy for the field at ``path``: ``error`` for a strict one
+    (``ledger.url``), whatever the source's."""
+    field = None if path is None else schema.by_path.get(path)
+    return Policy.ERROR if field is not None and field.strict else spec.invalid
 
 
 def _candidate(item: _Work, secret: bool) -> Candidate:

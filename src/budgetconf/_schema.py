@@ -314,6 +314,8 @@ class Field(Record):
             if self.optional:
                 return None
             raise Invalid(f"null is not allowed: {self.path} must be {self.noun}")
+        if self.kind is Kind.TEXT:
+            return self._typed_text(value)
         if self.kind is Kind.INT:
             if type(value) is not int:
                 raise self._not_a(value, False, f" ({type_name(value)})")
@@ -330,8 +332,6 @@ class Field(Record):
             if type(value) is not bool:
                 raise self._not_a(value, False, f" ({type_name(value)})")
             return value
-        if self.kind is Kind.TEXT and isinstance(value, str):
-            return self._text(value, value, False)
         if isinstance(value, str) and value in self.choices:
             return value
         note = self._suggest(value) if isinstance(value, str) else f" ({type_name(value)})"
@@ -341,6 +341,11 @@ class Field(Record):
     def strict(self) -> bool:
         """Whether an invalid value is an error under every invalid policy (``ledger.url``)."""
         return self.path in STRICT and self.kind is Kind.TEXT
+
+    def _typed_text(self, value: object) -> str:
+        if not isinstance(value, str):
+            raise self._not_a(value, False, f" ({type_name(value)})")
+        return self._text(value, value, False)
 
     def _text(self, value: str, raw: object, text: bool) -> str:
         reason = text_problem(self.path, value)
