@@ -178,12 +178,9 @@ class RedisLedger(Ledger):
             import redis
             from redis.backoff import NoBackoff
             from redis.retry import Retry
-        except ImportError:
-            from budgetconf.integrations._install import install_hint
-
-            raise unavailable(
-                self.url, f"the redis package is not installed: {install_hint('redis')}"
-            ) from None
+        except ImportError:  # the hint in place: importing the integrations would import the loop
+            hint = "pip install 'budgetconf[redis]' (from a checkout: pip install -e '.[redis]')"
+            raise unavailable(self.url, f"the redis package is not installed: {hint}") from None
         self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
         self._timeout = timeout_seconds
         self._client = redis.Redis(
