@@ -16,7 +16,7 @@ from budgetconf.cli import main
 from conftest import Place
 
 PRESETS = preset_names()
-COMMANDS = ["explain", "check", "run", "presets", "schema", "init", "completion"]
+COMMANDS = ["explain", "check", "run", "presets", "schema", "init", "completion", "ledger"]
 
 
 def script(shell: str, capsys: pytest.CaptureFixture[str]) -> str:

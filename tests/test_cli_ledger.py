@@ -7,30 +7,50 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import budgetconf
+from budgetconf.cli import main
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import LoopExecutor
 
 SRC = str(Path(budgetconf.__file__).parent.parent)
 
 
+@pytest.fixture
 def cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> tuple[int, str, str]:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[int, str, str]]:
+    """The command, run in this process from ``cwd`` with ``env`` set, and what it printed."""
+
+    def command(
+        *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> tuple[int, str, str]:
+        with monkeypatch.context() as patch:
+            for name, value in (env or {}).items():
+                patch.setenv(name, value)
+            if cwd is not None:
+                patch.chdir(cwd)
+            code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return command
+
+
+def as_a_user(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
     """The command in a process of its own, as a user runs it."""
     environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC}
-    environment["HOME"] = str(cwd or Path.cwd())
     done = subprocess.run(
         [sys.executable, "-m", "budgetconf", *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**environment, **(env or {})},
+        env={**environment, "HOME": str(cwd), **env},
         cwd=cwd,
         check=False,
     )
@@ -50,7 +70,9 @@ def url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'ledger.db'}"
 
 
-def test_status_as_json_is_the_pinned_document(url: str, tmp_path: Path) -> None:
+def test_status_as_json_is_the_pinned_document(
+    url: str, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     spend(url, "team-a")
     project = tmp_path / "work" / "settings.toml"
     project.write_text("[ledger]\nmax_cost_usd = 2\n")
@@ -87,7 +109,9 @@ def test_status_as_json_is_the_pinned_document(url: str, tmp_path: Path) -> None
     assert (doc["spent"], doc["runs"]) == ({"tokens": 100, "cost_usd": 0.5}, 2)
 
 
-def test_status_as_a_table_reads_as_lines_of_name_and_value(url: str, tmp_path: Path) -> None:
+def test_status_as_a_table_reads_as_lines_of_name_and_value(
+    url: str, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     spend(url, "default", runs=1)
     env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_MAX_COST_USD": "5"}
     code, out, err = cli("ledger", "status", env=env, cwd=tmp_path)
@@ -100,7 +124,9 @@ def test_status_as_a_table_reads_as_lines_of_name_and_value(url: str, tmp_path: 
     assert lines[-1].split() == ["max_tokens", "unset"]
 
 
-def test_runs_lists_the_latest_records_newest_first(url: str, tmp_path: Path) -> None:
+def test_runs_lists_the_latest_records_newest_first(
+    url: str, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     spend(url, "team-b", runs=3)
     env = {"BUDGETCONF_LEDGER_URL": url}
     code, out, err = cli(
@@ -138,7 +164,9 @@ def test_runs_lists_the_latest_records_newest_first(url: str, tmp_path: Path) ->
     assert (code, out) == (0, "no runs recorded in scope nobody\n")
 
 
-def test_status_without_a_ledger_url_says_where_it_would_be_set(tmp_path: Path) -> None:
+def test_status_without_a_ledger_url_says_where_it_would_be_set(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     code, out, err = cli("ledger", "status", cwd=tmp_path)
     assert (code, out) == (1, "")
     assert err == (
@@ -152,9 +180,16 @@ def test_status_without_a_ledger_url_says_where_it_would_be_set(tmp_path: Path) 
     ["redis://agent:pw-SECRET@127.0.0.1:9/0", "sqlite:///{tmp}/not-a-db.db"],
     ids=["refused", "not-a-database"],
 )
-def test_an_unreachable_ledger_is_one_line_and_exit_1(address: str, tmp_path: Path) -> None:
+def test_an_unreachable_ledger_is_one_line_and_exit_1(
+    address: str, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     (tmp_path / "not-a-db.db").write_text("plain text\n" * 50)
     given = address.replace("{tmp}", str(tmp_path))
+    code, out, err = as_a_user(
+        "ledger", "status", env={"BUDGETCONF_LEDGER_URL": given}, cwd=tmp_path
+    )
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
     code, out, err = cli("ledger", "status", env={"BUDGETCONF_LEDGER_URL": given}, cwd=tmp_path)
     assert (code, out) == (1, "")
     assert err.startswith("budgetconf: error: ledger ")
@@ -163,7 +198,9 @@ def test_an_unreachable_ledger_is_one_line_and_exit_1(address: str, tmp_path: Pa
     assert "SECRET" not in err
 
 
-def test_an_invalid_url_or_scope_is_named(tmp_path: Path) -> None:
+def test_an_invalid_url_or_scope_is_named(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
     code, _, err = cli("ledger", "status", "--set", "ledger.url=mysql://h/x", cwd=tmp_path)
     assert code == 1
     assert err.startswith("budgetconf: error: ledger.url from explicit: the ledger URL is not")

@@ -13,8 +13,10 @@ import pytest
 import budgetconf
 from budgetconf import ConfigError
 from budgetconf._engine import load_preset
+from budgetconf._ledger_url import parse_url, text_problem
 from budgetconf.cli import main
 from budgetconf.errors import PresetError
+from budgetconf.ledger import open_ledger
 from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 
 from presetfiles import preset_file
@@ -214,3 +216,35 @@ def test_a_text_field_s_default_is_checked_when_the_preset_is_read(tmp_path: Pat
     path = preset_file(tmp_path, fields=fields, sources=[{"kind": "default"}])
     with pytest.raises(PresetError, match=r'fields."ledger.url".default: the ledger URL is not'):
         budgetconf.resolve(str(path))
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("redis://h:1/0?db=2", "takes no query or fragment"),
+        ("redis://h:1/x", "has a bad database number"),
+        ("redis://[::1:1/0", "has a malformed host (an IPv6 address without its closing ])"),
+        ("redis://[::1]x/0", "has a malformed host"),
+        ("redis://[::1]:0/0", "has a bad port"),
+    ],
+)
+def test_every_fault_of_an_address_is_named(url: str, why: str) -> None:
+    problem = text_problem("ledger.url", url)
+    assert problem is not None
+    assert problem.startswith(f"the ledger URL {why}")
+
+
+def test_a_good_address_reads_as_its_parts() -> None:
+    parsed = parse_url("rediss://agent:pw@[::1]:6380/3")
+    assert (parsed.host, parsed.port, parsed.db, parsed.tls) == ("::1", 6380, 3, True)
+    assert parsed.shown == "rediss://agent:***@[::1]:6380/3"
+    assert text_problem("ledger.url", "redis://h") is None
+    assert text_problem("app.note", "x" * 4097) == "longer than 4096 characters"
+
+
+def test_open_ledger_refuses_what_is_no_address() -> None:
+    with pytest.raises(budgetconf.UsageError, match="takes a URL string, not int"):
+        open_ledger(5)  # type: ignore[arg-type]
+    with pytest.raises(budgetconf.UsageError) as caught:
+        open_ledger(f"ftp://u:{SECRET}@h/x")
+    assert str(caught.value).startswith("ledger URL 'ftp://u:***@h/x' is not a ledger URL")

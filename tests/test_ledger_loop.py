@@ -3,6 +3,7 @@ maximum, ``on_unavailable`` both ways, one record per run, against a real SQLite
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from budgetconf import BudgetConfWarning
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 from budgetconf.loop import _ledger as ledger_part
+from budgetconf.loop._budget import LedgerSettings
 
 from redis_server import RedisServer
 
@@ -422,3 +424,43 @@ def test_a_response_past_its_reservation_overshoots_by_no_more_than_its_excess(
         spent = led.status("default", window="day").spent_tokens
     assert spent == 200  # 100 + 10 <= 150 was granted, then the response used 100
     assert spent - 150 <= 100 - 10
+
+
+def test_a_release_the_ledger_cannot_take_is_a_warning_and_the_run_s_own_failure_stands(
+    restartable_redis: RedisServer,
+) -> None:
+    def model(messages: object, tools: object) -> Any:
+        restartable_redis.stop()
+        raise RuntimeError("the provider is down")
+
+    env = {"BUDGETCONF_LEDGER_URL": restartable_redis.url}
+    with pytest.warns(BudgetConfWarning, match="its release is lost"):
+        result = LoopExecutor(model, budget=budgetconf.resolve(env=env)).run("go")
+    assert result.message == "failed: the model raised RuntimeError: the provider is down (turn 1)"
+    (event,) = [e for e in result.events if e["type"] == "ledger_unavailable"]
+    assert event["during"] == "release"
+
+
+def test_a_record_the_ledger_cannot_take_is_a_warning(restartable_redis: RedisServer) -> None:
+    def on_event(event: dict[str, Any]) -> None:
+        if event["type"] == "stopped":  # the run is over; its record is written next
+            restartable_redis.stop()
+
+    env = {"BUDGETCONF_LEDGER_URL": restartable_redis.url}
+    model = ScriptedModel([answer(5, 0.0, tool=False)])
+    executor = LoopExecutor(model, budget=budgetconf.resolve(env=env), on_event=on_event)
+    with pytest.warns(BudgetConfWarning, match="its record is lost"):
+        result = executor.run("go")
+    assert result.status.value == "ok"
+    assert types(result.events)[-2:] == ["stopped", "ledger_unavailable"]
+
+
+def test_a_budget_made_in_code_with_a_bad_address_fails_its_run_in_one_line() -> None:
+    """Resolution checks ledger.url; a Budget built in code is checked when the run opens it."""
+    base = Budget.from_resolution(budgetconf.resolve(env={}))
+    budget = dataclasses.replace(base, ledger=LedgerSettings("mysql://u:pw-SECRET@h/x"))
+    model = ScriptedModel([answer(1, 0.0)])
+    result = LoopExecutor(model, budget=budget).run("go")
+    assert (result.status.value, model.calls) == ("failed", 0)
+    assert result.message.startswith("failed: ledger mysql://u:***@h/x: reserve failed: ")
+    assert "SECRET" not in result.message

@@ -170,7 +170,9 @@ def _host_port(hostport: str) -> tuple[str, int]:
         hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
     )
     if hostport.startswith("["):  # an IPv6 address: [::1]:6379
-        host, _, tail = hostport[1:].partition("]")
+        host, bracket, tail = hostport[1:].partition("]")
+        if not bracket:
+            raise ValueError("has a malformed host (an IPv6 address without its closing ])")
         colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
         if tail and not tail.startswith(":"):
             raise ValueError("has a malformed host")
