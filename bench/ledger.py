@@ -275,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 report[name] = measure(name, url, mode)
                 judge(name, report[name])
+    load = " / ".join(f"{n:.1f}" for n in os.getloadavg())
     print(
-        f"python {platform.python_version()}, {platform.platform()}, {os.cpu_count()} CPUs;"
+        f"python {platform.python_version()}, {platform.platform()}, {os.cpu_count()} CPUs"
+        f" (load average {load} at the end);"
         f" {'quick' if args.quick else 'full'} run in {time.perf_counter() - began:.0f} s:"
         f" {mode.turns} timed turns in one process; turns/s: {mode.scale_turns} turns per"
         f" process, the median of {mode.rounds} rounds"
@@ -284,7 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"mode": "quick" if args.quick else "full", "rows": report}, handle, indent=2)
+            document = {
+                "mode": "quick" if args.quick else "full",
+                "load_average": load,
+                "rows": report,
+            }
+            json.dump(document, handle, indent=2)
     return 0
 
 
