@@ -258,6 +258,13 @@ def test_a_closed_ledger_opens_its_connection_again_when_used(url: str) -> None:
         (b"sqlite:///x.db", "open_ledger() takes a URL string, not bytes"),
         ("postgres://db/ledger", "ledger URL 'postgres://db/ledger' is not a ledger URL"),
         ("redis://u:pw@:6379/0", "ledger URL 'redis://u:***@:6379/0' names no host"),
+        ("sqlite://", "names no database file"),
+        ("sqlite:///ledgers/", "names no database file"),
+        ("redis://h:6379/0?tls=1", "takes no query or fragment"),
+        ("redis://h:0/0", "has a bad port (a number from 1 to 65535)"),
+        ("redis://h:port/0", "has a bad port"),
+        ("redis://[::1]6379/0", "has a malformed host"),
+        ("redis://h:6379/zero", "has a bad database number"),
     ],
 )
 def test_an_address_that_is_not_a_ledgers_is_a_usage_error(given: Any, message: str) -> None:
