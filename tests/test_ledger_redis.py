@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from budgetconf._ledger_url import parse_url
-from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
+from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, iso, open_ledger
 from budgetconf.ledger._redis import RedisLedger
 
 from redis_server import RedisServer, free_port
@@ -160,3 +160,21 @@ def test_a_rediss_url_asks_for_tls(tmp_path: Path) -> None:
         assert str(caught.value).startswith(f"ledger rediss://127.0.0.1:{server.port}/0 ")
     finally:
         server.stop()
+
+
+def test_a_reservation_is_remembered_for_a_day_after_its_lease_then_forgotten(
+    redis_url: str,
+) -> None:
+    """Its key lives for the lease and a day; settled, a day from then; nothing is kept for ever
+    but the windows' counters and the run records."""
+    with open_ledger(redis_url) as led:
+        reservation = led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60)
+        assert reservation is not None
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        key = f"budgetconf:ledger:{{team-a}}:reservation:{reservation.id}"
+        assert 86_455_000 < client.pttl(key) <= 86_460_000
+        led.settle(reservation, tokens=1, cost_usd=0)
+        assert 86_395_000 < client.pttl(key) <= 86_400_000
+        lasting = {k for k in client.keys("*") if client.pttl(k) == -1}
+        client.close()
+    assert lasting == {f"budgetconf:ledger:{{team-a}}:window:day:{iso(reservation.window_start)}"}

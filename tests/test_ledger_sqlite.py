@@ -198,3 +198,22 @@ def _hold(led: Ledger) -> Reservation:
     reservation = led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60)
     assert reservation is not None
     return reservation
+
+
+def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> None:
+    """The next reservation deletes those whose lease ended more than a day ago."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        old, recent = _hold(led), _hold(led)
+        led.settle(recent, tokens=1, cost_usd=0)
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE ledger_leases SET expires = ? WHERE id = ?", (time.time() - 86_401, old.id)
+            )
+        conn.close()
+        _hold(led)
+        with sqlite3.connect(path) as conn:
+            ids = {i for (i,) in conn.execute("SELECT id FROM ledger_leases")}
+        conn.close()
+    assert old.id not in ids
+    assert recent.id in ids
