@@ -178,3 +178,24 @@ def test_a_reservation_is_remembered_for_a_day_after_its_lease_then_forgotten(
         lasting = {k for k in client.keys("*") if client.pttl(k) == -1}
         client.close()
     assert lasting == {f"budgetconf:ledger:{{team-a}}:window:day:{iso(reservation.window_start)}"}
+
+
+def test_keys_that_hold_what_no_ledger_wrote_make_it_unavailable(redis_url: str) -> None:
+    """A count that is not a number, a run record that is not JSON: one line naming the key."""
+    with open_ledger(redis_url) as led:
+        client = redis.Redis.from_url(redis_url)
+        client.hset("budgetconf:ledger:{team-a}:window:none", "st", "lots")
+        client.lpush("budgetconf:ledger:{team-a}:runs", "not json", '["a list"]')
+        client.close()
+        with pytest.raises(LedgerUnavailable) as count:
+            led.status("team-a", window="none")
+        assert str(count.value) == (
+            f"ledger {redis_url} is unavailable: budgetconf:ledger:{{team-a}}:window:none"
+            " holds a count that is not a whole number ('lots')"
+        )
+        with pytest.raises(LedgerUnavailable) as record:
+            led.runs("team-a")
+        assert str(record.value) == (
+            f"ledger {redis_url} is unavailable: budgetconf:ledger:{{team-a}}:runs"
+            " holds a run record that is not a JSON object ('[\"a list\"]')"
+        )

@@ -217,3 +217,27 @@ def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> Non
         conn.close()
     assert old.id not in ids
     assert recent.id in ids
+
+
+def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
+    """A count that is not a number, a run record that is not JSON: one line naming the table."""
+    path = tmp_path / "ledger.db"
+    url = f"sqlite:///{path}"
+    with open_ledger(url) as led:
+        led.record_run({"run_id": "r", "scope": "team-a"})
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE ledger_runs SET record = 'not json'")
+            conn.execute("UPDATE ledger_windows SET spent_tokens = 'lots'")
+        conn.close()
+        with pytest.raises(LedgerUnavailable) as count:
+            led.status("team-a", window="none")
+        assert str(count.value) == (
+            f"ledger {url} is unavailable: ledger_windows holds a count that is not a whole"
+            " number ('lots')"
+        )
+        with pytest.raises(LedgerUnavailable) as record:
+            led.runs("team-a")
+        assert str(record.value) == (
+            f"ledger {url} is unavailable: ledger_runs holds a run record that is not a JSON"
+            " object ('not json')"
+        )
