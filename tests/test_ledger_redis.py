@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import subprocess
@@ -185,6 +186,7 @@ def test_keys_that_hold_what_no_ledger_wrote_make_it_unavailable(redis_url: str)
     with open_ledger(redis_url) as led:
         client = redis.Redis.from_url(redis_url)
         client.hset("budgetconf:ledger:{team-a}:window:none", "st", "lots")
+        client.hset("budgetconf:ledger:{team-a}:window:hour:2026-03-14T15:00:00Z", "rt", "x" * 500)
         client.lpush("budgetconf:ledger:{team-a}:runs", "not json", '["a list"]')
         client.close()
         with pytest.raises(LedgerUnavailable) as count:
@@ -193,6 +195,10 @@ def test_keys_that_hold_what_no_ledger_wrote_make_it_unavailable(redis_url: str)
             f"ledger {redis_url} is unavailable: budgetconf:ledger:{{team-a}}:window:none"
             " holds a count that is not a whole number ('lots')"
         )
+        with pytest.raises(
+            LedgerUnavailable, match=r"number \('x{80}…' \(500 characters, 420 not shown\)\)$"
+        ):
+            led.status("team-a", window="hour", at=dt.datetime(2026, 3, 14, 15, tzinfo=dt.UTC))
         with pytest.raises(LedgerUnavailable) as record:
             led.runs("team-a")
         assert str(record.value) == (

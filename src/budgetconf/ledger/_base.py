@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 
 from budgetconf._ledger_url import LedgerURL
 from budgetconf._record import Record, set_field
+from budgetconf._text import clipped
 from budgetconf.errors import LedgerUnavailable, UsageError
 
 TYPE_CHECKING = False
@@ -128,8 +129,9 @@ def counts(shown_url: str, where: str, values: Iterable[object]) -> list[int]:
         except ValueError:
             number = None
         if number is None:
+            shown = clipped(str(value), repr)
             raise unavailable(
-                shown_url, f"{where} holds a count that is not a whole number ({value!r})"
+                shown_url, f"{where} holds a count that is not a whole number ({shown})"
             )
         found.append(number)
     return found
@@ -145,9 +147,9 @@ def run_records(shown_url: str, where: str, texts: Iterable[str]) -> list[dict[s
         except (TypeError, ValueError):
             record = None
         if not isinstance(record, dict):
-            shown = text if len(text) <= 80 else text[:80] + "…"
+            shown = clipped(str(text), repr)
             raise unavailable(
-                shown_url, f"{where} holds a run record that is not a JSON object ({shown!r})"
+                shown_url, f"{where} holds a run record that is not a JSON object ({shown})"
             )
         found.append(record)
     return found
