@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from budgetconf.ledger import (
     LedgerUnavailable,
     Reservation,
     open_ledger,
+    window_bounds,
 )
 
 BACKENDS = ["sqlite", "redis"]
@@ -122,6 +124,21 @@ def test_settling_or_releasing_twice_counts_once(ledger: Ledger) -> None:
     assert (spent(status), reserved(status)) == ((7, 0.25), (0, 0.0))
 
 
+def test_a_reservation_the_ledger_has_forgotten_still_counts_once(ledger: Ledger) -> None:
+    """A settle a day past its lease, when the ledger no longer remembers the reservation,
+    still counts (what was used is never lost), and is remembered from then on."""
+    start, ends = window_bounds("day", DAY)
+    forgotten = Reservation(
+        id="made-long-ago", scope="team-a", window="day", window_start=start, window_ends=ends,
+        tokens=100, cost_usd=1.0,
+    )  # fmt: skip
+    ledger.settle(forgotten, tokens=60, cost_usd=0.6)
+    ledger.settle(forgotten, tokens=60, cost_usd=0.6)
+    ledger.release(forgotten)
+    status = ledger.status("team-a", at=DAY)
+    assert (spent(status), reserved(status)) == ((60, 0.6), (0, 0.0))
+
+
 def test_a_lease_expires_by_the_backends_clock_and_its_late_settle_still_counts(
     ledger: Ledger,
 ) -> None:
@@ -223,6 +240,38 @@ def test_what_is_settled_is_there_when_the_ledger_is_opened_again(url: str) -> N
         first.settle(held(first, tokens=10), tokens=9, cost_usd=0.09)
     with open_ledger(url) as second:
         assert spent(second.status("team-a")) == (9, 0.09)
+
+
+def test_a_closed_ledger_opens_its_connection_again_when_used(url: str) -> None:
+    """close() may be called twice; a call after it connects again."""
+    led = open_ledger(url)
+    led.close()
+    led.close()
+    led.settle(held(led, tokens=4), tokens=3, cost_usd=0)
+    assert spent(led.status("team-a")) == (3, 0.0)
+    led.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (b"sqlite:///x.db", "open_ledger() takes a URL string, not bytes"),
+        ("postgres://db/ledger", "ledger URL 'postgres://db/ledger' is not a ledger URL"),
+        ("redis://u:pw@:6379/0", "ledger URL 'redis://u:***@:6379/0' names no host"),
+        ("sqlite://", "names no database file"),
+        ("sqlite:///ledgers/", "names no database file"),
+        ("redis://h:6379/0?tls=1", "takes no query or fragment"),
+        ("redis://h:0/0", "has a bad port (a number from 1 to 65535)"),
+        ("redis://h:port/0", "has a bad port"),
+        ("redis://[::1]6379/0", "has a malformed host"),
+        ("redis://h:6379/zero", "has a bad database number"),
+    ],
+)
+def test_an_address_that_is_not_a_ledgers_is_a_usage_error(given: Any, message: str) -> None:
+    """open_ledger refuses what is not a ledger's address, its password masked."""
+    with pytest.raises(UsageError, match=re.escape(message)) as caught:
+        open_ledger(given)
+    assert "pw" not in str(caught.value)
 
 
 # ---------------------------------------------------------------------- run records

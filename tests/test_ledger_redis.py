@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 import redis
 
 from budgetconf._ledger_url import parse_url
-from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
+from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, iso, open_ledger
 from budgetconf.ledger._redis import RedisLedger
 
 from redis_server import RedisServer, free_port
@@ -126,22 +127,16 @@ def test_an_error_of_the_server_makes_the_ledger_unavailable(redis_url: str) -> 
             led.status("team-a", window="none")
 
 
-def test_without_the_redis_package_the_error_says_how_to_install_it(redis_url: str) -> None:
+def test_without_the_redis_package_the_error_says_how_to_install_it(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No redis package: LedgerUnavailable naming the extra to install, not an ImportError."""
-    code = (
-        "import sys; sys.modules['redis'] = None\n"
-        "from budgetconf.ledger import LedgerUnavailable, open_ledger\n"
-        "try:\n"
-        f"    open_ledger({redis_url!r})\n"
-        "except LedgerUnavailable as exc:\n"
-        "    print(exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout == (
+    monkeypatch.setitem(sys.modules, "redis", None)  # what importing a missing package does
+    with pytest.raises(LedgerUnavailable) as caught:
+        open_ledger(redis_url)
+    assert str(caught.value) == (
         f"ledger {redis_url} is unavailable: the redis package is not installed:"
-        " pip install 'budgetconf[redis]' (from a checkout: pip install -e '.[redis]')\n"
+        " pip install 'budgetconf[redis]' (from a checkout: pip install -e '.[redis]')"
     )
 
 
@@ -166,3 +161,47 @@ def test_a_rediss_url_asks_for_tls(tmp_path: Path) -> None:
         assert str(caught.value).startswith(f"ledger rediss://127.0.0.1:{server.port}/0 ")
     finally:
         server.stop()
+
+
+def test_a_reservation_is_remembered_for_a_day_after_its_lease_then_forgotten(
+    redis_url: str,
+) -> None:
+    """Its key lives for the lease and a day; settled, a day from then; nothing is kept for ever
+    but the windows' counters and the run records."""
+    with open_ledger(redis_url) as led:
+        reservation = led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60)
+        assert reservation is not None
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        key = f"budgetconf:ledger:{{team-a}}:reservation:{reservation.id}"
+        assert 86_455_000 < client.pttl(key) <= 86_460_000
+        led.settle(reservation, tokens=1, cost_usd=0)
+        assert 86_395_000 < client.pttl(key) <= 86_400_000
+        lasting = {k for k in client.keys("*") if client.pttl(k) == -1}
+        client.close()
+    assert lasting == {f"budgetconf:ledger:{{team-a}}:window:day:{iso(reservation.window_start)}"}
+
+
+def test_keys_that_hold_what_no_ledger_wrote_make_it_unavailable(redis_url: str) -> None:
+    """A count that is not a number, a run record that is not JSON: one line naming the key."""
+    with open_ledger(redis_url) as led:
+        client = redis.Redis.from_url(redis_url)
+        client.hset("budgetconf:ledger:{team-a}:window:none", "st", "lots")
+        client.hset("budgetconf:ledger:{team-a}:window:hour:2026-03-14T15:00:00Z", "rt", "x" * 500)
+        client.lpush("budgetconf:ledger:{team-a}:runs", "not json", '["a list"]')
+        client.close()
+        with pytest.raises(LedgerUnavailable) as count:
+            led.status("team-a", window="none")
+        assert str(count.value) == (
+            f"ledger {redis_url} is unavailable: budgetconf:ledger:{{team-a}}:window:none"
+            " holds a count that is not a whole number ('lots')"
+        )
+        with pytest.raises(
+            LedgerUnavailable, match=r"number \('x{80}…' \(500 characters, 420 not shown\)\)$"
+        ):
+            led.status("team-a", window="hour", at=dt.datetime(2026, 3, 14, 15, tzinfo=dt.UTC))
+        with pytest.raises(LedgerUnavailable) as record:
+            led.runs("team-a")
+        assert str(record.value) == (
+            f"ledger {redis_url} is unavailable: budgetconf:ledger:{{team-a}}:runs"
+            " holds a run record that is not a JSON object ('[\"a list\"]')"
+        )

@@ -198,3 +198,46 @@ def _hold(led: Ledger) -> Reservation:
     reservation = led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60)
     assert reservation is not None
     return reservation
+
+
+def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> None:
+    """The next reservation deletes those whose lease ended more than a day ago."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        old, recent = _hold(led), _hold(led)
+        led.settle(recent, tokens=1, cost_usd=0)
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE ledger_leases SET expires = ? WHERE id = ?", (time.time() - 86_401, old.id)
+            )
+        conn.close()
+        _hold(led)
+        with sqlite3.connect(path) as conn:
+            ids = {i for (i,) in conn.execute("SELECT id FROM ledger_leases")}
+        conn.close()
+    assert old.id not in ids
+    assert recent.id in ids
+
+
+def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
+    """A count that is not a number, a run record that is not JSON: one line naming the table."""
+    path = tmp_path / "ledger.db"
+    url = f"sqlite:///{path}"
+    with open_ledger(url) as led:
+        led.record_run({"run_id": "r", "scope": "team-a"})
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE ledger_runs SET record = 'not json'")
+            conn.execute("UPDATE ledger_windows SET spent_tokens = 'lots'")
+        conn.close()
+        with pytest.raises(LedgerUnavailable) as count:
+            led.status("team-a", window="none")
+        assert str(count.value) == (
+            f"ledger {url} is unavailable: ledger_windows holds a count that is not a whole"
+            " number ('lots')"
+        )
+        with pytest.raises(LedgerUnavailable) as record:
+            led.runs("team-a")
+        assert str(record.value) == (
+            f"ledger {url} is unavailable: ledger_runs holds a run record that is not a JSON"
+            " object ('not json')"
+        )

@@ -13,10 +13,12 @@ from abc import ABC, abstractmethod
 
 from budgetconf._ledger_url import LedgerURL
 from budgetconf._record import Record, set_field
+from budgetconf._text import clipped
 from budgetconf.errors import LedgerUnavailable, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Final
 
 __all__ = [
@@ -34,9 +36,11 @@ __all__ = [
     "check_maximum_tokens",
     "check_scope",
     "check_tokens",
+    "counts",
     "from_nano",
     "iso",
     "run_record",
+    "run_records",
     "to_nano",
     "unavailable",
     "window_bounds",
@@ -113,6 +117,42 @@ def unavailable(shown_url: str, cause: object) -> LedgerUnavailable:
     """``ledger URL is unavailable: CAUSE``, on one line; ``shown_url`` is already masked."""
     text = " ".join(str(cause).split()) or type(cause).__name__
     return LedgerUnavailable(f"ledger {shown_url} is unavailable: {text}")
+
+
+def counts(shown_url: str, where: str, values: Iterable[object]) -> list[int]:
+    """``values`` read back from the ledger (None: 0) as whole numbers; `LedgerUnavailable`
+    naming ``where`` for one that no ledger wrote."""
+    found = []
+    for value in values:
+        try:
+            number = int(value or 0) if isinstance(value, int | str | bytes | None) else None
+        except ValueError:
+            number = None
+        if number is None:
+            shown = clipped(str(value), repr)
+            raise unavailable(
+                shown_url, f"{where} holds a count that is not a whole number ({shown})"
+            )
+        found.append(number)
+    return found
+
+
+def run_records(shown_url: str, where: str, texts: Iterable[str]) -> list[dict[str, Any]]:
+    """The run records kept as JSON ``texts``; `LedgerUnavailable` naming ``where`` for one
+    that no ledger wrote."""
+    found = []
+    for text in texts:
+        try:
+            record = json.loads(text)
+        except (TypeError, ValueError):
+            record = None
+        if not isinstance(record, dict):
+            shown = clipped(str(text), repr)
+            raise unavailable(
+                shown_url, f"{where} holds a run record that is not a JSON object ({shown})"
+            )
+        found.append(record)
+    return found
 
 
 def check_scope(scope: object) -> str:

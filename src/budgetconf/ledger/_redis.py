@@ -42,8 +42,10 @@ from budgetconf.ledger._base import (
     check_maximum_tokens,
     check_scope,
     check_tokens,
+    counts,
     from_nano,
     run_record,
+    run_records,
     to_nano,
     unavailable,
     window_bounds,
@@ -348,7 +350,7 @@ class RedisLedger(Ledger):
         start, ends = window_bounds(window, at)
         keys = self._keys(scope, window_key(window, start))
         found = self._call(lambda: self._status(keys=keys))
-        spent_tokens, spent_nano, held_tokens, held_nano, runs = (int(v or 0) for v in found)
+        spent_tokens, spent_nano, held_tokens, held_nano, runs = counts(self.url, keys[0], found)
         return LedgerStatus(
             scope=scope,
             window=window,
@@ -371,12 +373,10 @@ class RedisLedger(Ledger):
         self._call(lambda: self._record_run(keys=keys, args=[text, KEPT_RUNS]))
 
     def runs(self, scope: str, *, limit: int = 20) -> list[dict[str, Any]]:
-        import json
-
         scope = check_scope(scope)
         count = check_limit(limit)
         if count == 0:
             return []
         key = f"budgetconf:ledger:{{{scope}}}:runs"
         found: list[str] = self._call(lambda: self._client.lrange(key, 0, count - 1))  # type: ignore[arg-type, return-value]
-        return [json.loads(text) for text in found]
+        return run_records(self.url, key, found)

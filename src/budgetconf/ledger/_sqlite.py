@@ -18,7 +18,6 @@ Leases are timed by this machine's clock (``time.time``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -39,8 +38,10 @@ from budgetconf.ledger._base import (
     check_maximum_tokens,
     check_scope,
     check_tokens,
+    counts,
     from_nano,
     run_record,
+    run_records,
     to_nano,
     unavailable,
     window_bounds,
@@ -265,7 +266,8 @@ class SQLiteLedger(Ledger):
             held = conn.execute(HELD, (scope, key, time.time())).fetchone()
             return (*row, *held)
 
-        spent_tokens, spent_nano, runs, held_tokens, held_nano = self._run(step, write=False)
+        found = counts(self.url, "ledger_windows", self._run(step, write=False))
+        spent_tokens, spent_nano, runs, held_tokens, held_nano = found
         return LedgerStatus(
             scope=scope,
             window=window,
@@ -303,7 +305,8 @@ class SQLiteLedger(Ledger):
                 (scope, count),
             ).fetchall()
 
-        return [json.loads(text) for (text,) in self._run(step, write=False)]
+        found = self._run(step, write=False)
+        return run_records(self.url, "ledger_runs", (text for (text,) in found))
 
 
 class _NotALedger(Exception):
