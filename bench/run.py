@@ -87,6 +87,18 @@ EXPECTED = {
     "limits.max_cost_usd": 2.5,
     "limits.timeout_seconds": 120.0,
 }
+#: the shared ledger's fields, at their defaults: the fixture sets none of them
+LEDGER_DEFAULTS = {
+    "ledger.url": None,
+    "ledger.scope": "default",
+    "ledger.max_cost_usd": None,
+    "ledger.max_tokens": None,
+    "ledger.window": "day",
+    "ledger.reserve_tokens": 4096,
+    "ledger.reserve_cost_usd": 0.05,
+    "ledger.lease_seconds": 300.0,
+    "ledger.on_unavailable": "stop",
+}
 OPENDOT_STEPS = "64"
 OURS = ("BUDGETCONF_", "OPENDOT_")  # the prefixes of variables that would change what is read
 
@@ -267,7 +279,7 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
         return budgetconf.resolve(env=fx.env, project_file=fx.project_file, workflow=fx.workflow)
 
     res = call()
-    check("resolve().values", dict(res.values), EXPECTED)
+    check("resolve().values", dict(res.values), {**EXPECTED, **LEDGER_DEFAULTS})
     check("the locator of loop.max_steps", res.trace("loop.max_steps").locator,
           "env:BUDGETCONF_MAX_STEPS")  # fmt: skip
 
@@ -311,7 +323,11 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
         return budgetconf.resolve(env=fresh.env, project_file=fresh.project_file,
                                   workflow=fresh.workflow)  # fmt: skip
 
-    check("resolve().values over fresh files", dict(call_fresh().values), EXPECTED)
+    check(
+        "resolve().values over fresh files",
+        dict(call_fresh().values),
+        {**EXPECTED, **LEDGER_DEFAULTS},
+    )
     return {
         "resolve(), warm": batched(call),
         "resolve(), warm, with a policy file": batched(call_policed),

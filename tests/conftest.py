@@ -23,6 +23,7 @@ from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
 
 from loops import Driver
+from redis_server import EXECUTABLE, MISSING, RedisServer
 
 
 @dataclass
@@ -252,3 +253,35 @@ def _current_loop() -> asyncio.AbstractEventLoop | None:
             return asyncio.get_event_loop_policy().get_event_loop()
     except RuntimeError:  # unset by an asyncio.run() or set_event_loop(None)
         return None
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port for the whole session, stopped by its pid.
+
+    The tests that use it are skipped where redis-server is not installed.
+    """
+    if EXECUTABLE is None:
+        pytest.skip(MISSING)
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session's redis-server, emptied for this test: ``redis://127.0.0.1:PORT/0``."""
+    if not redis_server.running:  # a test stopped it
+        redis_server.start()
+    redis_server.flush()
+    return redis_server.url
+
+
+@pytest.fixture
+def restartable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may `stop()` and `start()` again on its port."""
+    if EXECUTABLE is None:
+        pytest.skip(MISSING)
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()

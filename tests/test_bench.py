@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -143,3 +144,22 @@ def test_the_report_benchmark_measures_the_command_and_the_page(
     assert found["turns"] == 50
     assert found["page_bytes"] > 1000
     assert "MB of page written" in printed
+
+
+def test_the_ledger_benchmark_reports_both_backends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quick times a turn on SQLite and on a redis-server it starts, and turns per second."""
+    out = tmp_path / "ledger.json"
+    assert _load("ledger").main(["--quick", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    backends = ["sqlite", "redis"] if shutil.which("redis-server") else ["sqlite"]
+    assert list(rows) == backends
+    for name in backends:
+        assert rows[name]["turn"]["median_us"] > 0
+        assert rows[name]["turn"]["p99_us"] >= rows[name]["turn"]["median_us"]
+        assert isinstance(rows[name]["turn"]["holds"], bool)
+        assert rows[name]["1 process"]["turns_per_s"] > 0
+        assert rows[name]["2 processes"]["turns_per_s"] > 0
+        assert f"| {name} | turn |" in printed

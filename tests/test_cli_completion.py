@@ -16,7 +16,17 @@ from budgetconf.cli import main
 from conftest import Place
 
 PRESETS = preset_names()
-COMMANDS = ["explain", "check", "run", "presets", "schema", "init", "report", "completion"]
+COMMANDS = [
+    "explain",
+    "check",
+    "run",
+    "presets",
+    "schema",
+    "init",
+    "report",
+    "completion",
+    "ledger",
+]
 
 
 def script(shell: str, capsys: pytest.CaptureFixture[str]) -> str:

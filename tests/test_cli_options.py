@@ -167,8 +167,11 @@ def test_check_and_diff_take_a_section_too(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("lop", "unknown field or section 'lop'; did you mean 'loop'? (sections: loop, limits)"),
-        ("zzz", "unknown field or section 'zzz' (sections: loop, limits)"),
+        (
+            "lop",
+            "unknown field or section 'lop'; did you mean 'loop'? (sections: loop, limits, ledger)",
+        ),
+        ("zzz", "unknown field or section 'zzz' (sections: loop, limits, ledger)"),
         ("loop.max_step", "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?"),
     ],
 )

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import budgetconf
 from budgetconf import _files
 from budgetconf._formats import ParseError, parse_json, parse_toml, parse_yaml
+from budgetconf._ledger_url import text_problem
 from budgetconf._schema import Field, Invalid, Kind
 
 _EXAMPLES: Final = int(os.environ.get("FUZZ_EXAMPLES", "500"))
@@ -78,6 +79,9 @@ def _check_value(field: Field, value: object) -> None:
         assert math.isfinite(value)
     elif field.kind is Kind.BOOL:
         assert type(value) is bool
+    elif field.kind is Kind.TEXT:
+        assert type(value) is str
+        assert text_problem(field.path, value) is None
     else:
         assert value in field.choices
     for bound, holds in (("ge", float.__ge__), ("gt", float.__gt__), ("le", float.__le__)):
@@ -108,11 +112,20 @@ def _parsed(field: Field, text: str) -> tuple[object, str | None]:
 @given(st.dictionaries(st.sampled_from(sorted(ENV)) | st.text(max_size=12), TEXT, max_size=4))
 def test_any_environment_resolves_with_every_bad_value_rejected(env: dict[str, str]) -> None:
     """Any environment resolves (env falls back); each variable is the winner, shadowed, rejected,
-    or, when it holds only white space, empty."""
+    or, when it holds only white space, empty. A strict field (ledger.url) falls back under no
+    policy: a bad value there is the error, naming it."""
     env = {k: v for k, v in env.items() if "\x00" not in k}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", budgetconf.BudgetConfWarning)
-        res = budgetconf.resolve(env=env)
+        try:
+            res = budgetconf.resolve(env=env)
+        except budgetconf.ConfigError as exc:
+            refused = exc.field
+        else:
+            refused = None
+    if refused is not None:
+        assert next(f for f in FIELDS if f.path == refused).strict
+        return
     for name, text in env.items():
         if name not in ENV:
             continue

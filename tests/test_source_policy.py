@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -197,7 +198,7 @@ def test_a_policy_decision_is_no_problem_for_check(
     policy(place, {"on_exceed": "reject", "loop": {"max_steps": {"max": 200}}})
     monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "500")
     assert main(["check"]) == 0
-    assert capsys.readouterr().out.startswith("ok: 8 fields resolved, no warnings")
+    assert re.match(r"ok: \d+ fields resolved, no warnings", capsys.readouterr().out)
 
 
 def test_a_policy_file_that_changes_is_read_again(place: Place) -> None:

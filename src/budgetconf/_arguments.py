@@ -74,7 +74,7 @@ def flag_metavar(f: Field) -> str:
     """A flag's metavar in help: its type, or its choices."""
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
-    return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL"}[f.kind]
+    return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL", Kind.TEXT: "TEXT"}[f.kind]
 
 
 def flag_help(f: Field, *, env: bool) -> str:

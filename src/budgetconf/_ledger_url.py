@@ -13,10 +13,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["LedgerURL", "parse_url", "shown_ledger_url"]
+__all__ = ["LedgerURL", "conceal", "parse_url", "shown_ledger_url", "text_problem"]
 
 #: the schemes a ledger can live at, and the backend each one opens
 SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
+#: the longest value a ``text`` field takes
+MAX_TEXT: Final = 4096
+#: the text fields whose invalid value is an error under every invalid policy: a broken
+#: ledger address must not silently turn the fleet's budget off
+STRICT: Final = frozenset({"ledger.url"})
 
 
 class LedgerURL(Record):
@@ -30,6 +35,16 @@ class LedgerURL(Record):
 
     __slots__ = ("backend", "db", "host", "password", "path", "port", "shown", "tls", "username")
     unshown = ("password",)
+
+    backend: str
+    shown: str
+    path: str | None
+    host: str | None
+    port: int | None
+    db: int
+    username: str | None
+    password: str | None
+    tls: bool
 
     def __init__(
         self,
@@ -68,6 +83,39 @@ def shown_ledger_url(text: str) -> str:
     return f"{scheme}://{user}{':' + MASK if colon else ''}@{host}{rest[end:]}"
 
 
+def conceal(value: object) -> object:
+    """``value`` as it may be shown: text with the password of any URL in it replaced by `MASK`.
+
+    Every rendering of a value a field may hold goes through it, so a
+    ``text`` field's URL is shown everywhere with only its password hidden.
+    """
+    return shown_ledger_url(value) if isinstance(value, str) and "@" in value else value
+
+
+def text_problem(path: str, value: str) -> str | None:
+    """What is wrong with ``value`` for the ``text`` field at ``path``, or None.
+
+    ``ledger.url`` must be a ledger's address (`parse_url`), ``ledger.scope``
+    1 to 128 ASCII letters, digits and ``-_.:/``; any text at most `MAX_TEXT`
+    characters.
+    """
+    if len(value) > MAX_TEXT:
+        return f"longer than {MAX_TEXT} characters"
+    if path == "ledger.url":
+        try:
+            parse_url(value)
+        except ValueError as exc:
+            return f"the ledger URL {exc}"
+    elif path == "ledger.scope" and not _is_scope(value):
+        return "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
+    return None
+
+
+def _is_scope(value: str) -> bool:
+    allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
+    return 1 <= len(value) <= 128 and all(c in allowed for c in value)
+
+
 def parse_url(text: str) -> LedgerURL:
     """The ledger address ``text`` names; `ValueError` saying what is wrong with it.
 
@@ -98,21 +146,7 @@ def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
     if at:
         user, colon, secret = credentials.partition(":")
         username, password = user or None, secret if colon else None
-    host, colon, port_text = (
-        hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
-    )
-    if hostport.startswith("["):  # an IPv6 address: [::1]:6379
-        host, _, tail = hostport[1:].partition("]")
-        colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
-        if tail and not tail.startswith(":"):
-            raise ValueError("has a malformed host")
-    if not host:
-        raise ValueError("names no host")
-    port = 6379
-    if colon:
-        if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
-            raise ValueError("has a bad port (a number from 1 to 65535)")
-        port = int(port_text)
+    host, port = _host_port(hostport)
     db = 0
     if path:
         if not (path.isascii() and path.isdigit()) or len(path) > 5:
@@ -128,3 +162,24 @@ def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
         password=password,
         tls=tls,
     )
+
+
+def _host_port(hostport: str) -> tuple[str, int]:
+    """The host and port of ``host:port``, ``[::1]:port`` or a host alone (port 6379)."""
+    host, colon, port_text = (
+        hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
+    )
+    if hostport.startswith("["):  # an IPv6 address: [::1]:6379
+        host, bracket, tail = hostport[1:].partition("]")
+        if not bracket:
+            raise ValueError("has a malformed host (an IPv6 address without its closing ])")
+        colon, port_text = (":", tail[1:]) if tail.startswith(":") else ("", "")
+        if tail and not tail.startswith(":"):
+            raise ValueError("has a malformed host")
+    if not host:
+        raise ValueError("names no host")
+    if not colon:
+        return host, 6379
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
+        raise ValueError("has a bad port (a number from 1 to 65535)")
+    return host, int(port_text)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceSpec
+from budgetconf._ledger_url import conceal
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK, Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
@@ -102,7 +103,8 @@ class _Merging:
         schema, work = self.preset.schema, self.work
         for problem in layer.problems:
             raw = _problem_raw(problem, schema)
-            _judge_problem(problem, raw, spec.kind, spec.invalid, errors, self.warnings)
+            policy = _policy(spec, schema, problem.field)
+            _judge_problem(problem, raw, spec.kind, policy, errors, self.warnings)
         for section, where in layer.sections.items():
             mode = spec.merge_mode(section)
             self.merge_of[(spec.kind, section)] = mode
@@ -112,7 +114,7 @@ class _Merging:
         for offer in layer.offers:
             field = schema.by_path[offer.field]
             value, reason = _check(field, offer)
-            if reason is not None and spec.invalid is Policy.ERROR:
+            if reason is not None and _policy(spec, schema, field.path) is Policy.ERROR:
                 errors.append(_value_error(field, offer, spec.kind, reason))
             work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
 
@@ -143,7 +145,11 @@ class _Merging:
 
     def _warn_fallbacks(self, field: Field, trace: FieldTrace) -> None:
         for item in self.work[field.path]:
-            if item.status is Status.REJECTED and item.policy is Policy.FALLBACK:
+            if (
+                item.status is Status.REJECTED
+                and item.policy is Policy.FALLBACK
+                and not field.strict
+            ):
                 where = _located(field.path, item.offer.locator, item.source)
                 using = field.mask(show_value(trace.value))
                 self.warnings.append(
@@ -242,6 +248,13 @@ def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
         return None, exc.reason
 
 
+def _policy(spec: SourceSpec, schema: Schema, path: str | None) -> Policy:
+    """The source's invalid policy for the field at ``path``: ``error`` for a strict one
+    (``ledger.url``), whatever the source's."""
+    field = None if path is None else schema.by_path.get(path)
+    return Policy.ERROR if field is not None and field.strict else spec.invalid
+
+
 def _candidate(item: _Work, secret: bool) -> Candidate:
     offer = item.offer
     return Candidate(
@@ -259,7 +272,7 @@ def _candidate(item: _Work, secret: bool) -> Candidate:
 
 def _value_error(field: Field, offer: Offer, source: str, reason: str) -> ConfigError:
     raw = offer.value.text if isinstance(offer.value, Unusable) else offer.value
-    raw = MASK if field.secret else raw
+    raw = MASK if field.secret else conceal(raw)
     return ConfigError(
         f"{_located(field.path, offer.locator, source)}: {reason}",
         field=field.path,
@@ -275,7 +288,7 @@ def _problem_raw(problem: Problem, schema: Schema) -> object:
     field = schema.by_path.get(problem.field) if problem.field is not None else None
     if field is None or problem.raw is None:
         return None
-    return MASK if field.secret else problem.raw
+    return MASK if field.secret else conceal(problem.raw)
 
 
 def _judge_problem(

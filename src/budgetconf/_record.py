@@ -72,3 +72,31 @@ class Record(ReadOnly):
         """A copy with the fields named in ``changes`` changed."""
         fields = {name: getattr(self, name) for name in self.__slots__}
         return type(self)(**(fields | changes))
+
+
+class Unusable:
+    """A file value that no field may take, kept with the text the file had.
+
+    Parsers put one in place of the value when the text cannot mean one thing:
+    YAML's ``010`` (8 in YAML 1.1, 10 in 1.2), JSON's ``1e400`` (past any
+    float). Validation rejects it as ``{what}: {text} ({hint})``. (Not a
+    tuple, so that no check for a list or tuple value mistakes it for one.)
+    """
+
+    __slots__ = ("hint", "text", "what")
+
+    def __init__(self, text: str, what: str, hint: str) -> None:
+        self.text = text
+        self.what = what
+        self.hint = hint
+
+    def __repr__(self) -> str:
+        return f"Unusable(text={self.text!r}, what={self.what!r}, hint={self.hint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Unusable):
+            return NotImplemented
+        return (self.text, self.what, self.hint) == (other.text, other.what, other.hint)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.what, self.hint))

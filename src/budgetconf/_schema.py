@@ -15,7 +15,8 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from budgetconf._record import MASK, ReadOnly, Record, set_field
+from budgetconf._ledger_url import STRICT, conceal, text_problem
+from budgetconf._record import MASK, ReadOnly, Record, Unusable, set_field
 from budgetconf._spelling import did_you_mean, edits
 from budgetconf._text import clipped, listed
 
@@ -45,6 +46,7 @@ class Kind(StrEnum):
     NUMBER = "number"
     BOOL = "bool"
     ENUM = "enum"
+    TEXT = "text"
 
 
 class Invalid(Exception):
@@ -55,44 +57,16 @@ class Invalid(Exception):
         self.reason = reason
 
 
-class Unusable:
-    """A file value that no field may take, kept with the text the file had.
-
-    Parsers put one in place of the value when the text cannot mean one thing:
-    YAML's ``010`` (8 in YAML 1.1, 10 in 1.2), JSON's ``1e400`` (past any
-    float). Validation rejects it as ``{what}: {text} ({hint})``. (Not a
-    tuple, so that no check for a list or tuple value mistakes it for one.)
-    """
-
-    __slots__ = ("hint", "text", "what")
-
-    def __init__(self, text: str, what: str, hint: str) -> None:
-        self.text = text
-        self.what = what
-        self.hint = hint
-
-    def __repr__(self) -> str:
-        return f"Unusable(text={self.text!r}, what={self.what!r}, hint={self.hint!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Unusable):
-            return NotImplemented
-        return (self.text, self.what, self.hint) == (other.text, other.what, other.hint)
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.what, self.hint))
-
-
 def show_text(raw: str) -> str:
     """Quote text as it was given: ``'abc'``; past `SHOWN <budgetconf._text.SHOWN>` characters,
     its start, and how long it is."""
-    return clipped(raw, repr)
+    return clipped(str(conceal(raw)), repr)
 
 
 def show_typed(value: object) -> str:
     """Quote a typed value as a message shows it: `typed_text`, cut as `show_text` cuts."""
     if isinstance(value, str):
-        return clipped(value, typed_text)
+        return clipped(str(conceal(value)), typed_text)
     return clipped(typed_text(value))
 
 
@@ -249,6 +223,7 @@ class Field(Record):
             Kind.NUMBER: "a number",
             Kind.BOOL: "a boolean",
             Kind.ENUM: "one of " + ", ".join(self.choices),
+            Kind.TEXT: "text",
         }[self.kind]
 
     def mask(self, shown: str) -> str:
@@ -325,6 +300,8 @@ class Field(Record):
             if lowered in _FALSE:
                 return False
             raise self._not_a(raw, True)
+        if self.kind is Kind.TEXT:
+            return self._text(text, raw, True)
         if text in self.choices:
             return text
         raise self._not_a(raw, True, self._suggest(text))
@@ -337,6 +314,8 @@ class Field(Record):
             if self.optional:
                 return None
             raise Invalid(f"null is not allowed: {self.path} must be {self.noun}")
+        if self.kind is Kind.TEXT:
+            return self._typed_text(value)
         if self.kind is Kind.INT:
             if type(value) is not int:
                 raise self._not_a(value, False, f" ({type_name(value)})")
@@ -357,6 +336,22 @@ class Field(Record):
             return value
         note = self._suggest(value) if isinstance(value, str) else f" ({type_name(value)})"
         raise self._not_a(value, False, note)
+
+    @property
+    def strict(self) -> bool:
+        """Whether an invalid value is an error under every invalid policy (``ledger.url``)."""
+        return self.path in STRICT and self.kind is Kind.TEXT
+
+    def _typed_text(self, value: object) -> str:
+        if not isinstance(value, str):
+            raise self._not_a(value, False, f" ({type_name(value)})")
+        return self._text(value, value, False)
+
+    def _text(self, value: str, raw: object, text: bool) -> str:
+        reason = text_problem(self.path, value)
+        if reason is not None:
+            raise Invalid(f"{reason}: {self.show_raw(raw, text)}")
+        return value
 
     def _unusable(self, value: Unusable) -> Invalid:
         hint = "" if self.secret else value.hint  # the hint may spell the value out

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from budgetconf._description import MergeMode
+from budgetconf._ledger_url import conceal
 from budgetconf._record import Record, set_field
 from budgetconf._schema import MASK, Field, Unusable, Value
 from budgetconf.sources._records import SourceStatus
@@ -107,7 +108,9 @@ class Candidate(Record):
         return shown_locator(self.locator, self.derived_from)
 
     def __repr__(self) -> str:
-        value, raw = (MASK, MASK) if self.secret else (repr(self.value), repr(self.raw))
+        value, raw = (
+            (MASK, MASK) if self.secret else (repr(conceal(self.value)), repr(conceal(self.raw)))
+        )
         return (
             f"Candidate(source={self.source!r}, locator={self.locator!r}, "
             f"status={self.status.value!r}, value={value}, raw={raw})"
@@ -116,9 +119,9 @@ class Candidate(Record):
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}
         if self.status is not Status.REJECTED and self.status is not Status.EMPTY:
-            out["value"] = MASK if self.secret else self.value
+            out["value"] = MASK if self.secret else conceal(self.value)
         if self.text or self.status is Status.REJECTED:
-            out["raw"] = MASK if self.secret else jsonable(self.raw)
+            out["raw"] = MASK if self.secret else conceal(jsonable(self.raw))
         if self.alias is not None:
             out["alias"] = self.alias
         if self.derived_from is not None:
@@ -181,7 +184,7 @@ class FieldTrace(Record):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "value": MASK if self.field.secret else self.winner.value,
+            "value": MASK if self.field.secret else conceal(self.winner.value),
             "source": self.winner.source,
             "locator": self.winner.locator,
             "merge": self.merge.value,

@@ -347,7 +347,7 @@ def _field(path: str, spec: Any) -> Field:
     _check_keys(spec, _FIELD_KEYS, where)
     type_name = _take(spec, "type", str, where)
     if type_name not in Kind.__members__.values():
-        raise _Bad(f"{where}type: expected one of int, number, bool, enum, got {type_name!r}")
+        raise _Bad(f"{where}type: expected one of int, number, bool, enum, text, got {type_name!r}")
     kind = Kind(type_name)
     bounds = _bounds(spec, kind, where)
     choices = _choices(spec, kind, where)

@@ -37,6 +37,7 @@ _COMMANDS: Final = {
     "init": "_init",
     "completion": "_completion",
     "report": "_report",
+    "ledger": "_ledger",
 }
 if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each handler
     from budgetconf.cli import (
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each
         _completion,
         _explain,
         _init,
+        _ledger,
         _presets,
         _report,
         _run,
@@ -59,6 +61,7 @@ if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each
         _init.command,
         _completion.command,
         _report.command,
+        _ledger.command,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from budgetconf._ledger_url import conceal
 from budgetconf._resolution import explain_document
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
@@ -100,7 +101,7 @@ def _toml(res: Resolution, fields: list[str]) -> str:
         if f.secret:
             secret.append(f.path)
             continue
-        sections.setdefault(f.section, {})[f.name] = trace.value
+        sections.setdefault(f.section, {})[f.name] = conceal(trace.value)
     header = [comment(f"Resolved by budgetconf explain, preset {res.preset}.")]
     header += [comment(f"{path} is secret and left out.") for path in secret]
     return toml_text("\n".join(header) + "\n\n" + tomli_w.dumps(sections))

@@ -211,7 +211,31 @@ def build(flags: Preset | None = None) -> argparse.ArgumentParser:
         description="List the built-in presets, one line each.",
     )
     _add_file_commands(commands)
+    _add_ledger_command(commands, resolution)
     return parser
+
+
+def _add_ledger_command(commands: argparse._SubParsersAction[_Parser], resolution: _Parser) -> None:
+    ledger = commands.add_parser(
+        "ledger",
+        epilog=_EXAMPLES["ledger"],
+        help="the shared ledger: a scope's spend in its window, and the runs it recorded",
+        description="Read the shared ledger that ledger.url names, as the options resolve it.",
+    )
+    views = ledger.add_subparsers(dest="view", metavar="VIEW", parser_class=_Parser)
+    views.required = True
+    for view, what in (("status", "spent, reserved and left"), ("runs", "the latest runs")):
+        sub = views.add_parser(view, parents=[resolution], help=f"a scope's {what}")
+        sub.add_argument("--scope", metavar="S", help="the scope (default: ledger.scope)")
+        if view == "runs":
+            sub.add_argument("--limit", metavar="N", type=_count, default=20, help="default 20")
+        sub.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10000, got {text!r}")
+    return int(text)
 
 
 _EXAMPLES: Final = {
@@ -247,6 +271,10 @@ _EXAMPLES: Final = {
   budgetconf run --model script.json --events events.jsonl 'Say hi'
   budgetconf report events.jsonl                   writes events.html
   budgetconf report events.jsonl -o ci/report.html""",
+    "ledger": """examples:
+  budgetconf ledger status                the scope's window: spent, reserved, left
+  budgetconf ledger status --scope team-a --format json
+  budgetconf ledger runs --limit 5""",
     "completion": """examples:
   source <(budgetconf completion bash)    in ~/.bashrc
   source <(budgetconf completion zsh)     in ~/.zshrc, after compinit""",

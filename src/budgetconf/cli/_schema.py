@@ -25,7 +25,12 @@ __all__ = ["FILE_KINDS", "command", "json_schema"]
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: the sources that read a settings file of sections, with the format of that file
 
-_TYPES: Final = {Kind.INT: "integer", Kind.NUMBER: "number", Kind.BOOL: "boolean"}
+_TYPES: Final = {
+    Kind.INT: "integer",
+    Kind.NUMBER: "number",
+    Kind.BOOL: "boolean",
+    Kind.TEXT: "string",
+}
 # keys budgetconf skips (any that begins with `$`); these two are the ones in use
 _EDITOR_KEYS: Final = {
     "$schema": {"type": "string", "description": "The JSON Schema of this file, for editors."},

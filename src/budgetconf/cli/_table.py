@@ -31,6 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from budgetconf._engine import Preset
+from budgetconf._ledger_url import conceal
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MASK, Field, show_typed
 from budgetconf._text import escape
@@ -229,7 +230,7 @@ def candidate_text(candidate: Candidate, field: Field) -> str:
     value = candidate.value
     if value is None:
         return "unset"
-    return value if isinstance(value, str) else show_typed(value)
+    return str(conceal(value)) if isinstance(value, str) else show_typed(value)
 
 
 class Shortener:

@@ -142,6 +142,17 @@ def _unenforced(framework: Framework, budget: Budget, through: str) -> list[tupl
                 policed,
             )
         )
+    ledger = budget.ledger
+    if ledger is not None and (framework.ledger is None or through == "limits"):
+        where = "" if framework.ledger is None else " through limits()"
+        found.append(
+            (
+                f"ledger.url = {ledger.shown} from {ledger.locator} cannot be drawn on by"
+                f" {framework.package}{where}: the shared ledger is drawn on before each model"
+                " call",
+                ledger.source == "policy",  # an administrator's ledger never becomes a warning
+            )
+        )
     return found
 
 

@@ -33,7 +33,16 @@ _B = BudgetName
 class Framework:
     """One framework a bridge runs: its names, what enforces each budget, and its keywords."""
 
-    __slots__ = ("bridged", "conflicting", "extra", "keywords", "knobs", "name", "package")
+    __slots__ = (
+        "bridged",
+        "conflicting",
+        "extra",
+        "keywords",
+        "knobs",
+        "ledger",
+        "name",
+        "package",
+    )
 
     def __init__(
         self,
@@ -45,6 +54,7 @@ class Framework:
         bridged: Mapping[BudgetName, str],
         conflicting: tuple[str, ...],
         keywords: Keywords,
+        ledger: str | None = None,
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
@@ -53,6 +63,9 @@ class Framework:
         self.bridged = bridged  # budget -> how the bridge enforces it in run()
         self.conflicting = conflicting  # run() keywords that would set a limit of their own
         self.keywords = keywords
+        # how the bridge draws on the shared ledger per model call in run(); None: it cannot,
+        # so a set ledger.url is refused like any budget nothing enforces
+        self.ledger = ledger
 
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
@@ -227,6 +240,12 @@ def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
         else:
             by, how = ("default" if limit.source == "default" else "refused"), None
         budgets.append({**limit.to_dict(), "budget": name, "enforced_by": by, "how": how})
+    ledger = budget.ledger
+    if ledger is not None:
+        by, how = ("bridge", framework.ledger) if framework.ledger else ("refused", None)
+        where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
+        shown = {"field": "ledger.url", "value": ledger.shown, **where}
+        budgets.append({**shown, "budget": "ledger", "enforced_by": by, "how": how})
     return {
         "name": framework.name,
         "extra": framework.extra,

@@ -8,7 +8,7 @@
 """
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
-from budgetconf.loop._budget import Budget, Limit
+from budgetconf.loop._budget import Budget, LedgerSettings, Limit
 from budgetconf.loop._children import RunHandle, current_run
 from budgetconf.loop._executor import LoopExecutor
 from budgetconf.loop._result import RunResult, Totals
@@ -18,6 +18,7 @@ __all__ = [
     "Budget",
     "BudgetName",
     "LastTurn",
+    "LedgerSettings",
     "Limit",
     "LoopExecutor",
     "LoopSpec",

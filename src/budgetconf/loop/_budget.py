@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
+from budgetconf._ledger_url import shown_ledger_url
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
@@ -20,7 +21,7 @@ from budgetconf._trace import FieldTrace, shown_locator
 from budgetconf.errors import PresetError, UsageTypeError
 from budgetconf.sources import KINDS
 
-__all__ = ["Budget", "Limit"]
+__all__ = ["Budget", "LedgerSettings", "Limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,52 @@ def _either(items: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerSettings:
+    """The shared ledger a run draws on (docs/ledger.md): where, which scope, and how.
+
+    ``url`` is the address as given, password included, for opening the ledger
+    only; every message shows `shown`. ``max_tokens`` and ``max_cost_usd`` are
+    the scope's maxima, each a `Limit` with where it was set, or None.
+    """
+
+    __module__ = "budgetconf.loop"
+
+    url: str  # shown only through `shown` (see __repr__)
+    scope: str = "default"
+    window: str = "day"
+    reserve_tokens: int = 4096
+    reserve_cost_usd: float = 0.05
+    lease_seconds: float = 300.0
+    on_unavailable: str = "stop"
+    max_tokens: Limit | None = None
+    max_cost_usd: Limit | None = None
+    source: str = "explicit"  # the source and locator that set ledger.url
+    locator: str = "explicit"
+
+    @property
+    def shown(self) -> str:
+        """The address as every message, event and record shows it: its password ``***``."""
+        return shown_ledger_url(self.url)
+
+    def __repr__(self) -> str:
+        # by hand: the generated repr would show the address's password
+        where = f"url={self.shown!r}, scope={self.scope!r}, window={self.window!r}"
+        maxima = f"max_tokens={self.max_tokens!r}, max_cost_usd={self.max_cost_usd!r}"
+        return f"LedgerSettings({where}, {maxima})"
+
+
+#: the ledger's fields that are not maxima, read by their paths, and their defaults (LEDGER.md)
+_LEDGER_FIELDS: Final = {
+    "scope": "default",
+    "window": "day",
+    "reserve_tokens": 4096,
+    "reserve_cost_usd": 0.05,
+    "lease_seconds": 300.0,
+    "on_unavailable": "stop",
+}
+
+
+@dataclass(frozen=True, slots=True)
 class Budget:
     """What bounds a run: the enforced limits and the loop's behaviours, from one resolution."""
 
@@ -107,6 +154,7 @@ class Budget:
     last_turn: LastTurn
     over_cap: OverCap
     spec: LoopSpec
+    ledger: LedgerSettings | None = None  # the shared ledger the run draws on, if any
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, command_line: bool = False) -> Budget:
@@ -122,41 +170,17 @@ class Budget:
                 f"preset {res.preset!r} bounds no loop: its file has no [loop] table"
                 " naming the field that holds the step budget"
             )
-        ranks = {report.source: rank for rank, report in enumerate(res.sources)}
         limits = {}
         for budget, path in spec.budgets.items():
-            trace = res.trace(path)
-            value = trace.value
-            if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-                continue  # unset: not enforced
-            field = trace.field
-            # only a source at or above the one that decided the value can raise it; for a
-            # value taken from another field, that is the source that left this one unset
-            decided = trace.winner
-            if decided.derived_from is not None:
-                at = next(i for i, c in enumerate(trace.candidates) if c is decided)
-                decided = trace.candidates[at - 1]
-            floor = ranks.get(decided.source, 0)
-            policed = _policed(trace)
-            raise_with = () if policed else _raise_with(field, ranks, floor, command_line)
-            limits[budget] = Limit(
-                budget,
-                path,
-                value,
-                trace.source,
-                trace.locator,
-                raise_with,
-                field.secret,
-                raise_in=() if raise_with else _outranking(res, floor),
-                via=trace.winner.derived_from,
-                policed=policed,
-            )
+            limit = _limit(res, budget, path, command_line)
+            if limit is not None:
+                limits[budget] = limit
         behaviours = {
             name: str(res[setting]) if "." in setting else setting
             for name, setting in spec.behaviours.items()
         }
         last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
-        return cls(res.preset, limits, last_turn, over_cap, spec)
+        return cls(res.preset, limits, last_turn, over_cap, spec, _ledger(res, command_line))
 
     def value(self, budget: str) -> int | float | None:
         limit = self.limits.get(budget)
@@ -207,6 +231,62 @@ def _policed(trace: FieldTrace) -> str | None:
     if asked is None:
         return trace.ruling
     return f"{trace.ruling}; {asked.where} asked for {trace.field.mask(show_value(asked.value))}"
+
+
+def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit | None:
+    """The limit the field at ``path`` sets on ``budget``, with how to raise it; None unset."""
+    trace = res.trace(path)
+    value = trace.value
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None  # unset: not enforced
+    field = trace.field
+    ranks = {report.source: rank for rank, report in enumerate(res.sources)}
+    # only a source at or above the one that decided the value can raise it; for a
+    # value taken from another field, that is the source that left this one unset
+    decided = trace.winner
+    if decided.derived_from is not None:
+        at = next(i for i, c in enumerate(trace.candidates) if c is decided)
+        decided = trace.candidates[at - 1]
+    floor = ranks.get(decided.source, 0)
+    policed = _policed(trace)
+    raise_with = () if policed else _raise_with(field, ranks, floor, command_line)
+    return Limit(
+        budget,
+        path,
+        value,
+        trace.source,
+        trace.locator,
+        raise_with,
+        field.secret,
+        raise_in=() if raise_with else _outranking(res, floor),
+        via=trace.winner.derived_from,
+        policed=policed,
+    )
+
+
+def _ledger(res: Resolution, command_line: bool) -> LedgerSettings | None:
+    """The shared ledger ``res`` names in ``ledger.url``, or None: read by the fields' paths."""
+    fields = res.schema.by_path
+    url = res.values.get("ledger.url") if "ledger.url" in fields else None
+    if not isinstance(url, str):
+        return None
+    given = {
+        name: res.values[f"ledger.{name}"] if f"ledger.{name}" in fields else default
+        for name, default in _LEDGER_FIELDS.items()
+    }
+    maxima = [
+        _limit(res, name, f"ledger.{name}", command_line) if f"ledger.{name}" in fields else None
+        for name in ("max_tokens", "max_cost_usd")
+    ]
+    trace = res.trace("ledger.url")
+    return LedgerSettings(
+        url,
+        **given,  # type: ignore[arg-type]  # each field checked by its kind
+        max_tokens=maxima[0],
+        max_cost_usd=maxima[1],
+        source=trace.source,
+        locator=trace.locator,
+    )
 
 
 def _raise_with(

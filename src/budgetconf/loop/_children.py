@@ -124,12 +124,13 @@ class RunHandle:
             budget.last_turn,
             budget.over_cap,
             budget.spec,
+            budget.ledger,  # a child draws on the shared ledger itself, and writes its own record
             parent=self,
             inherited=frozenset(inherited),
         )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, kw_only=True)
 class ChildBudget(Budget):
     """A `Budget` carved from a running parent: ``inherited`` names the limits that are what
     an enclosing run had left (enforced there, as it is spent), not caps of the child's own."""

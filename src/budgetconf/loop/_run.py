@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from budgetconf._loop_table import LastTurn, OverCap
 from budgetconf.errors import ModelError
@@ -21,6 +21,9 @@ from budgetconf.loop._faults import PASSING, Deadline, Interrupted, Raised, desc
 from budgetconf.loop._reasons import BLOCKS, StopReason, blocked_message
 from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
 from budgetconf.loop._result import Event, Message, RunResult, Totals
+
+if TYPE_CHECKING:
+    from budgetconf.loop._ledger import Draw
 
 __all__ = ["Event", "Invoke", "Message", "Run", "RunResult", "Totals"]
 
@@ -75,6 +78,11 @@ class Run:
         self.stop_next: StopReason | None = None
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
         self.run_id = os.urandom(16).hex()  # as random as a uuid4, without importing uuid
+        self.draw: Draw | None = None
+        if budget.ledger is not None:
+            from budgetconf.loop._ledger import Draw  # only a run with a ledger loads it
+
+            self.draw = Draw(self, budget.ledger)
         limits = budget.limits.items()
         self.emit(
             "run_started",
@@ -83,12 +91,7 @@ class Run:
             budgets={name: limit.to_dict() for name, limit in limits},
             last_turn=budget.last_turn,
             over_cap=budget.over_cap,
-            carried_over={
-                "turns": totals.turns,
-                "tool_calls_executed": totals.tool_calls_executed,
-                "tokens": totals.tokens,
-                "cost_usd": totals.cost_usd,
-            },
+            carried_over=asdict(totals),  # what a resumed run starts from
         )
 
     def emit(self, event_type: str, /, **data: Any) -> None:
@@ -113,6 +116,10 @@ class Run:
             spent = self._spent()
             if spent is not None:
                 return self._budget_stop(spent)
+            if self.draw is not None:  # the shared ledger: a reservation, or the stop
+                stop = self.draw.reserve()
+                if stop is not None:
+                    return stop
             self.turns += 1
             turn = self.turns
             self.emit("turn_started", turn=turn)
@@ -207,6 +214,8 @@ class Run:
             tokens=response.tokens,
             cost_usd=response.cost,
         )
+        if self.draw is not None:  # the response replaces what the call held in the ledger
+            self.draw.settle(response.tokens, response.cost)
 
     def _batch(
         self, calls: tuple[Call, ...], turn: int
@@ -468,6 +477,8 @@ class Run:
         if self.sink_fault is not None and reason is not StopReason.ERROR:
             self.events.pop()  # on_event raised before the run could end: so it failed
             return self._sink_failed()
+        if self.draw is not None:  # what the run still holds goes back; its record is written
+            self.draw.end(stop)
         return RunResult(
             status=status,
             stop_reason=stop,

@@ -1,0 +1,162 @@
+"""``budgetconf ledger status|runs``: the shared ledger that ``ledger.url`` names, read.
+
+The address, scope and window are resolved as ``explain`` resolves them, from
+the same options, so the two always agree on which ledger and which scope.
+Exit 0, or 1 with one line when the ledger is not set, cannot be reached, or
+the resolution failed; 64 on a usage error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TextIO
+
+from budgetconf._ledger_url import shown_ledger_url, text_problem
+from budgetconf._schema import plain_number
+from budgetconf._trace import shown_locator
+from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, problems, say, write_json
+from budgetconf.cli._parser import CommandLine, Usage
+from budgetconf.cli._resolution import resolve
+from budgetconf.errors import LedgerUnavailable, UsageError
+
+if TYPE_CHECKING:
+    from budgetconf._resolution import Resolution
+    from budgetconf.ledger import Ledger, LedgerStatus
+
+__all__ = ["command", "status_document"]
+
+
+def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
+    """Carry out ``ledger status`` or ``ledger runs``."""
+    line.no_app_args()
+    res = resolve(line).res
+    if res.errors:
+        problems(res, err, warnings=False)
+        return EXIT_ERROR
+    url = res.values.get("ledger.url") if "ledger.url" in res.schema.by_path else None
+    if not isinstance(url, str):
+        say(err, f"budgetconf: error: ledger.url is not set; {_where_to_set(res)}")
+        return EXIT_ERROR
+    scope = line.ns.scope or str(res.values.get("ledger.scope") or "default")
+    problem = text_problem("ledger.scope", scope)
+    if problem is not None:
+        raise Usage(f"--scope: {problem}: {scope!r}")
+    from budgetconf.ledger import open_ledger
+
+    try:
+        with open_ledger(url) as ledger:
+            if line.ns.view == "runs":
+                return _runs(ledger, scope, line.ns.limit, line.ns.format, out)
+            doc = status_document(res, ledger.status(scope, window=_window(res)))
+    except (LedgerUnavailable, UsageError) as exc:
+        say(err, f"budgetconf: error: {_one_line(exc)}")
+        return EXIT_ERROR
+    if line.ns.format == "json":
+        write_json(doc, out)
+    else:
+        _status_table(doc, shown_ledger_url(url), out)
+    return EXIT_OK
+
+
+def _window(res: Resolution) -> str:
+    window = res.values.get("ledger.window") if "ledger.window" in res.schema.by_path else None
+    return window if isinstance(window, str) else "day"
+
+
+def status_document(res: Resolution, status: LedgerStatus) -> dict[str, Any]:
+    """The ``ledger status --format json`` document: the status, and each maximum with where it
+    was set and what is left of it (maximum - spent - reserved), or null when unset."""
+    doc = status.to_dict()
+    doc["max"] = {
+        key: _maximum(res, f"ledger.{field}", doc["spent"][key] + doc["reserved"][key])
+        for key, field in (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"))
+    }
+    return doc
+
+
+def _maximum(res: Resolution, path: str, used: float) -> dict[str, Any] | None:
+    if path not in res.schema.by_path or res.values.get(path) is None:
+        return None
+    trace = res.trace(path)
+    value = trace.value
+    assert isinstance(value, int | float)
+    left = value - used
+    return {
+        "value": value,
+        "source": trace.source,
+        "locator": shown_locator(trace.locator, trace.winner.derived_from),
+        "left": round(left, 12) if isinstance(left, float) else left,
+    }
+
+
+def _status_table(doc: dict[str, Any], url: str, out: TextIO) -> None:
+    window = doc["window"]
+    if doc["window_start"] is not None:
+        window += f", {doc['window_start']} to {doc['window_ends']}"
+    rows = [
+        ("ledger", url),
+        ("scope", doc["scope"]),
+        ("window", window),
+        ("spent", _amounts(doc["spent"])),
+        ("reserved", _amounts(doc["reserved"])),
+        ("runs", str(doc["runs"])),
+    ]
+    for key, name in (("cost_usd", "max_cost_usd"), ("tokens", "max_tokens")):
+        entry = doc["max"][key]
+        if entry is None:
+            rows.append((name, "unset"))
+            continue
+        shown = plain_number(entry["value"])
+        left = plain_number(entry["left"])
+        rows.append((name, f"{shown}, {left} left (from {entry['locator']})"))
+    width = max(len(name) for name, _ in rows)
+    for name, text in rows:
+        out.write(f"{name.ljust(width)}  {text}\n")
+
+
+def _amounts(pair: dict[str, Any]) -> str:
+    return f"{pair['tokens']} tokens, {plain_number(pair['cost_usd'])} USD"
+
+
+def _runs(ledger: Ledger, scope: str, limit: int, fmt: str, out: TextIO) -> int:
+    records = ledger.runs(scope, limit=limit)
+    if fmt == "json":
+        write_json(records, out)
+        return EXIT_OK
+    if not records:
+        out.write(f"no runs recorded in scope {scope}\n")
+        return EXIT_OK
+    columns = ("ended", "run_id", "host", "pid", "turns", "tokens", "cost_usd", "stop_reason")
+    rows = [columns, *(tuple(_cell(r.get(c)) for c in columns) for r in records)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        out.write("\n")
+    return EXIT_OK
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return plain_number(round(value, 6))
+    return "" if value is None else str(value)
+
+
+def _where_to_set(res: Resolution) -> str:
+    """Where a person sets ``ledger.url`` in the preset: its variables, ``--set``, a file."""
+    field = res.schema.by_path.get("ledger.url")
+    kinds = {report.source for report in res.sources}
+    ways = []
+    if field is not None and "env" in kinds:
+        ways += list(field.env)
+    if field is not None and "explicit" in kinds:
+        ways.append("--set ledger.url=URL")
+    if field is not None and kinds & {"global", "project", "profile"}:
+        ways.append("url under [ledger] in a settings file")
+    if not ways:
+        return f"preset {res.preset!r} has no ledger.url field"
+    return "set it with " + (
+        ways[0] if len(ways) == 1 else ", ".join(ways[:-1]) + " or " + ways[-1]
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,331 @@
+"""The shared ledger's part of one run: reserve before each model call, settle after, record.
+
+A `Draw` is made by a `Run` whose budget names a ledger (``ledger.url``), and
+only then: a run without one never imports `budgetconf.ledger`. The ledger is
+opened at the run's first call and closed when the run ends, so a run holds
+one connection, and a process that forks between runs shares none.
+
+Before each model call the run reserves ``ledger.reserve_tokens`` and
+``ledger.reserve_cost_usd``; a refusal stops it before the call with
+``max_tokens`` or ``max_cost``, its limit naming the ledger's field. The
+response settles the reservation with what it reported. Whatever the run
+still holds when it ends (a call that raised, timed out or was cancelled; a
+response that could not be read) is released then, at once. The run's
+record is written as it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from budgetconf._ledger_url import conceal
+from budgetconf._loop_table import StopReason
+from budgetconf._schema import plain_number
+from budgetconf._trace import shown_locator
+from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
+from budgetconf.loop._faults import PASSING, describe
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from budgetconf.ledger import Ledger, Reservation
+    from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+    from budgetconf.loop._result import RunResult
+
+    class _Run(Protocol):
+        """What a `Draw` needs of its run (`budgetconf.loop._run.Run`)."""
+
+        budget: Budget
+        run_id: str
+        turns: int
+        tokens: int
+        cost: float
+
+        def emit(self, event_type: str, /, **data: Any) -> None: ...
+
+        def finish(
+            self,
+            reason: StopReason,
+            message: str | None = None,
+            output: str | None = None,
+            limit: dict[str, Any] | None = None,
+        ) -> RunResult: ...
+
+
+__all__ = ["Draw"]
+
+#: how a window is named in a stop message: "this day (resets ...)"
+_WINDOW_WORD = {"hour": "hour", "day": "day", "month": "month"}
+
+
+class Draw:
+    """One run's use of the shared ledger its budget names."""
+
+    def __init__(self, run: _Run, settings: LedgerSettings) -> None:
+        self.run = run
+        self.settings = settings
+        self.ledger: Ledger | None = None
+        self.held: Reservation | None = None
+        self.down = False  # the last use of the ledger failed: the record is not tried
+        self.fault: str | None = (
+            None  # a settle lost under ``stop``: the run ends before its next call
+        )
+        self.started = now()
+        self.base = (run.turns, run.tokens, run.cost)  # a resumed run's record is its own
+
+    def _open(self) -> Ledger:
+        if self.ledger is None:
+            from budgetconf.ledger import open_ledger
+
+            self.ledger = open_ledger(self.settings.url)
+        return self.ledger
+
+    def _use(self, what: str, act: Any, *args: Any, **kwargs: Any) -> Any:
+        """``act(ledger, ...)``; `LedgerUnavailable` whatever went wrong, in one line."""
+        try:
+            result = act(self._open(), *args, **kwargs)
+        except LedgerUnavailable:
+            self.down = True
+            raise
+        except PASSING:
+            raise
+        except Exception as exc:  # a backend's unforeseen fault: one line, never a traceback
+            self.down = True
+            cause = f"ledger {self.settings.shown}: {what} failed: {describe(exc)}"
+            raise LedgerUnavailable(cause) from None
+        self.down = False
+        return result
+
+    def reserve(self) -> RunResult | None:
+        """Hold the next model call's share; the run's result when the ledger stops it."""
+        s = self.settings
+        turn = self.run.turns + 1
+        if self.fault is not None:
+            return self.run.finish(
+                StopReason.ERROR, f"failed: {self.fault} (turn {self.run.turns})"
+            )
+        try:
+            held = self._use(
+                "reserve",
+                _reserve,
+                s,
+                _value(s.max_tokens),
+                _value(s.max_cost_usd),
+            )
+        except LedgerUnavailable as exc:
+            return self._unavailable(exc, turn)
+        if held is None:
+            return self._refused(turn)
+        self.held = held
+        self.run.emit(
+            "ledger_reserve",
+            turn=turn,
+            scope=s.scope,
+            reservation=held.id,
+            tokens=held.tokens,
+            cost_usd=held.cost_usd,
+        )
+        return None
+
+    def settle(self, tokens: int, cost_usd: float) -> None:
+        """Replace what the call held by what its response reported."""
+        held, self.held = self.held, None
+        if held is None:  # the ledger could not be reached, and the run went on without it
+            return
+        try:
+            self._use("settle", _settle, held, tokens, cost_usd)
+        except LedgerUnavailable as exc:
+            if self.settings.on_unavailable == "continue":
+                self._warn(exc, self.run.turns, "settle")
+            else:  # the run ends before its next call, saying why
+                self.fault = _line(exc)
+                self._event(self.fault, self.run.turns, "settle")
+            return
+        self.run.emit(
+            "ledger_settle",
+            turn=self.run.turns,
+            scope=held.scope,
+            reservation=held.id,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            released=False,
+        )
+
+    def end(self, stop_reason: str) -> None:
+        """The run has ended: give back what it holds, write its record, close the ledger."""
+        held, self.held = self.held, None
+        run = self.run
+        if held is not None:  # its call raised, timed out, was cancelled, or was unreadable
+            try:
+                self._use("release", _release, held)
+            except LedgerUnavailable as exc:
+                self._warn(exc, run.turns, "release")
+            else:
+                run.emit(
+                    "ledger_settle",
+                    turn=run.turns,
+                    scope=held.scope,
+                    reservation=held.id,
+                    tokens=0,
+                    cost_usd=0.0,
+                    released=True,
+                )
+        if self.ledger is not None and not self.down:
+            try:
+                self._use("record", _record, self.record(stop_reason))
+            except LedgerUnavailable as exc:
+                self._warn(exc, run.turns, "record")
+        if self.ledger is not None:
+            ledger, self.ledger = self.ledger, None
+            with contextlib.suppress(Exception):  # a broken connection: nothing is lost
+                ledger.close()
+
+    def record(self, stop_reason: str) -> dict[str, Any]:
+        """The run's record: its own totals, not those of the runs it resumes."""
+        import socket
+
+        turns, tokens, cost = self.base
+        run = self.run
+        return {
+            "run_id": self.run.run_id,
+            "scope": self.settings.scope,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": _iso(self.started),
+            "ended": _iso(now()),
+            "turns": run.turns - turns,
+            "tokens": run.tokens - tokens,
+            "cost_usd": round(run.cost - cost, 12),
+            "stop_reason": stop_reason,
+        }
+
+    def _unavailable(self, exc: LedgerUnavailable, turn: int) -> RunResult | None:
+        """``on_unavailable``: the run fails before the call (``stop``), or it goes on."""
+        if self.settings.on_unavailable == "continue":
+            self._warn(exc, turn, "reserve")
+            return None
+        cause = _line(exc)
+        self._event(cause, turn, "reserve")
+        return self.run.finish(StopReason.ERROR, f"failed: {cause} (turn {self.run.turns})")
+
+    def _warn(self, exc: LedgerUnavailable, turn: int, what: str) -> None:
+        cause = _line(exc)
+        goes_on = "the run goes on without it" if what == "reserve" else f"its {what} is lost"
+        warnings.warn(f"{cause}; {goes_on}", BudgetConfWarning, stacklevel=2)
+        self._event(cause, turn, what)
+
+    def _event(self, cause: str, turn: int, what: str) -> None:
+        self.run.emit(
+            "ledger_unavailable",
+            turn=turn,
+            url=self.settings.shown,
+            error=cause,
+            on_unavailable=self.settings.on_unavailable,
+            during=what,
+        )
+
+    def _refused(self, turn: int) -> RunResult:
+        """The stop before the call: the scope's maximum would be passed."""
+        s = self.settings
+        try:
+            status = self._use("status", _status, s)
+        except LedgerUnavailable:
+            status = None
+        reason, limit, spent, reserved = _which(s, status)
+        ends = None if status is None else status.window_ends
+        name = s.scope
+        word = _WINDOW_WORD.get(s.window)
+        shown = plain_number(limit.value)
+        unit = "" if reason is StopReason.MAX_COST else " tokens"
+        spend = f"; scope {name} has spent {plain_number(spent)} of {shown}{unit}"
+        if word is not None:
+            spend += f" this {word}" + (f" (resets {_iso(ends)})" if ends is not None else "")
+        where = shown_locator(limit.locator, limit.via)
+        message = f"stopped: hit {reason.value} ({shown}): {limit.field} = {shown} from {where}"
+        document = {
+            **limit.to_dict(),
+            "scope": "ledger",
+            "spent": spent,
+            "reserved": reserved,
+        }
+        if ends is not None:
+            document["window_ends"] = _iso(ends)
+        run = self.run
+        run.emit("ledger_refused", turn=turn, scope=name, **_refusal(s, reason))
+        stop = run.budget.spec.stop_reasons.get(reason.value, reason.value)
+        run.emit("budget_exhausted", turn=run.turns, stop_reason=stop, **document)
+        return run.finish(reason, message + spend, None, document)
+
+
+def now() -> _dt.datetime:
+    """The moment that chooses the window of a reservation: the run's clock, in UTC."""
+    return _dt.datetime.now(_dt.UTC)
+
+
+def _reserve(
+    ledger: Ledger, s: LedgerSettings, max_tokens: int | None, max_cost: float | None
+) -> Reservation | None:
+    return ledger.reserve(
+        s.scope,
+        tokens=s.reserve_tokens,
+        cost_usd=s.reserve_cost_usd,
+        lease_seconds=s.lease_seconds,
+        max_tokens=max_tokens,
+        max_cost_usd=max_cost,
+        window=s.window,
+        at=now(),
+    )
+
+
+def _settle(ledger: Ledger, held: Reservation, tokens: int, cost_usd: float) -> None:
+    ledger.settle(held, tokens=tokens, cost_usd=cost_usd)
+
+
+def _release(ledger: Ledger, held: Reservation) -> None:
+    ledger.release(held)
+
+
+def _record(ledger: Ledger, record: dict[str, Any]) -> None:
+    ledger.record_run(record)
+
+
+def _status(ledger: Ledger, s: LedgerSettings) -> Any:
+    return ledger.status(s.scope, window=s.window, at=now())
+
+
+def _value(limit: Limit | None) -> Any:
+    return None if limit is None else limit.value
+
+
+def _which(s: LedgerSettings, status: Any) -> tuple[StopReason, Limit, float, float]:
+    """The maximum the reservation would pass (cost first), and what is spent and reserved."""
+    cost, tokens = s.max_cost_usd, s.max_tokens
+    if cost is not None:
+        spent_cost = 0.0 if status is None else status.spent_cost_usd
+        held_cost = 0.0 if status is None else status.reserved_cost_usd
+        over = spent_cost + held_cost + s.reserve_cost_usd > cost.value
+        if over or tokens is None:
+            return StopReason.MAX_COST, cost, round(spent_cost, 12), round(held_cost, 12)
+    assert tokens is not None, "a ledger without a maximum refuses nothing"
+    spent = 0 if status is None else status.spent_tokens
+    held = 0 if status is None else status.reserved_tokens
+    return StopReason.MAX_TOKENS, tokens, spent, held
+
+
+def _refusal(s: LedgerSettings, reason: StopReason) -> dict[str, Any]:
+    if reason is StopReason.MAX_COST:
+        return {"field": "ledger.max_cost_usd", "cost_usd": s.reserve_cost_usd}
+    return {"field": "ledger.max_tokens", "tokens": s.reserve_tokens}
+
+
+def _iso(moment: _dt.datetime) -> str:
+    return moment.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _line(exc: BaseException) -> str:
+    """The error's text on one line, any URL password in it masked."""
+    return " ".join(str(conceal(str(exc))).split()) or type(exc).__name__

@@ -1,0 +1,399 @@
+"""Every ledger backend keeps the same contract: the same tests, over SQLite and a real Redis."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetconf import UsageError
+from budgetconf.ledger import (
+    KEPT_RUNS,
+    Ledger,
+    LedgerStatus,
+    LedgerUnavailable,
+    Reservation,
+    open_ledger,
+    window_bounds,
+)
+
+BACKENDS = ["sqlite", "redis"]
+DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The address of an empty ledger of each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    address: str = request.getfixturevalue("redis_url")
+    return address
+
+
+@pytest.fixture
+def ledger(url: str) -> Iterator[Ledger]:
+    with open_ledger(url) as opened:
+        yield opened
+
+
+def hold(
+    led: Ledger,
+    *,
+    tokens: Any = 0,
+    cost_usd: Any = 0.0,
+    lease_seconds: Any = 60.0,
+    scope: str = "team-a",
+    **limits: Any,
+) -> Reservation | None:
+    """A reservation on ``led`` (any argument may be wrong, to see it refused)."""
+    return led.reserve(
+        scope, tokens=tokens, cost_usd=cost_usd, lease_seconds=lease_seconds, **limits
+    )
+
+
+def held(led: Ledger, **limits: Any) -> Reservation:
+    reservation = hold(led, **limits)
+    assert reservation is not None
+    return reservation
+
+
+def spent(status: LedgerStatus) -> tuple[int, float]:
+    return status.spent_tokens, status.spent_cost_usd
+
+
+def reserved(status: LedgerStatus) -> tuple[int, float]:
+    return status.reserved_tokens, status.reserved_cost_usd
+
+
+# ---------------------------------------------------------------------- reserve and settle
+
+
+def test_a_reservation_that_reaches_the_maximum_exactly_is_granted_and_one_past_refused(
+    ledger: Ledger,
+) -> None:
+    """spent + reserved + this == max is granted; one token or one cent more is refused."""
+    assert hold(ledger, tokens=600, max_tokens=1000) is not None
+    assert hold(ledger, tokens=401, max_tokens=1000) is None
+    assert hold(ledger, tokens=400, max_tokens=1000) is not None
+    assert hold(ledger, tokens=1, max_tokens=1000) is None
+    # costs are counted exactly: three reservations of 0.1 fit a maximum of 0.3
+    for _ in range(3):
+        assert hold(ledger, cost_usd=0.1, max_cost_usd=0.3, scope="team-b") is not None
+    assert hold(ledger, cost_usd=0.000000001, max_cost_usd=0.3, scope="team-b") is None
+    assert reserved(ledger.status("team-b")) == (0, 0.3)
+
+
+def test_a_reservation_counts_what_is_spent_and_what_others_hold(ledger: Ledger) -> None:
+    """The check is against spent + every live reservation + this one, on either maximum."""
+    first = held(ledger, tokens=300, cost_usd=1.0)
+    ledger.settle(first, tokens=500, cost_usd=2.0)
+    held(ledger, tokens=200, cost_usd=1.0)
+    assert hold(ledger, tokens=301, max_tokens=1000) is None
+    assert hold(ledger, tokens=300, max_tokens=1000) is not None
+    assert hold(ledger, cost_usd=2.01, max_cost_usd=5.0) is None
+    assert hold(ledger, cost_usd=2.0, max_cost_usd=5.0) is not None
+
+
+def test_a_settle_replaces_the_reservation_by_what_was_used(ledger: Ledger) -> None:
+    """After a settle the window has spent what the call used and holds nothing for it."""
+    reservation = held(ledger, tokens=4096, cost_usd=0.05)
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((0, 0.0), (4096, 0.05))
+    ledger.settle(reservation, tokens=812, cost_usd=0.0123)
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((812, 0.0123), (0, 0.0))
+
+
+def test_settling_or_releasing_twice_counts_once(ledger: Ledger) -> None:
+    """A second settle or release of a reservation changes nothing, whichever came first."""
+    settled, released, mixed = (held(ledger, tokens=10, cost_usd=0.5) for _ in range(3))
+    ledger.settle(settled, tokens=7, cost_usd=0.25)
+    ledger.settle(settled, tokens=7, cost_usd=0.25)
+    ledger.release(settled)
+    ledger.release(released)
+    ledger.release(released)
+    ledger.release(mixed)
+    ledger.settle(mixed, tokens=9, cost_usd=0.5)
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((7, 0.25), (0, 0.0))
+
+
+def test_a_reservation_the_ledger_has_forgotten_still_counts_once(ledger: Ledger) -> None:
+    """A settle a day past its lease, when the ledger no longer remembers the reservation,
+    still counts (what was used is never lost), and is remembered from then on."""
+    start, ends = window_bounds("day", DAY)
+    forgotten = Reservation(
+        id="made-long-ago", scope="team-a", window="day", window_start=start, window_ends=ends,
+        tokens=100, cost_usd=1.0,
+    )  # fmt: skip
+    ledger.settle(forgotten, tokens=60, cost_usd=0.6)
+    ledger.settle(forgotten, tokens=60, cost_usd=0.6)
+    ledger.release(forgotten)
+    status = ledger.status("team-a", at=DAY)
+    assert (spent(status), reserved(status)) == ((60, 0.6), (0, 0.0))
+
+
+def test_a_lease_expires_by_the_backends_clock_and_its_late_settle_still_counts(
+    ledger: Ledger,
+) -> None:
+    """An unsettled reservation stops counting when its lease ends; settled later, it counts."""
+    late = held(ledger, tokens=900, cost_usd=0.9, lease_seconds=0.3)
+    assert hold(ledger, tokens=200, max_tokens=1000) is None
+    time.sleep(0.5)
+    assert reserved(ledger.status("team-a")) == (0, 0.0)
+    assert hold(ledger, tokens=200, max_tokens=1000) is not None
+    ledger.settle(late, tokens=100, cost_usd=0.1)
+    ledger.settle(late, tokens=100, cost_usd=0.1)
+    assert spent(ledger.status("team-a")) == (100, 0.1)
+
+
+def test_a_settle_counts_in_the_reservations_window_after_it_ended(ledger: Ledger) -> None:
+    """at= chooses the window; a settle lands in its reservation's window, not the current one."""
+    before = dt.datetime(2026, 3, 14, 23, 59, 59, tzinfo=dt.UTC)
+    after = before + dt.timedelta(seconds=2)
+    reservation = held(ledger, tokens=50, cost_usd=0.5, window="day", at=before)
+    assert reservation.window_start == dt.datetime(2026, 3, 14, tzinfo=dt.UTC)
+    assert reservation.window_ends == dt.datetime(2026, 3, 15, tzinfo=dt.UTC)
+    assert reserved(ledger.status("team-a", at=after)) == (0, 0.0)
+    ledger.settle(reservation, tokens=40, cost_usd=0.4)
+    assert spent(ledger.status("team-a", window="day", at=before)) == (40, 0.4)
+    assert spent(ledger.status("team-a", window="day", at=after)) == (0, 0.0)
+    assert hold(ledger, tokens=1000, max_tokens=1000, at=after) is not None
+
+
+def test_each_window_kind_is_its_own_counter(ledger: Ledger) -> None:
+    """What is spent under day is not seen under hour, month or none, and back."""
+    for window, tokens in (("none", 1), ("hour", 10), ("day", 100), ("month", 1000)):
+        ledger.settle(held(ledger, window=window, at=DAY), tokens=tokens, cost_usd=0)
+    for window, tokens in (("none", 1), ("hour", 10), ("day", 100), ("month", 1000)):
+        assert ledger.status("team-a", window=window, at=DAY).spent_tokens == tokens
+    assert ledger.status("team-a", window="hour", at=DAY + dt.timedelta(hours=1)).spent_tokens == 0
+
+
+def test_the_status_document_names_the_window(ledger: Ledger) -> None:
+    """to_dict() is the contract's document: bounds in ISO 8601 UTC with Z, null for none."""
+    held(ledger, tokens=5, cost_usd=0.5, window="month", at=DAY)
+    assert ledger.status("team-a", window="month", at=DAY).to_dict() == {
+        "scope": "team-a",
+        "window": "month",
+        "window_start": "2026-03-01T00:00:00Z",
+        "window_ends": "2026-04-01T00:00:00Z",
+        "spent": {"tokens": 0, "cost_usd": 0.0},
+        "reserved": {"tokens": 5, "cost_usd": 0.5},
+        "runs": 0,
+    }
+    document = ledger.status("team-a", window="none").to_dict()
+    assert (document["window_start"], document["window_ends"]) == (None, None)
+
+
+def test_scopes_do_not_share_a_budget(ledger: Ledger) -> None:
+    """A scope's spend and reservations are its own."""
+    ledger.settle(held(ledger, tokens=10, scope="team-a"), tokens=10, cost_usd=1)
+    assert spent(ledger.status("team-a/sub")) == (0, 0.0)
+    assert hold(ledger, tokens=1000, max_tokens=1000, scope="team-a/sub") is not None
+
+
+def test_a_combined_settle_and_reserve_does_both(ledger: Ledger) -> None:
+    """settle_and_reserve settles one call and reserves the next; refused, the settle stands."""
+    first = held(ledger, tokens=100, cost_usd=1.0)
+    second = ledger.settle_and_reserve(
+        first, tokens=80, cost_usd=0.8, reserve_tokens=100, reserve_cost_usd=1.0,
+        lease_seconds=60, max_tokens=200,
+    )  # fmt: skip
+    assert second is not None
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((80, 0.8), (100, 1.0))
+    third = ledger.settle_and_reserve(
+        second, tokens=100, cost_usd=1.0, reserve_tokens=100, reserve_cost_usd=1.0,
+        lease_seconds=60, max_tokens=200,
+    )  # fmt: skip
+    assert third is None
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((180, 1.8), (0, 0.0))
+
+
+def test_threads_sharing_one_ledger_lose_nothing(ledger: Ledger) -> None:
+    """Eight threads each settling 40 reservations on one ledger object: every one counted."""
+
+    def work() -> None:
+        for _ in range(40):
+            ledger.settle(held(ledger, tokens=3, cost_usd=0.01), tokens=2, cost_usd=0.001)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    status = ledger.status("team-a")
+    assert (spent(status), reserved(status)) == ((640, 0.32), (0, 0.0))
+
+
+def test_what_is_settled_is_there_when_the_ledger_is_opened_again(url: str) -> None:
+    """Closing lets go of the connection, not of the data."""
+    with open_ledger(url) as first:
+        first.settle(held(first, tokens=10), tokens=9, cost_usd=0.09)
+    with open_ledger(url) as second:
+        assert spent(second.status("team-a")) == (9, 0.09)
+
+
+def test_a_closed_ledger_opens_its_connection_again_when_used(url: str) -> None:
+    """close() may be called twice; a call after it connects again."""
+    led = open_ledger(url)
+    led.close()
+    led.close()
+    led.settle(held(led, tokens=4), tokens=3, cost_usd=0)
+    assert spent(led.status("team-a")) == (3, 0.0)
+    led.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (b"sqlite:///x.db", "open_ledger() takes a URL string, not bytes"),
+        ("postgres://db/ledger", "ledger URL 'postgres://db/ledger' is not a ledger URL"),
+        ("redis://u:pw@:6379/0", "ledger URL 'redis://u:***@:6379/0' names no host"),
+        ("sqlite://", "names no database file"),
+        ("sqlite:///ledgers/", "names no database file"),
+        ("redis://h:6379/0?tls=1", "takes no query or fragment"),
+        ("redis://h:0/0", "has a bad port (a number from 1 to 65535)"),
+        ("redis://h:port/0", "has a bad port"),
+        ("redis://[::1]6379/0", "has a malformed host"),
+        ("redis://h:6379/zero", "has a bad database number"),
+    ],
+)
+def test_an_address_that_is_not_a_ledgers_is_a_usage_error(given: Any, message: str) -> None:
+    """open_ledger refuses what is not a ledger's address, its password masked."""
+    with pytest.raises(UsageError, match=re.escape(message)) as caught:
+        open_ledger(given)
+    assert "pw" not in str(caught.value)
+
+
+# ---------------------------------------------------------------------- run records
+
+RECORD = {
+    "run_id": "r-1",
+    "scope": "team-a",
+    "host": "worker-7",
+    "pid": 4242,
+    "started": "2026-03-14T15:00:00Z",
+    "ended": "2026-03-14T15:09:26Z",
+    "turns": 3,
+    "tokens": 1200,
+    "cost_usd": 0.042,
+    "stop_reason": "completed",
+}
+
+
+def test_run_records_come_back_newest_first_with_their_keys(ledger: Ledger) -> None:
+    """runs() gives the records as written, the latest first, up to the limit."""
+    for n in range(5):
+        ledger.record_run(RECORD | {"run_id": f"r-{n}"})
+    ledger.record_run(RECORD | {"run_id": "elsewhere", "scope": "team-b"})
+    runs = ledger.runs("team-a", limit=3)
+    assert [r["run_id"] for r in runs] == ["r-4", "r-3", "r-2"]
+    assert runs[0] == RECORD | {"run_id": "r-4"}
+    assert list(runs[0]) == list(RECORD)
+    assert len(ledger.runs("team-a")) == 5
+    assert ledger.runs("team-a", limit=0) == []
+
+
+def test_a_run_record_counts_in_the_windows_it_ended_in(ledger: Ledger) -> None:
+    """status().runs counts the runs that ended in the window; times may be datetimes."""
+    ledger.record_run(RECORD)
+    ledger.record_run(RECORD | {"ended": DAY + dt.timedelta(days=1), "started": DAY})
+    assert ledger.status("team-a", window="day", at=DAY).runs == 1
+    assert ledger.status("team-a", window="month", at=DAY).runs == 2
+    assert ledger.status("team-a", window="none").runs == 2
+    assert ledger.runs("team-a")[0]["ended"] == "2026-03-15T15:09:26Z"
+    assert ledger.runs("team-a")[0]["started"] == "2026-03-14T15:09:26Z"
+
+
+def test_the_last_ten_thousand_run_records_of_a_scope_are_kept(ledger: Ledger) -> None:
+    """Past KEPT_RUNS the oldest records go; another scope's stay."""
+    ledger.record_run(RECORD | {"run_id": "other", "scope": "team-b"})
+    for n in range(KEPT_RUNS + 3):
+        ledger.record_run({"run_id": str(n), "scope": "team-a"})
+    runs = ledger.runs("team-a", limit=KEPT_RUNS + 10)
+    assert len(runs) == KEPT_RUNS
+    assert (runs[0]["run_id"], runs[-1]["run_id"]) == (str(KEPT_RUNS + 2), "3")
+    assert [r["run_id"] for r in ledger.runs("team-b")] == ["other"]
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"scope": "team-a", "turn": 3}, "has no key 'turn'"),
+        ({"run_id": "x"}, "ledger scope None is not"),
+        ({"scope": "team-a", "ended": "yesterday"}, "is not an ISO 8601 time"),
+        ({"scope": "team-a", "ended": "2026-03-14T15:09:26"}, "has no time zone"),
+        ({"scope": "team-a", "ended": 12}, "ended must be an ISO 8601 time"),
+        ({"scope": "team-a", "started": dt.datetime(2026, 1, 1)}, "started must be an aware"),
+        ({"scope": "team-a", "tokens": object()}, "must be plain JSON values"),
+        (["team-a"], "a run record is a dict, not list"),
+    ],
+)
+def test_a_malformed_run_record_is_refused(
+    ledger: Ledger, record: dict[str, object], message: str
+) -> None:
+    """A record the ledger could not give back as written is a UsageError, and nothing is kept."""
+    with pytest.raises(UsageError, match=message):
+        ledger.record_run(record)
+    assert ledger.runs("team-a") == []
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda led: hold(led, scope=""), "ledger scope '' is not 1 to 128"),
+        (lambda led: hold(led, scope="a" * 129), "is not 1 to 128"),
+        (lambda led: hold(led, scope="team a"), "is not 1 to 128"),
+        (lambda led: hold(led, scope="é"), "is not 1 to 128"),
+        (lambda led: hold(led, tokens=-1), "tokens must be a whole number ≥ 0, not -1"),
+        (lambda led: hold(led, tokens=True), "tokens must be a whole number"),
+        (lambda led: hold(led, tokens=1.5), "tokens must be a whole number"),
+        (lambda led: hold(led, cost_usd=-0.1), "cost_usd must be a finite number ≥ 0"),
+        (lambda led: hold(led, cost_usd=float("nan")), "cost_usd must be a finite number"),
+        (lambda led: hold(led, cost_usd=1e10), "under 9 million"),
+        (lambda led: hold(led, cost_usd="1"), "cost_usd must be a number ≥ 0, not '1'"),
+        (lambda led: hold(led, lease_seconds=0), "lease_seconds must be a finite number > 0"),
+        (lambda led: hold(led, lease_seconds=None), "lease_seconds must be a number > 0"),
+        (lambda led: hold(led, max_tokens=-5), "max_tokens must be a whole number"),
+        (lambda led: hold(led, max_cost_usd=float("inf")), "max_cost_usd must be a finite"),
+        (lambda led: hold(led, window="week"), "unknown ledger window 'week'"),
+        (lambda led: hold(led, at=dt.datetime(2026, 1, 1)), "at= must be an aware datetime"),
+        (lambda led: led.status("team-a", window="year"), "unknown ledger window 'year'"),
+        (lambda led: led.runs("team-a", limit=-1), "limit must be a whole number"),
+        (lambda led: led.runs("bad scope"), "is not 1 to 128"),
+        (lambda led: led.settle("r-1", tokens=1, cost_usd=0), "not a Reservation: str"),
+        (lambda led: led.release(None), "not a Reservation: NoneType"),
+        (lambda led: led.settle(held(led), tokens=-1, cost_usd=0), "tokens must be a whole"),
+    ],
+)
+def test_a_call_that_cannot_be_carried_out_is_a_usage_error(
+    ledger: Ledger, call: Callable[[Ledger], object], message: str
+) -> None:
+    """Each argument is checked before anything is written, with a message naming it."""
+    with pytest.raises(UsageError, match=message):
+        call(ledger)
+
+
+def test_an_unavailable_ledger_error_is_one_line_naming_the_ledger() -> None:
+    """LedgerUnavailable is a BudgetConfError with the address shown and the cause."""
+    from budgetconf import BudgetConfError
+
+    with pytest.raises(LedgerUnavailable) as caught:
+        open_ledger("sqlite:///no/such/folder/ledger.db")
+    assert isinstance(caught.value, BudgetConfError)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(
+        "ledger sqlite:///no/such/folder/ledger.db is unavailable: "
+    )

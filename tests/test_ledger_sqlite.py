@@ -1,0 +1,243 @@
+"""What only the SQLite ledger does: its file, its modes, a database locked by another process."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from budgetconf._ledger_url import parse_url
+from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
+from budgetconf.ledger._sqlite import SQLiteLedger
+
+#: holds a write lock on the database named by argv[1] until it is killed
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_missing_database_is_made_with_its_tables_in_wal_mode(tmp_path: Path) -> None:
+    """The file and the ledger's tables are made; the journal is WAL, synchronous NORMAL."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        assert isinstance(led, SQLiteLedger)
+        conn = led._connection()
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert {name for (name,) in tables} >= {"budgetconf_ledger", "ledger_windows", "ledger_leases"}
+
+
+def test_a_relative_path_is_relative_to_the_working_directory(tmp_path: Path) -> None:
+    """sqlite:///ledgers/x.db opens ./ledgers/x.db of the process, wherever it moves after."""
+    (tmp_path / "work" / "ledgers").mkdir()
+    with open_ledger("sqlite:///ledgers/x.db") as led:
+        os.chdir(tmp_path)
+        led.settle(_hold(led), tokens=5, cost_usd=0)
+        assert led.status("team-a").spent_tokens == 5
+    assert (tmp_path / "work" / "ledgers" / "x.db").is_file()
+
+
+def test_a_missing_folder_is_not_made(tmp_path: Path) -> None:
+    """The ledger's folder must exist: the error says so, and nothing is made."""
+    with pytest.raises(LedgerUnavailable) as caught:
+        open_ledger(f"sqlite:///{tmp_path}/nowhere/ledger.db")
+    assert str(caught.value) == (
+        f"ledger sqlite:///{tmp_path}/nowhere/ledger.db is unavailable: its folder"
+        f" {tmp_path}/nowhere does not exist (a ledger's folder is not made)"
+    )
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_file_that_is_not_a_database_is_not_a_ledger(tmp_path: Path) -> None:
+    """Garbage bytes: the ledger is unavailable, the message names it and the cause; no change."""
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 100)
+    with pytest.raises(LedgerUnavailable) as caught:
+        open_ledger(f"sqlite:///{path}")
+    assert str(caught.value) == (
+        f"ledger sqlite:///{path} is unavailable: {path} is not a ledger database"
+        " (file is not a database)"
+    )
+    assert path.read_bytes() == b"these are my notes, not a database\n" * 100
+
+
+def test_a_database_with_other_tables_is_not_a_ledger(tmp_path: Path) -> None:
+    """Someone else's SQLite database is left alone, and named in the message."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    conn.close()
+    with pytest.raises(LedgerUnavailable, match=r"not a ledger: it holds other tables \(users\)"):
+        open_ledger(f"sqlite:///{path}")
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert [name for (name,) in tables] == ["users"]
+
+
+def test_a_ledger_of_another_schema_is_not_opened(tmp_path: Path) -> None:
+    """A ledger written by another version of the schema is refused, not rewritten."""
+    path = tmp_path / "ledger.db"
+    open_ledger(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE budgetconf_ledger SET value = '9' WHERE name = 'schema'")
+    conn.close()
+    with pytest.raises(LedgerUnavailable, match="its schema is '9', not '1'"):
+        open_ledger(f"sqlite:///{path}")
+
+
+def test_a_folder_in_the_files_place_is_not_a_ledger(tmp_path: Path) -> None:
+    """A path that names a folder: unavailable, with SQLite's cause."""
+    (tmp_path / "ledger.db").mkdir()
+    with pytest.raises(LedgerUnavailable, match="unable to open database file"):
+        open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+
+
+@pytest.fixture
+def locked(tmp_path: Path) -> Iterator[Path]:
+    """A ledger database that another process holds locked, until the test ends."""
+    path = tmp_path / "ledger.db"
+    open_ledger(f"sqlite:///{path}").close()
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert locker.stdout is not None
+        assert locker.stdout.readline() == "locked\n"
+        yield path
+    finally:
+        locker.kill()
+        locker.wait(10)
+        assert locker.stdout is not None
+        locker.stdout.close()
+
+
+def test_a_database_locked_past_the_wait_makes_the_ledger_unavailable(locked: Path) -> None:
+    """Every change waits busy_seconds for the lock, then says the database stayed locked;
+    reading needs no lock (WAL), so status and runs still answer."""
+    led = SQLiteLedger(parse_url(f"sqlite:///{locked}"), busy_seconds=0.3)
+    reservation = Reservation(
+        id="r", scope="team-a", window="none", window_start=None, window_ends=None,
+        tokens=1, cost_usd=0,
+    )  # fmt: skip
+    changes = (
+        lambda: _hold(led),
+        lambda: led.settle(reservation, tokens=1, cost_usd=0),
+        lambda: led.release(reservation),
+        lambda: led.record_run({"scope": "team-a"}),
+    )
+    for call in changes:
+        began = time.monotonic()
+        with pytest.raises(LedgerUnavailable) as caught:
+            call()
+        assert 0.25 <= time.monotonic() - began < 3
+        assert str(caught.value) == (
+            f"ledger sqlite:///{locked} is unavailable:"
+            " the database stayed locked by another process for 0.3 s"
+        )
+    assert led.status("team-a").spent_tokens == 0
+    assert led.runs("team-a") == []
+    led.close()
+
+
+def test_the_wait_for_a_locked_database_is_five_seconds(locked: Path) -> None:
+    """open_ledger's ledger opens a locked ledger, waits 5 s to change it, not more."""
+    with open_ledger(f"sqlite:///{locked}") as led:
+        began = time.monotonic()
+        with pytest.raises(LedgerUnavailable, match="stayed locked by another process for 5 s"):
+            _hold(led)
+        assert 4.5 <= time.monotonic() - began < 8
+
+
+def test_a_ledger_locked_for_a_moment_is_waited_for(tmp_path: Path) -> None:
+    """A lock released within the wait costs only the wait: the reservation is made."""
+    path = tmp_path / "ledger.db"
+    led = SQLiteLedger(parse_url(f"sqlite:///{path}"), busy_seconds=5)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN EXCLUSIVE")
+    timer = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    timer.start()
+    assert _hold(led) is not None
+    timer.join()
+    other.close()
+    led.close()
+
+
+def test_a_forked_process_opens_its_own_connection(tmp_path: Path) -> None:
+    """A connection never crosses a fork: the child's settle counts, and the parent's after it."""
+    led = SQLiteLedger(parse_url(f"sqlite:///{tmp_path}/ledger.db"))
+    parent = led._connection()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        code = 0
+        try:
+            assert led._connection() is not parent
+            led.settle(_hold(led), tokens=1, cost_usd=0)
+            led.close()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    led.settle(_hold(led), tokens=1, cost_usd=0)
+    assert led.status("team-a").spent_tokens == 2
+    led.close()
+
+
+def _hold(led: Ledger) -> Reservation:
+    reservation = led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60)
+    assert reservation is not None
+    return reservation
+
+
+def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> None:
+    """The next reservation deletes those whose lease ended more than a day ago."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        old, recent = _hold(led), _hold(led)
+        led.settle(recent, tokens=1, cost_usd=0)
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE ledger_leases SET expires = ? WHERE id = ?", (time.time() - 86_401, old.id)
+            )
+        conn.close()
+        _hold(led)
+        with sqlite3.connect(path) as conn:
+            ids = {i for (i,) in conn.execute("SELECT id FROM ledger_leases")}
+        conn.close()
+    assert old.id not in ids
+    assert recent.id in ids
+
+
+def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
+    """A count that is not a number, a run record that is not JSON: one line naming the table."""
+    path = tmp_path / "ledger.db"
+    url = f"sqlite:///{path}"
+    with open_ledger(url) as led:
+        led.record_run({"run_id": "r", "scope": "team-a"})
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE ledger_runs SET record = 'not json'")
+            conn.execute("UPDATE ledger_windows SET spent_tokens = 'lots'")
+        conn.close()
+        with pytest.raises(LedgerUnavailable) as count:
+            led.status("team-a", window="none")
+        assert str(count.value) == (
+            f"ledger {url} is unavailable: ledger_windows holds a count that is not a whole"
+            " number ('lots')"
+        )
+        with pytest.raises(LedgerUnavailable) as record:
+            led.runs("team-a")
+        assert str(record.value) == (
+            f"ledger {url} is unavailable: ledger_runs holds a run record that is not a JSON"
+            " object ('not json')"
+        )
