@@ -244,8 +244,11 @@ class Draw:
         spend = f"; scope {name} has spent {plain_number(spent)} of {shown}{unit}"
         if word is not None:
             spend += f" this {word}" + (f" (resets {_iso(ends)})" if ends is not None else "")
-        where = shown_locator(limit.locator, limit.via)
-        message = f"stopped: hit {reason.value} ({shown}): {limit.field} = {shown} from {where}"
+        if limit.policed is not None:  # the policy's form: only its administrator can raise it
+            setting = limit.explain()
+        else:
+            setting = f"{limit.field} = {shown} from {shown_locator(limit.locator, limit.via)}"
+        message = f"stopped: hit {reason.value} ({shown}): {setting}"
         document = {
             **limit.to_dict(),
             "scope": "ledger",
