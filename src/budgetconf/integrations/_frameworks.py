@@ -180,6 +180,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
+            ledger="reserved before the first model call and, from each step callback, before"
+            " the next (a refusal stops the run before it); each step's token usage settles it",
         ),
         Framework(
             "pydantic_ai",
