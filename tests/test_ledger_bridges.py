@@ -1,6 +1,6 @@
 """A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
-draws on it in run() (openai-agents); the others, and every limits(), refuse it like any
-budget they cannot enforce; explain --for says which."""
+draws on it in run() (openai-agents, smolagents, LangGraph with its middleware); the others,
+and every limits(), refuse it like any budget they cannot enforce; explain --for says which."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["openai_agents", "smolagents"]
+    assert DRAWING == ["langgraph", "openai_agents", "smolagents"]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_warn_runs_a_bridge_without_the_ledger_after_one_warning() -> None:
     assert budget.ledger is not None
 
 
-@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents"])
+@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents", "pydantic_ai"])
 def test_the_real_bridges_limits_refuse_it(module: str) -> None:
     pytest.importorskip(module.replace("openai_agents", "agents"))
     bridge = importlib.import_module(f"budgetconf.integrations.{module}")
@@ -71,11 +71,11 @@ def test_explain_for_lists_the_ledger_as_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
-    main(["explain", "ledger.url", "--for", "langgraph"])
+    main(["explain", "ledger.url", "--for", "pydantic-ai"])
     out = capsys.readouterr().out
     assert (
         "  refused           ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
-        " env:BUDGETCONF_LEDGER_URL: langgraph cannot enforce it; run() refuses it\n"
+        " env:BUDGETCONF_LEDGER_URL: pydantic-ai-slim cannot enforce it; run() refuses it\n"
     ) in out
     assert "SECRET" not in out
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
-__all__ = ["LedgerStop", "Tally"]
+__all__ = ["LedgerStop", "Refused", "Tally"]
 
 
 class LedgerStop:
@@ -46,6 +46,14 @@ class LedgerStop:
             reason.status, stop, reason, self.message, output, turns, self.limit,
             framework.name, native,
         )  # fmt: skip
+
+
+class Refused(Exception):
+    """The ledger's stop, raised inside a framework's run by a hook that cannot return it."""
+
+    def __init__(self, stop: LedgerStop) -> None:
+        super().__init__(f"ledger stop: {stop.reason.value}")
+        self.stop = stop
 
 
 class Tally:
@@ -84,6 +92,10 @@ class Tally:
         self.tokens += tokens
         self.cost += cost_usd
         self.draw.settle(tokens, cost_usd)
+
+    def release(self) -> None:
+        """The model call failed: what it held goes back at once."""
+        self.draw.release()
 
     def end(self, stop_reason: str) -> None:
         """The run has ended: what it holds goes back, its record is written."""

@@ -167,6 +167,9 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
+            ledger="with create_agent and middleware(): its wrap_model_call reserves before each"
+            " model call and settles with the response's usage_metadata (any other graph"
+            " refuses it)",
         ),
         Framework(
             "smolagents",

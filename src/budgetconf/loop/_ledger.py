@@ -161,25 +161,31 @@ class Draw(Generic[_Result]):
             released=False,
         )
 
-    def end(self, stop_reason: str) -> None:
-        """The run has ended: give back what it holds, write its record, close the ledger."""
+    def release(self) -> None:
+        """Give back what the call holds, at once: it raised, timed out, was cancelled."""
         held, self.held = self.held, None
         run = self.run
-        if held is not None:  # its call raised, timed out, was cancelled, or was unreadable
-            try:
-                self._use("release", _release, held)
-            except LedgerUnavailable as exc:
-                self._warn(exc, run.turns, "release")
-            else:
-                run.emit(
-                    "ledger_settle",
-                    turn=run.turns,
-                    scope=held.scope,
-                    reservation=held.id,
-                    tokens=0,
-                    cost_usd=0.0,
-                    released=True,
-                )
+        if held is None:
+            return
+        try:
+            self._use("release", _release, held)
+        except LedgerUnavailable as exc:
+            self._warn(exc, run.turns, "release")
+        else:
+            run.emit(
+                "ledger_settle",
+                turn=run.turns,
+                scope=held.scope,
+                reservation=held.id,
+                tokens=0,
+                cost_usd=0.0,
+                released=True,
+            )
+
+    def end(self, stop_reason: str) -> None:
+        """The run has ended: give back what it holds, write its record, close the ledger."""
+        run = self.run
+        self.release()  # its call raised, timed out, was cancelled, or was unreadable
         if self.ledger is not None and not self.down:
             try:
                 self._use("record", _record, self.record(stop_reason))
