@@ -220,3 +220,20 @@ def test_middleware_refuses_a_ledger_cost_maximum_langgraph_reports_no_cost(
 ) -> None:
     with pytest.raises(budgetconf.UsageError, match=r"ledger\.max_cost_usd = 5\.0 from env:"):
         middleware(budget(sqlite_url(tmp_path), ledger_max_cost_usd="5"))
+
+
+def test_arun_gives_a_failed_calls_reservation_back(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url)
+    with pytest.raises(LookupError, match="the provider is down"):
+        asyncio.run(arun(agent(model(url, fail_at=1), res), hi(), res))
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (0, 0)
+    assert [(r["turns"], r["stop_reason"]) for r in runs] == [(0, "error")]
+
+
+def test_a_graph_whose_middleware_draws_on_another_ledger_is_refused(tmp_path: Path) -> None:
+    built = agent(model(sqlite_url(tmp_path)), budget(sqlite_url(tmp_path)))
+    other = budget(f"sqlite:///{tmp_path / 'other.db'}")
+    with pytest.raises(budgetconf.UsageError, match="draws on another shared ledger"):
+        run(built, hi(), other)
