@@ -1,9 +1,11 @@
-"""A set ``ledger.url`` in a framework bridge: none reserves before each model call, so each
-refuses it like any budget it cannot enforce; explain --for says so."""
+"""A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
+draws on it in run() (openai-agents, smolagents, LangGraph with its middleware); the others,
+and every limits(), refuse it like any budget they cannot enforce; explain --for says which."""
 
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 
@@ -16,9 +18,19 @@ URL = "redis://agent:pw-SECRET@127.0.0.1:6379/0"
 ENV = {"BUDGETCONF_LEDGER_URL": URL}
 
 
-@pytest.mark.parametrize("name", sorted(FRAMEWORKS))
-@pytest.mark.parametrize("through", ["run", "limits"])
-def test_every_bridge_refuses_a_ledger_naming_it_without_its_password(
+DRAWING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is not None)
+REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
+
+
+def test_the_bridges_that_see_each_model_call_draw() -> None:
+    assert DRAWING == ["langgraph", "openai_agents", "smolagents"]
+
+
+@pytest.mark.parametrize(
+    ("name", "through"),
+    [(name, "run") for name in REFUSING] + [(name, "limits") for name in sorted(FRAMEWORKS)],
+)
+def test_a_bridge_that_cannot_draw_refuses_a_ledger_naming_it_without_its_password(
     name: str, through: str
 ) -> None:
     framework = FRAMEWORKS[name]
@@ -32,15 +44,22 @@ def test_every_bridge_refuses_a_ledger_naming_it_without_its_password(
     assert "SECRET" not in message
 
 
+@pytest.mark.parametrize("name", DRAWING)
+def test_a_bridge_that_draws_takes_the_ledger_in_run(name: str) -> None:
+    budget = bridge_budget(FRAMEWORKS[name], None, {"env": ENV}, through="run")
+    assert budget.ledger is not None
+    assert budget.ledger.shown == "redis://agent:***@127.0.0.1:6379/0"
+
+
 def test_warn_runs_a_bridge_without_the_ledger_after_one_warning() -> None:
     with pytest.warns(budgetconf.BudgetConfWarning, match="ledger.url = .* running without it"):
         budget = bridge_budget(
-            FRAMEWORKS["smolagents"], None, {"env": ENV}, through="run", unenforced="warn"
+            FRAMEWORKS[REFUSING[0]], None, {"env": ENV}, through="run", unenforced="warn"
         )
     assert budget.ledger is not None
 
 
-@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents"])
+@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents", "pydantic_ai"])
 def test_the_real_bridges_limits_refuse_it(module: str) -> None:
     pytest.importorskip(module.replace("openai_agents", "agents"))
     bridge = importlib.import_module(f"budgetconf.integrations.{module}")
@@ -52,10 +71,37 @@ def test_explain_for_lists_the_ledger_as_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
-    main(["explain", "ledger.url", "--for", "langgraph"])
+    main(["explain", "ledger.url", "--for", "pydantic-ai"])
     out = capsys.readouterr().out
     assert (
         "  refused           ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
-        " env:BUDGETCONF_LEDGER_URL: langgraph cannot enforce it; run() refuses it\n"
+        " env:BUDGETCONF_LEDGER_URL: pydantic-ai-slim cannot enforce it; run() refuses it\n"
     ) in out
     assert "SECRET" not in out
+
+
+def test_explain_for_lists_the_ledger_as_drawn_on_by_a_bridge_that_draws(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
+    assert main(["explain", "ledger.url", "--for", "openai-agents"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0:"
+        " RunHooks.on_llm_start reserves before each model call"
+    ) in out
+    assert "SECRET" not in out
+
+
+def test_explain_for_refuses_a_ledger_cost_maximum_a_bridge_cannot_settle(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
+    monkeypatch.setenv("BUDGETCONF_LEDGER_MAX_COST_USD", "5")
+    assert main(["explain", "ledger.url", "--for", "openai_agents", "--format", "json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    ledger = [b for b in document["framework"]["budgets"] if b["budget"] == "ledger"]
+    assert [(b["field"], b["enforced_by"]) for b in ledger] == [
+        ("ledger.url", "bridge"),
+        ("ledger.max_cost_usd", "refused"),
+    ]

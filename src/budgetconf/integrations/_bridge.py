@@ -142,18 +142,40 @@ def _unenforced(framework: Framework, budget: Budget, through: str) -> list[tupl
                 policed,
             )
         )
+    return found + _undrawn(framework, budget, through)
+
+
+def _undrawn(framework: Framework, budget: Budget, through: str) -> list[tuple[str, bool]]:
+    """The phrase for a set ``ledger.url`` the bridge will not draw on (every `limits()`, and
+    `run()` where it cannot reserve before each model call), or for a ledger maximum it
+    cannot settle, and whether the policy set it."""
+    from budgetconf.integrations._frameworks import uncounted
+
     ledger = budget.ledger
-    if ledger is not None and (framework.ledger is None or through == "limits"):
+    if ledger is None:
+        return []
+    if framework.ledger is None or through == "limits":
         where = "" if framework.ledger is None else " through limits()"
-        found.append(
+        return [
             (
                 f"ledger.url = {ledger.shown} from {ledger.locator} cannot be drawn on by"
                 f" {framework.package}{where}: the shared ledger is drawn on before each model"
                 " call",
                 ledger.source == "policy",  # an administrator's ledger never becomes a warning
             )
+        ]
+    cost = uncounted(framework, ledger)
+    if cost is None:
+        return []
+    policed = cost.source == "policy"
+    where = f"{'the policy ' * policed}{cost.locator}"
+    return [
+        (
+            f"{cost.field} = {cost.shown()} from {where} cannot be drawn on by"
+            f" {framework.package}: it reports no cost to settle with",
+            policed,
         )
-    return found
+    ]
 
 
 def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:

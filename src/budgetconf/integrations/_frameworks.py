@@ -19,11 +19,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, TypeAlias
 
-    from budgetconf.loop._budget import Budget
+    from budgetconf.loop._budget import Budget, LedgerSettings, Limit
 
     Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
-__all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named"]
+__all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named", "uncounted"]
 
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
 
@@ -150,6 +150,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
+            ledger="RunHooks.on_llm_start reserves before each model call (a refusal stops the"
+            " run before it); on_llm_end settles with the tokens the response reports",
         ),
         Framework(
             "langgraph",
@@ -165,6 +167,9 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
+            ledger="with create_agent and middleware(): its wrap_model_call reserves before each"
+            " model call and settles with the response's usage_metadata (any other graph"
+            " refuses it)",
         ),
         Framework(
             "smolagents",
@@ -178,6 +183,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
+            ledger="reserved before the first model call and, from each step callback, before"
+            " the next (a refusal stops the run before it); each step's token usage settles it",
         ),
         Framework(
             "pydantic_ai",
@@ -210,6 +217,14 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
         ),
     )
 }
+
+
+def uncounted(framework: Framework, ledger: LedgerSettings) -> Limit | None:
+    """The ledger's maximum a bridge that draws cannot count: ``ledger.max_cost_usd`` when
+    the framework reports no cost (it enforces no ``max_cost_usd``), else None."""
+    if framework.ledger is None or framework.enforcer(_B.MAX_COST_USD) is not None:
+        return None
+    return ledger.max_cost_usd
 
 
 def framework_named(name: str) -> Framework:
@@ -246,6 +261,10 @@ def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
         where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
         shown = {"field": "ledger.url", "value": ledger.shown, **where}
         budgets.append({**shown, "budget": "ledger", "enforced_by": by, "how": how})
+        cost = uncounted(framework, ledger)
+        if cost is not None:  # the framework reports no cost to settle with
+            refused = {"budget": "ledger", "enforced_by": "refused", "how": None}
+            budgets.append({**cost.to_dict(), **refused})
     return {
         "name": framework.name,
         "extra": framework.extra,

@@ -30,6 +30,12 @@ budget                        enforced by
                               cancels a step still running at the deadline
 ``max_tool_calls_per_turn``   cannot be (the default of 10 is left unenforced)
 ``max_cost_usd``              cannot be: LangGraph reports no cost
+``ledger.url``                with ``create_agent`` and `middleware()`, in
+                              `run()`: its ``wrap_model_call`` reserves before
+                              each model call (a refusal stops the run before
+                              it) and settles with the response's
+                              ``usage_metadata``; any other graph refuses it,
+                              and so does a ``ledger.max_cost_usd`` (no cost)
 ============================  ==================================================
 
 `limits()` carries ``max_steps`` only, `middleware()` ``max_steps`` and
@@ -40,7 +46,8 @@ without and warned about with ``unenforced="warn"``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 
 try:
     import langgraph  # noqa: F401  (cheap: the heavy modules are imported when used)
@@ -65,6 +72,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from typing import Any
 
     from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.integrations._draw import Tally
     from budgetconf.loop._budget import Budget
 
 __all__ = ["arun", "limits", "middleware", "run"]
@@ -81,6 +89,17 @@ _MIDDLEWARE = Framework(
     },
     bridged={},
     conflicting=(),
+    keywords=_FRAMEWORK.keywords,
+    ledger=_FRAMEWORK.ledger,
+)
+#: a graph without the bridge's middleware: it cannot draw on the shared ledger
+_UNDRAWN = Framework(
+    "langgraph",
+    package="langgraph",
+    extra="langgraph",
+    knobs=_FRAMEWORK.knobs,
+    bridged=_FRAMEWORK.bridged,
+    conflicting=_FRAMEWORK.conflicting,
     keywords=_FRAMEWORK.keywords,
 )
 #: the attribute that marks a middleware as the bridge's, holding the budget it was built from
@@ -111,10 +130,13 @@ def middleware(
 
     ``ModelCallLimitMiddleware(run_limit=max_steps)`` and, when the budget has
     one, ``ToolCallLimitMiddleware(run_limit=max_tool_calls)``, both with
-    ``exit_behavior="error"``; `run()` reports their errors as stops.
+    ``exit_behavior="error"``; `run()` reports their errors as stops. When
+    the budget names a shared ledger, a middleware that draws on it per model
+    call, in `run()` and `arun()` only.
     """
+    # bridged={}: "run" differs from "limits" only in letting the ledger's middleware draw
     checked = bridge_budget(
-        _MIDDLEWARE, budget, resolve_kwargs, through="limits", unenforced=unenforced
+        _MIDDLEWARE, budget, resolve_kwargs, through="run", unenforced=unenforced
     )
     try:
         from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
@@ -129,6 +151,10 @@ def middleware(
     calls = checked.value(BudgetName.MAX_TOOL_CALLS)
     if calls is not None:
         found.append(ToolCallLimitMiddleware(run_limit=int(calls), exit_behavior="error"))
+    if checked.ledger is not None:
+        from budgetconf.integrations._langchain_ledger import LedgerMiddleware
+
+        found.append(LedgerMiddleware(checked))
     for each in found:
         setattr(each, _MARK, checked)
     return found
@@ -150,16 +176,17 @@ def run(
     ``recursion_limit`` in either is refused: the budget sets it.
     """
     watch, options = _prepare(graph, budget, unenforced, steps_per_turn, config, framework_kwargs)
-    stream = graph.stream(input, stream_mode="values", **options)
-    try:
-        for chunk in stream:
-            if watch.see(chunk):
-                break
-    except Exception as exc:
-        return watch.failed(exc)
-    finally:
-        stream.close()  # a stop between two steps: the next one does not run
-    return watch.result()
+    with watch.drawing():
+        stream = graph.stream(input, stream_mode="values", **options)
+        try:
+            for chunk in stream:
+                if watch.see(chunk):
+                    break
+        except Exception as exc:
+            return watch.failed(exc)
+        finally:
+            stream.close()  # a stop between two steps: the next one does not run
+        return watch.result()
 
 
 async def arun(
@@ -176,18 +203,19 @@ async def arun(
     import asyncio  # here: importing it costs more than the rest of the bridge
 
     watch, options = _prepare(graph, budget, unenforced, steps_per_turn, config, framework_kwargs)
-    try:
-        async with asyncio.timeout(watch.seconds_left()):
-            async for chunk in _values(graph.astream(input, stream_mode="values", **options)):
-                if watch.see(chunk):
-                    break
-    except TimeoutError as exc:
-        if not watch.late():
+    with watch.drawing():
+        try:
+            async with asyncio.timeout(watch.seconds_left()):
+                async for chunk in _values(graph.astream(input, stream_mode="values", **options)):
+                    if watch.see(chunk):
+                        break
+        except TimeoutError as exc:
+            if not watch.late():
+                return watch.failed(exc)
+            return watch.stop(StopReason.TIMEOUT, exc)
+        except Exception as exc:
             return watch.failed(exc)
-        return watch.stop(StopReason.TIMEOUT, exc)
-    except Exception as exc:
-        return watch.failed(exc)
-    return watch.result()
+        return watch.result()
 
 
 async def _values(stream: Any) -> AsyncIterator[Any]:
@@ -224,7 +252,9 @@ def _prepare(
     refuse_conflicting(_FRAMEWORK, {**(config or {}), **kwargs})
     if "stream_mode" in kwargs:
         raise UsageError('stream_mode= is set by the bridge ("values"), to keep the last state')
-    checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+    drawn = any(getattr(m, "draws_ledger", False) for m in _owners(graph))
+    framework = _FRAMEWORK if drawn else _UNDRAWN  # only the bridge's middleware draws
+    checked = bridge_budget(framework, budget, {}, through="run", unenforced=unenforced)
     carried = _carried(graph, checked)
     options = {**kwargs, "config": dict(config or {})}
     steps = checked.value(BudgetName.MAX_STEPS)
@@ -234,16 +264,22 @@ def _prepare(
             options["config"]["recursion_limit"] = nodes * (int(steps) + 1) + 1
         else:
             options["config"]["recursion_limit"] = per_turn * int(steps)
-    return _Watch(checked, carried), options
+    return _Watch(checked, carried, drawn), options
 
 
-def _carried(graph: Any, budget: Budget) -> list[Any]:
-    """The bridge's middleware in ``graph``; refused when built with caps other than the run's."""
+def _owners(graph: Any) -> list[Any]:
+    """The bridge's middleware in ``graph``, each once."""
     found: list[Any] = []
     for node in getattr(graph, "nodes", {}).values():
         owner = getattr(getattr(getattr(node, "bound", None), "func", None), "__self__", None)
         if hasattr(owner, _MARK) and all(owner is not f for f in found):
             found.append(owner)
+    return found
+
+
+def _carried(graph: Any, budget: Budget) -> list[Any]:
+    """The bridge's middleware in ``graph``; refused when built with caps other than the run's."""
+    found = _owners(graph)
     for each in found:
         theirs: Budget = getattr(each, _MARK)
         for name in (BudgetName.MAX_STEPS, BudgetName.MAX_TOOL_CALLS):
@@ -252,6 +288,11 @@ def _carried(graph: Any, budget: Budget) -> list[Any]:
                     f"the graph's middleware() has {name} = {theirs.value(name)} but the run's"
                     f" budget has {budget.value(name)}: build both from the same budget"
                 )
+        if getattr(each, "draws_ledger", False) and theirs.ledger != budget.ledger:
+            raise UsageError(
+                "the graph's middleware() draws on another shared ledger than the run's"
+                " budget names: build both from the same budget"
+            )
     return found
 
 
@@ -287,9 +328,15 @@ def _tokens(message: object) -> int:
 class _Watch:
     """What the streamed states say: turns, tool calls and tokens, and whether to stop."""
 
-    def __init__(self, budget: Budget, carried: list[Any]) -> None:
+    def __init__(self, budget: Budget, carried: list[Any], drawn: bool) -> None:
         self.budget = budget
         self.carried = carried  # the bridge's middleware in the graph: it caps steps and calls
+        self.tally: Tally | None = None  # the shared ledger's draw, through the middleware
+        if drawn and budget.ledger is not None:
+            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
+
+            self.tally = Tally(budget)
+        self.ended = "error"  # the stop reason the run's ledger record is written with
         timeout = budget.value(BudgetName.TIMEOUT_SECONDS)
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.seen: set[object] | None = None  # the AI messages the state held at the start
@@ -298,6 +345,20 @@ class _Watch:
         self.tokens = 0
         self.state: object = None
         self.reason: StopReason | None = None
+
+    @contextmanager
+    def drawing(self) -> Iterator[None]:
+        """Within: the graph's ledger middleware draws for this run; after: the run's record."""
+        if self.tally is None:
+            yield
+            return
+        from budgetconf.integrations._langchain_ledger import drawing
+
+        try:
+            with drawing(self.tally):
+                yield
+        finally:
+            self.tally.end(self.ended)
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
@@ -365,7 +426,7 @@ class _Watch:
         return ""
 
     def stop(self, reason: StopReason, native: object) -> BridgeResult:
-        return stopped(
+        result = stopped(
             _FRAMEWORK,
             self.budget,
             reason,
@@ -373,12 +434,15 @@ class _Watch:
             turns=self.turns,
             native=native,
         )
+        self.ended = result.stop_reason
+        return result
 
     def result(self) -> BridgeResult:
         if self.reason is not None:
             return self.stop(self.reason, self.state)
         turns = self.turns
         message = f"completed in {turns} turn{'' if turns == 1 else 's'}"
+        self.ended = StopReason.COMPLETED.value
         return ended(
             _FRAMEWORK,
             StopReason.COMPLETED,
@@ -394,6 +458,13 @@ class _Watch:
 
         if isinstance(exc, GraphRecursionError) and self.budget.value(BudgetName.MAX_STEPS):
             return self.stop(StopReason.MAX_STEPS, exc)
+        if self.tally is not None:
+            from budgetconf.integrations._draw import Refused
+
+            if isinstance(exc, Refused):  # the ledger's stop before a model call
+                stop = exc.stop
+                self.ended = self.budget.spec.stop_reasons.get(stop.reason.value, stop.reason.value)
+                return stop.result(_FRAMEWORK, self.budget, self.output(), self.turns, exc)
         if self.carried:
             reason = self._middleware(exc)
             if reason is not None:

@@ -22,6 +22,11 @@ budget                      enforced by
 ``timeout_seconds``         the bridge: a deadline that cancels the run, and
                             checks before each model call and tool batch
 ``max_cost_usd``            cannot be: the framework reports no cost
+``ledger.url``              the bridge: ``RunHooks.on_llm_start`` reserves
+                            before each model call (a refusal stops the run
+                            before it), ``on_llm_end`` settles with the usage
+                            the response reports (its tokens; a
+                            ``ledger.max_cost_usd`` is refused: no cost)
 =========================== ================================================
 
 The last-turn notice (the preset's ``last_turn``) goes to the model with the
@@ -56,6 +61,7 @@ from budgetconf.integrations._install import missing
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
     from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.integrations._draw import LedgerStop, Tally
     from budgetconf.loop._budget import Budget
 
 try:
@@ -124,13 +130,16 @@ def run(
     watch, kwargs = _prepare(input, budget, unenforced, framework_kwargs)
     timer = None if watch.timeout is None else _arm(watch)
     try:
-        native = Runner.run_sync(agent, input, **kwargs)
-    except (AgentsException, asyncio.CancelledError) as exc:
-        return watch.raised(exc)
+        try:
+            native = Runner.run_sync(agent, input, **kwargs)
+        except (AgentsException, asyncio.CancelledError) as exc:
+            return watch.end(watch.raised(exc))
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return watch.end(watch.finished(native))
     finally:
-        if timer is not None:
-            timer.cancel()
-    return watch.finished(native)
+        watch.close("error")  # an error re-raised: what the run holds goes back at once
 
 
 async def arun(
@@ -145,19 +154,22 @@ async def arun(
     watch, kwargs = _prepare(input, budget, unenforced, framework_kwargs)
     watch.start()
     try:
-        if watch.timeout is None:
-            native = await Runner.run(agent, input, **kwargs)
-        else:
-            async with asyncio.timeout(watch.timeout) as scope:
+        try:
+            if watch.timeout is None:
                 native = await Runner.run(agent, input, **kwargs)
-    except TimeoutError as exc:
-        if watch.timeout is None or not scope.expired():
-            raise
-        watch.timed_out = True
-        return watch.raised(exc)
-    except AgentsException as exc:
-        return watch.raised(exc)
-    return watch.finished(native)
+            else:
+                async with asyncio.timeout(watch.timeout) as scope:
+                    native = await Runner.run(agent, input, **kwargs)
+        except TimeoutError as exc:
+            if watch.timeout is None or not scope.expired():
+                raise
+            watch.timed_out = True
+            return watch.end(watch.raised(exc))
+        except AgentsException as exc:
+            return watch.end(watch.raised(exc))
+        return watch.end(watch.finished(native))
+    finally:
+        watch.close("error")  # an error re-raised: what the run holds goes back at once
 
 
 def _prepare(
@@ -198,6 +210,14 @@ class _Stop(AgentsException):
         self.budget = budget
 
 
+class _Refused(AgentsException):
+    """The shared ledger's stop before a model call, raised inside the run (for its run_data)."""
+
+    def __init__(self, stop: LedgerStop) -> None:
+        super().__init__(f"ledger stop: {stop.reason.value}")
+        self.stop = stop
+
+
 class _Watch(RunHooks[Any]):
     """The run's counters and checks, fed by the framework's hooks and its input filter."""
 
@@ -217,6 +237,11 @@ class _Watch(RunHooks[Any]):
         self.output = ""  # the last non-empty assistant text
         self.wrapped = 0  # the call the wrap-up notice went with
         self.handled = False  # whether the caller's max_turns error handler made the output
+        self.tally: Tally | None = None  # the shared ledger's draw, when the budget names one
+        if budget.ledger is not None:
+            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
+
+            self.tally = Tally(budget)
 
     # -- checks -----------------------------------------------------------------------------
 
@@ -296,13 +321,22 @@ class _Watch(RunHooks[Any]):
     # -- hooks --------------------------------------------------------------------------------
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, items: Any) -> None:
+        # the last thing before the model call: the framework calls it when nothing can stop
+        # the call but this hook raising
+        if self.tally is not None:
+            refused = self.tally.reserve()
+            if refused is not None:
+                raise _Refused(refused)
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         self.turns += 1
         usage = response.usage
-        self.tokens += usage.total_tokens if usage is not None else 0
+        used = usage.total_tokens if usage is not None else 0
+        self.tokens += used
+        if self.tally is not None:  # the response replaces what its call held in the ledger
+            self.tally.settle(used, 0.0)
         for item in response.output:
             text = ItemHelpers.extract_last_text(item)
             if text:
@@ -361,6 +395,8 @@ class _Watch(RunHooks[Any]):
         """The result of a run that a budget the bridge set stopped; any other error re-raised."""
         if isinstance(exc, _Stop):
             return self._stopped(exc.reason, exc.budget, self._text(exc), exc)
+        if isinstance(exc, _Refused):
+            return exc.stop.result(_FRAMEWORK, self.budget, self._text(exc), self.turns, exc)
         if isinstance(exc, MaxTurnsExceeded) and self._mine(exc):
             spent = self._spent()  # tokens or time spent too: the executor names them first
             reason = (spent.reason, spent.budget) if spent is not None else None
@@ -369,6 +405,17 @@ class _Watch(RunHooks[Any]):
         if self.timed_out:
             return self._stopped(StopReason.TIMEOUT, BudgetName.TIMEOUT_SECONDS, self.output, exc)
         raise exc
+
+    def end(self, result: BridgeResult) -> BridgeResult:
+        """The run has ended with ``result``: the ledger's draw ends with it."""
+        self.close(result.stop_reason)
+        return result
+
+    def close(self, stop_reason: str) -> None:
+        """End the ledger's draw, once: what the run holds goes back, its record is written."""
+        tally, self.tally = self.tally, None
+        if tally is not None:
+            tally.end(stop_reason)
 
     def _mine(self, exc: MaxTurnsExceeded) -> bool:
         """Whether the run's own max_turns, the one the bridge set, raised ``exc``."""

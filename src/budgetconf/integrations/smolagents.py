@@ -24,6 +24,11 @@ Budget, and what enforces it:
 - ``max_tool_calls_per_turn``: cannot be (smolagents runs a response's calls
   together); left unenforced at the preset's default, refused when set.
 - ``max_cost_usd``: cannot be: smolagents reports no cost.
+- ``ledger.url``: `run()`: the shared ledger is reserved before the run's
+  first model call and, from each step callback, before the next one (the
+  plan, the step, the forced final answer); a refusal stops the run before
+  that call. Each step's token usage settles what its call held; a
+  ``ledger.max_cost_usd`` is refused (smolagents reports no cost).
 
 `run()` watches the run through a step callback and a gate in front of a
 ``ToolCallingAgent``'s tool calls; a budget is stopped with
@@ -75,6 +80,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from typing import Any, Final
 
     from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.integrations._draw import LedgerStop, Tally
     from budgetconf.loop._budget import Budget
 
 __all__ = ["limits", "run"]
@@ -124,11 +130,23 @@ def run(
     gated = isinstance(agent, ToolCallingAgent)
     _refuse_unseen(agent, checked, gated, unenforced)
     guard = _Guard(checked, _agent_steps(checked, agent.planning_interval), gated)
+    try:
+        result = _run(agent, task, guard, framework_kwargs)
+    except BaseException:
+        guard.close("error")  # what the run holds in the shared ledger goes back at once
+        raise
+    guard.close(result.stop_reason)
+    return result
+
+
+def _run(agent: Any, task: str, guard: _Guard, kwargs: dict[str, Any]) -> BridgeResult:
+    if guard.draw() is not None:  # the shared ledger refuses the first model call
+        return guard.stopped(None)
     with _borrowed(agent, guard):
         try:
             # not return_full_result=True for its state: building that result serializes every
             # step's messages, which costs more than the run; the forced step says the same
-            native = agent.run(task, **framework_kwargs)
+            native = agent.run(task, **kwargs)
         except _Stop as exc:
             return guard.stopped(exc)
         except AgentError as exc:
@@ -221,12 +239,21 @@ class _Guard:
         self.max_tools = None if tools is None else int(tools)
         self.max_tokens = None if tokens is None else int(tokens)
         self.deadline = None if seconds is None else time.monotonic() + seconds
+        self.tally: Tally | None = None  # the shared ledger's draw, when the budget names one
+        self.refused: LedgerStop | None = None  # the ledger's stop before a model call
+        if budget.ledger is not None:
+            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
+
+            self.tally = Tally(budget)
 
     def step(self, step: Any, agent: Any) -> None:
         """After each step: count it, and stop the run when a budget leaves no room."""
         self.turns += 1
         usage = step.token_usage
-        self.tokens += 0 if usage is None else usage.total_tokens
+        used = 0 if usage is None else usage.total_tokens
+        self.tokens += used
+        if self.tally is not None:
+            self._settle(step, used)
         if isinstance(step, ActionStep):
             message = step.model_output_message
             said = _text(None if message is None else message.content)
@@ -236,7 +263,7 @@ class _Guard:
                 return  # the model failed (smolagents raises that), or the run is over
         if self.reason is not None:
             return  # the gate stopped this step
-        reason = self._spent()
+        reason = self._spent() or self.draw()  # the ledger's share of the next model call
         if reason is None:
             return
         self.reason = reason
@@ -262,6 +289,30 @@ class _Guard:
             raise _Stop(reason)
         self.executed += calls
 
+    def _settle(self, step: Any, used: int) -> None:
+        """The step's usage replaces what its model call held in the shared ledger."""
+        assert self.tally is not None
+        failed = isinstance(step, ActionStep) and step.model_output_message is None
+        if failed and not isinstance(step.error, AgentMaxStepsError):
+            return  # its model call raised: smolagents raises it, and the share goes back
+        self.tally.settle(used, 0.0)
+
+    def draw(self) -> StopReason | None:
+        """Reserve the next model call's share of the shared ledger; its stop when refused."""
+        if self.tally is None:
+            return None
+        self.refused = self.tally.reserve()
+        if self.refused is None:
+            return None
+        self.reason = self.refused.reason
+        return self.reason
+
+    def close(self, stop_reason: str) -> None:
+        """The run has ended: what it holds in the shared ledger goes back, its record written."""
+        tally, self.tally = self.tally, None
+        if tally is not None:
+            tally.end(stop_reason)
+
     def _spent(self) -> StopReason | None:
         """A budget that leaves no room for another model call."""
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
@@ -270,8 +321,10 @@ class _Guard:
             return StopReason.TIMEOUT
         return None
 
-    def stopped(self, exc: Exception) -> BridgeResult:
+    def stopped(self, exc: Exception | None) -> BridgeResult:
         assert self.reason is not None
+        if self.refused is not None:  # the shared ledger's stop, in the executor's words
+            return self.refused.result(_FRAMEWORK, self.budget, self.text, self.turns, exc)
         return stopped(
             _FRAMEWORK, self.budget, self.reason, output=self.text, turns=self.turns, native=exc
         )

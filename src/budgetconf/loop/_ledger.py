@@ -1,7 +1,10 @@
 """The shared ledger's part of one run: reserve before each model call, settle after, record.
 
 A `Draw` is made by a `Run` whose budget names a ledger (``ledger.url``), and
-only then: a run without one never imports `budgetconf.ledger`. The ledger is
+only then: a run without one never imports `budgetconf.ledger`. A framework
+bridge that sees each model call draws the same way through a stand-in for
+its run (`budgetconf.integrations._draw.Tally`): anything with a budget, a run
+id, its counts, ``emit`` and a ``finish`` that makes the stop its result. The ledger is
 opened at the run's first call and closed when the run ends, so a run holds
 one connection, and a process that forks between runs shares none.
 
@@ -20,7 +23,7 @@ import contextlib
 import datetime as _dt
 import os
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from budgetconf._ledger_url import conceal
 from budgetconf._loop_table import StopReason
@@ -29,15 +32,18 @@ from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
 from budgetconf.loop._faults import PASSING, describe
 
+#: what the run's ``finish`` makes of a stop: a `RunResult`, or a bridge's stop
+_Result = TypeVar("_Result")
+_Result_co = TypeVar("_Result_co", covariant=True)
+
 if TYPE_CHECKING:
     from typing import Protocol
 
     from budgetconf.ledger import Ledger, Reservation
     from budgetconf.loop._budget import Budget, LedgerSettings, Limit
-    from budgetconf.loop._result import RunResult
 
-    class _Run(Protocol):
-        """What a `Draw` needs of its run (`budgetconf.loop._run.Run`)."""
+    class _Run(Protocol[_Result_co]):
+        """What a `Draw` needs of its run (`budgetconf.loop._run.Run`, or a bridge's `Tally`)."""
 
         budget: Budget
         run_id: str
@@ -53,7 +59,7 @@ if TYPE_CHECKING:
             message: str | None = None,
             output: str | None = None,
             limit: dict[str, Any] | None = None,
-        ) -> RunResult: ...
+        ) -> _Result_co: ...
 
 
 __all__ = ["Draw"]
@@ -62,10 +68,10 @@ __all__ = ["Draw"]
 _WINDOW_WORD = {"hour": "hour", "day": "day", "month": "month"}
 
 
-class Draw:
+class Draw(Generic[_Result]):
     """One run's use of the shared ledger its budget names."""
 
-    def __init__(self, run: _Run, settings: LedgerSettings) -> None:
+    def __init__(self, run: _Run[_Result], settings: LedgerSettings) -> None:
         self.run = run
         self.settings = settings
         self.ledger: Ledger | None = None
@@ -100,7 +106,7 @@ class Draw:
         self.down = False
         return result
 
-    def reserve(self) -> RunResult | None:
+    def reserve(self) -> _Result | None:
         """Hold the next model call's share; the run's result when the ledger stops it."""
         s = self.settings
         turn = self.run.turns + 1
@@ -155,25 +161,31 @@ class Draw:
             released=False,
         )
 
-    def end(self, stop_reason: str) -> None:
-        """The run has ended: give back what it holds, write its record, close the ledger."""
+    def release(self) -> None:
+        """Give back what the call holds, at once: it raised, timed out, was cancelled."""
         held, self.held = self.held, None
         run = self.run
-        if held is not None:  # its call raised, timed out, was cancelled, or was unreadable
-            try:
-                self._use("release", _release, held)
-            except LedgerUnavailable as exc:
-                self._warn(exc, run.turns, "release")
-            else:
-                run.emit(
-                    "ledger_settle",
-                    turn=run.turns,
-                    scope=held.scope,
-                    reservation=held.id,
-                    tokens=0,
-                    cost_usd=0.0,
-                    released=True,
-                )
+        if held is None:
+            return
+        try:
+            self._use("release", _release, held)
+        except LedgerUnavailable as exc:
+            self._warn(exc, run.turns, "release")
+        else:
+            run.emit(
+                "ledger_settle",
+                turn=run.turns,
+                scope=held.scope,
+                reservation=held.id,
+                tokens=0,
+                cost_usd=0.0,
+                released=True,
+            )
+
+    def end(self, stop_reason: str) -> None:
+        """The run has ended: give back what it holds, write its record, close the ledger."""
+        run = self.run
+        self.release()  # its call raised, timed out, was cancelled, or was unreadable
         if self.ledger is not None and not self.down:
             try:
                 self._use("record", _record, self.record(stop_reason))
@@ -203,7 +215,7 @@ class Draw:
             "stop_reason": stop_reason,
         }
 
-    def _unavailable(self, exc: LedgerUnavailable, turn: int) -> RunResult | None:
+    def _unavailable(self, exc: LedgerUnavailable, turn: int) -> _Result | None:
         """``on_unavailable``: the run fails before the call (``stop``), or it goes on."""
         if self.settings.on_unavailable == "continue":
             self._warn(exc, turn, "reserve")
@@ -228,7 +240,7 @@ class Draw:
             during=what,
         )
 
-    def _refused(self, turn: int) -> RunResult:
+    def _refused(self, turn: int) -> _Result:
         """The stop before the call: the scope's maximum would be passed."""
         s = self.settings
         try:

@@ -78,7 +78,7 @@ class Run:
         self.stop_next: StopReason | None = None
         self.limits = {name: limit.value for name, limit in budget.limits.items()}
         self.run_id = os.urandom(16).hex()  # as random as a uuid4, without importing uuid
-        self.draw: Draw | None = None
+        self.draw: Draw[RunResult] | None = None
         if budget.ledger is not None:
             from budgetconf.loop._ledger import Draw  # only a run with a ledger loads it
 

@@ -1,0 +1,239 @@
+"""The LangGraph bridge draws on the shared ledger per model call where it sees each call: a
+``create_agent`` graph built with `middleware()`, whose ``wrap_model_call`` reserves before the
+call and settles after; any other graph refuses ``ledger.url``. Against the real framework,
+offline, with langchain-core's fake model, and a real SQLite ledger and redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+
+import budgetconf
+from budgetconf.integrations.langgraph import arun, middleware, run
+from budgetconf.ledger import open_ledger
+from budgetconf.loop import RunStatus, StopReason
+
+from redis_server import free_port
+
+SCOPE = "team-a"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two ints."""
+    return a + b
+
+
+class Metered(GenericFakeChatModel):
+    """The stock fake, bound to tools, noting at each call what the ledger's scope holds."""
+
+    url: str = ""
+    fail_at: int = 0
+    seen: list[tuple[int, int]] = []  # (spent, reserved) tokens at each call
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        return self
+
+    def _note(self) -> None:
+        if self.url.startswith("sqlite"):
+            with open_ledger(self.url) as led:
+                status = led.status(SCOPE, window="day")
+            self.seen.append((status.spent_tokens, status.reserved_tokens))
+        else:
+            self.seen.append((-1, -1))
+        if len(self.seen) == self.fail_at:
+            raise LookupError("the provider is down")
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self._note()
+        return super()._generate(*args, **kwargs)
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        self._note()
+        return super()._generate(*args, **kwargs)
+
+    @property
+    def calls(self) -> int:
+        return len(self.seen)
+
+
+def script(tokens: int, answer_at: int = 99) -> Iterator[AIMessage]:
+    usage = {"input_tokens": tokens - 5, "output_tokens": 5, "total_tokens": tokens}
+    n = 0
+    while True:
+        n += 1
+        if n >= answer_at:
+            yield AIMessage(content=f"answer {n}", usage_metadata=usage)
+        else:
+            calls = [{"name": "add", "args": {"a": n, "b": 1}, "id": f"c{n}"}]
+            yield AIMessage(content=f"step {n}", tool_calls=calls, usage_metadata=usage)
+
+
+def model(url: str, tokens: int = 15, answer_at: int = 99, fail_at: int = 0) -> Metered:
+    return Metered(messages=script(tokens, answer_at), url=url, fail_at=fail_at, seen=[])
+
+
+def budget(url: str, **values: str) -> budgetconf.Resolution:
+    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_SCOPE": SCOPE}
+    env.update({f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
+    return budgetconf.resolve(env=env)
+
+
+def agent(fake: Metered, res: budgetconf.Resolution) -> Any:
+    return create_agent(fake, [add], middleware=middleware(res))
+
+
+def hi() -> dict[str, Any]:
+    return {"messages": [HumanMessage("go")]}
+
+
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
+    with open_ledger(url) as led:
+        return led.status(SCOPE, window="day"), led.runs(SCOPE)
+
+
+def test_each_model_call_is_reserved_before_it_and_settled_with_its_usage(
+    tmp_path: Path,
+) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url)
+    fake = model(url, tokens=15, answer_at=3)
+    result = run(agent(fake, res), hi(), res)
+    assert (result.status, result.stop_reason, result.output) == (
+        RunStatus.OK,
+        "completed",
+        "answer 3",
+    )
+    assert fake.seen == [(0, 4096), (15, 4096), (30, 4096)]
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.spent_cost_usd) == (45, 0.0)
+    assert (status.reserved_tokens, status.reserved_cost_usd, status.runs) == (0, 0.0, 1)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(3, 45, "completed")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_the_scopes_maximum_stops_the_run_before_the_call(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """100 tokens reserved and used per call, 250 at most: the third call is never made."""
+    url = sqlite_url(tmp_path) if backend == "sqlite" else request.getfixturevalue("redis_url")
+    res = budget(url, ledger_max_tokens="250", ledger_reserve_tokens="100")
+    fake = model(url, tokens=100)
+    result = run(agent(fake, res), hi(), res)
+    assert fake.calls == 2
+    assert (result.status, result.stop_reason, result.stop_kind) == (
+        RunStatus.TRUNCATED,
+        "max_tokens",
+        StopReason.MAX_TOKENS,
+    )
+    assert (result.turns, result.output, result.framework) == (2, "step 2", "langgraph")
+    limit = result.limit
+    assert limit is not None
+    assert (limit["field"], limit["scope"], limit["spent"], limit["reserved"]) == (
+        "ledger.max_tokens",
+        "ledger",
+        200,
+        0,
+    )
+    assert result.message == (
+        "stopped: hit max_tokens (250): ledger.max_tokens = 250 from"
+        f" env:BUDGETCONF_LEDGER_MAX_TOKENS; scope {SCOPE} has spent 200 of 250 tokens this day"
+        f" (resets {limit['window_ends']})"
+    )
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (200, 0)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(2, 200, "max_tokens")]
+
+
+def test_a_failed_call_gives_its_reservation_back_and_the_run_is_recorded(
+    tmp_path: Path,
+) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url)
+    with pytest.raises(LookupError, match="the provider is down"):
+        run(agent(model(url, fail_at=2), res), hi(), res)
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens, status.reserved_cost_usd) == (15, 0, 0.0)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(1, 15, "error")]
+
+
+def test_arun_draws_on_the_ledger_too(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url)
+    fake = model(url, tokens=20, answer_at=2)
+    result = asyncio.run(arun(agent(fake, res), hi(), res))
+    assert (result.stop_reason, fake.seen) == ("completed", [(0, 4096), (20, 4096)])
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens, len(runs)) == (40, 0, 1)
+
+
+def test_an_unreachable_ledger_fails_the_run_before_any_call_without_its_password() -> None:
+    url = f"redis://agent:pw-SECRET@127.0.0.1:{free_port()}/0"
+    res = budget(url)
+    fake = model(url)
+    result = run(agent(fake, res), hi(), res)
+    assert (fake.calls, result.status, result.stop_reason) == (0, RunStatus.FAILED, "error")
+    assert result.message.startswith("failed: ledger redis://agent:***@127.0.0.1:")
+    assert "SECRET" not in result.message + repr(result)
+
+
+def test_a_graph_without_the_middleware_refuses_the_ledger(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    fake = model(url)
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", lambda state: {"messages": [fake.invoke(state["messages"])]})
+    g.add_edge(START, "agent")
+    with pytest.raises(budgetconf.UsageError) as caught:
+        run(g.compile(), hi(), budget(url))
+    assert str(caught.value).startswith(
+        f"ledger.url = {url} from env:BUDGETCONF_LEDGER_URL cannot be drawn on by langgraph:"
+    )
+    assert fake.calls == 0
+
+
+def test_the_middlewares_graph_invoked_without_the_bridge_stops_before_any_call(
+    tmp_path: Path,
+) -> None:
+    """Its own graph.invoke would spend outside the ledger: refused at the run's start."""
+    url = sqlite_url(tmp_path)
+    fake = model(url)
+    with pytest.raises(budgetconf.UsageError, match=r"only when it runs through .*run\(\)"):
+        agent(fake, budget(url)).invoke(hi())
+    assert fake.calls == 0
+
+
+def test_middleware_refuses_a_ledger_cost_maximum_langgraph_reports_no_cost(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(budgetconf.UsageError, match=r"ledger\.max_cost_usd = 5\.0 from env:"):
+        middleware(budget(sqlite_url(tmp_path), ledger_max_cost_usd="5"))
+
+
+def test_arun_gives_a_failed_calls_reservation_back(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url)
+    with pytest.raises(LookupError, match="the provider is down"):
+        asyncio.run(arun(agent(model(url, fail_at=1), res), hi(), res))
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (0, 0)
+    assert [(r["turns"], r["stop_reason"]) for r in runs] == [(0, "error")]
+
+
+def test_a_graph_whose_middleware_draws_on_another_ledger_is_refused(tmp_path: Path) -> None:
+    built = agent(model(sqlite_url(tmp_path)), budget(sqlite_url(tmp_path)))
+    other = budget(f"sqlite:///{tmp_path / 'other.db'}")
+    with pytest.raises(budgetconf.UsageError, match="draws on another shared ledger"):
+        run(built, hi(), other)

@@ -1,0 +1,240 @@
+"""The openai-agents bridge draws on the shared ledger per model call, as the executor does:
+reserve before each call (``RunHooks.on_llm_start``), settle after (``on_llm_end``), the
+ledger's stop before the call, ``on_unavailable`` both ways, one record per run; against the
+real framework with a scripted `Model`, offline, and a real SQLite ledger and redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, Model, ModelResponse, Usage, function_tool, set_tracing_disabled
+from agents.tracing import get_trace_provider
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+import budgetconf
+from budgetconf import BudgetConfWarning
+from budgetconf.integrations import openai_agents
+from budgetconf.ledger import open_ledger
+from budgetconf.loop import RunStatus, StopReason
+
+from redis_server import free_port
+
+SCOPE = "team-a"
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> Iterator[None]:
+    """Tracing off, so that nothing is exported (and nothing is printed at exit)."""
+    provider: Any = get_trace_provider()
+    before = provider._manual_disabled
+    set_tracing_disabled(True)
+    yield
+    provider._manual_disabled = before
+    provider._refresh_disabled_flag()
+
+
+@pytest.fixture(autouse=True)
+def _default_loop_closed() -> Iterator[None]:
+    """Close the loop ``Runner.run_sync`` leaves open on purpose (it reuses it next time)."""
+    yield
+    policy = asyncio.get_event_loop_policy()
+    loop = policy._local._loop  # type: ignore[attr-defined]
+    if loop is not None:
+        loop.close()
+        policy.set_event_loop(None)
+
+
+def text(t: str) -> ResponseOutputMessage:
+    content: list[Any] = [ResponseOutputText(type="output_text", text=t, annotations=[])]
+    return ResponseOutputMessage(
+        id="m", type="message", role="assistant", status="completed", content=content
+    )
+
+
+def call(cid: str) -> ResponseFunctionToolCall:
+    arguments = json.dumps({"a": 1, "b": 1})
+    return ResponseFunctionToolCall(
+        id=f"f{cid}", type="function_call", call_id=cid, name="add", arguments=arguments
+    )
+
+
+@function_tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+class Metered(Model):
+    """A scripted model that reports ``tokens`` per response and, at each call, what the
+    ledger's scope holds then; after ``answer_at`` calls it answers without tools."""
+
+    def __init__(self, url: str, *, tokens: int = 15, answer_at: int = 99, fail_at: int = 0):
+        self.url = url
+        self.tokens = tokens
+        self.answer_at = answer_at
+        self.fail_at = fail_at
+        self.seen: list[tuple[int, int]] = []  # (spent, reserved) tokens at each call
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        n = len(self.seen) + 1
+        if self.url.startswith("sqlite"):
+            with open_ledger(self.url) as led:
+                status = led.status(SCOPE, window="day")
+            self.seen.append((status.spent_tokens, status.reserved_tokens))
+        else:
+            self.seen.append((-1, -1))
+        if n == self.fail_at:
+            raise RuntimeError("the provider is down")
+        out: list[Any] = [text(f"working {n}"), call(f"c{n}")]
+        if n >= self.answer_at:
+            out = [text(f"answer {n}")]
+        usage = Usage(requests=1, input_tokens=10, output_tokens=self.tokens - 10)
+        usage.total_tokens = self.tokens
+        return ModelResponse(output=out, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @property
+    def calls(self) -> int:
+        return len(self.seen)
+
+
+def agent(model: Model) -> Agent[Any]:
+    return Agent(name="calc", model=model, tools=[add])
+
+
+def budget(url: str, **values: str) -> budgetconf.Resolution:
+    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_SCOPE": SCOPE}
+    env.update({f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
+    return budgetconf.resolve(env=env)
+
+
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
+    with open_ledger(url) as led:
+        return led.status(SCOPE, window="day"), led.runs(SCOPE)
+
+
+def test_each_model_call_is_reserved_before_it_and_settled_with_its_usage(
+    tmp_path: Path,
+) -> None:
+    url = sqlite_url(tmp_path)
+    model = Metered(url, tokens=15, answer_at=3)
+    result = openai_agents.run(agent(model), "go", budget(url))
+    assert (result.status, result.stop_reason, result.output) == (
+        RunStatus.OK,
+        "completed",
+        "answer 3",
+    )
+    # at each call, its own reservation is held, and what the earlier responses used is spent
+    assert model.seen == [(0, 4096), (15, 4096), (30, 4096)]
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.spent_cost_usd) == (45, 0.0)  # what the double reported
+    assert (status.reserved_tokens, status.reserved_cost_usd, status.runs) == (0, 0.0, 1)
+    (record,) = runs
+    assert (record["turns"], record["tokens"], record["stop_reason"]) == (3, 45, "completed")
+    assert record["scope"] == SCOPE
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_the_scopes_maximum_stops_the_run_before_the_call(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """100 tokens reserved and used per call, 250 at most: the third call is never made."""
+    url = sqlite_url(tmp_path) if backend == "sqlite" else request.getfixturevalue("redis_url")
+    model = Metered(url, tokens=100)
+    res = budget(url, ledger_max_tokens="250", ledger_reserve_tokens="100")
+    result = openai_agents.run(agent(model), "go", res)
+    assert model.calls == 2
+    assert (result.status, result.stop_reason, result.stop_kind) == (
+        RunStatus.TRUNCATED,
+        "max_tokens",
+        StopReason.MAX_TOKENS,
+    )
+    assert (result.turns, result.output, result.framework) == (2, "working 2", "openai_agents")
+    limit = result.limit
+    assert limit is not None
+    assert (limit["field"], limit["value"], limit["scope"]) == ("ledger.max_tokens", 250, "ledger")
+    assert (limit["spent"], limit["reserved"]) == (200, 0)
+    assert limit["window_ends"].endswith("T00:00:00Z")
+    assert result.message == (
+        "stopped: hit max_tokens (250): ledger.max_tokens = 250 from"
+        f" env:BUDGETCONF_LEDGER_MAX_TOKENS; scope {SCOPE} has spent 200 of 250 tokens this day"
+        f" (resets {limit['window_ends']})"
+    )
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (200, 0)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(2, 200, "max_tokens")]
+
+
+def test_a_failed_call_gives_its_reservation_back_and_the_run_is_recorded(
+    tmp_path: Path,
+) -> None:
+    url = sqlite_url(tmp_path)
+    model = Metered(url, tokens=15, fail_at=2)
+    with pytest.raises(RuntimeError, match="the provider is down"):
+        openai_agents.run(agent(model), "go", budget(url))
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens, status.reserved_cost_usd) == (15, 0, 0.0)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(1, 15, "error")]
+
+
+def test_an_unreachable_ledger_fails_the_run_before_any_call_without_its_password() -> None:
+    url = f"redis://agent:pw-SECRET@127.0.0.1:{free_port()}/0"
+    model = Metered(url)
+    result = openai_agents.run(agent(model), "go", budget(url))
+    assert model.calls == 0
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 0)
+    assert result.message.startswith("failed: ledger redis://agent:***@127.0.0.1:")
+    assert result.message.endswith("(turn 0)")
+    assert "\n" not in result.message
+    assert "SECRET" not in result.message + repr(result)
+
+
+def test_an_unreachable_ledger_with_continue_runs_on_and_warns_at_each_call() -> None:
+    url = f"redis://agent:pw-SECRET@127.0.0.1:{free_port()}/0"
+    model = Metered(url, answer_at=2)
+    res = budget(url, ledger_on_unavailable="continue")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = openai_agents.run(agent(model), "go", res)
+    assert (result.status, result.output, model.calls) == (RunStatus.OK, "answer 2", 2)
+    shown = [str(w.message) for w in caught if issubclass(w.category, BudgetConfWarning)]
+    assert len(shown) == 2
+    assert all("the run goes on without it" in line for line in shown)
+    assert all("redis://agent:***@" in line and "SECRET" not in line for line in shown)
+
+
+def test_arun_draws_on_the_ledger_too(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    model = Metered(url, tokens=20, answer_at=2)
+    result = asyncio.run(openai_agents.arun(agent(model), "go", budget(url)))
+    assert (result.stop_reason, model.seen) == ("completed", [(0, 4096), (20, 4096)])
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens, len(runs)) == (40, 0, 1)
+
+
+def test_a_ledger_cost_maximum_is_refused_the_framework_reports_no_cost(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    model = Metered(url)
+    with pytest.raises(budgetconf.UsageError) as caught:
+        openai_agents.run(agent(model), "go", budget(url, ledger_max_cost_usd="5"))
+    assert str(caught.value).startswith(
+        "ledger.max_cost_usd = 5.0 from env:BUDGETCONF_LEDGER_MAX_COST_USD cannot be drawn on by"
+        " openai-agents: it reports no cost to settle with"
+    )
+    assert model.calls == 0
