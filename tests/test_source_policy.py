@@ -629,6 +629,29 @@ def _stopped(budget: budgetconf.Resolution) -> tuple[str, dict[str, Any]]:
     return result.message, result.limit
 
 
+def test_a_resume_takes_no_more_steps_than_the_policy_s_ceiling(place: Place) -> None:
+    """extra_steps past the ceiling is lowered to it, and the stop says the policy did it;
+    fewer steps than the ceiling stand as asked."""
+    path = policy(place, {"loop": {"max_steps": {"max": 3}}})
+    model = ScriptedModel([{"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}])
+    executor = LoopExecutor(model, {"echo": lambda text: text}, budgetconf.resolve(env={}))
+    first = executor.run("go")
+    assert (first.stop_reason, first.turns) == ("max_steps", 3)
+    more = executor.resume(first, extra_steps=50)
+    assert (more.stop_reason, more.turns) == ("max_steps", 6)  # three more, not fifty
+    assert more.message == (
+        f"stopped: hit max_steps (3): loop.max_steps = 3 from the policy {path}:3"
+        " (ceiling; resume(extra_steps=50) asked for 50); only the policy's administrator"
+        " can raise it"
+    )
+    assert more.limit is not None
+    assert more.limit["raise_with"] == []
+    fewer = executor.resume(more, extra_steps=2)
+    assert fewer.turns == 8
+    assert fewer.limit is not None
+    assert fewer.limit["locator"] == "resume(extra_steps=2)"
+
+
 def test_a_stop_at_a_ceiling_names_the_policy_and_offers_no_way_to_raise_it(place: Place) -> None:
     """env asked for 500, the policy's ceiling is 3: the message says so, raise_with is []."""
     path = policy(place, {"loop": {"max_steps": {"max": 3}}})

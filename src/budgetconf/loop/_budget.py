@@ -44,6 +44,8 @@ class Limit:
     via: str | None = None  # the field the value was taken from, when the budget's was unset
     # which rule of the policy set it, when the policy did: "ceiling; env:X asked for 500"
     policed: str | None = None
+    # the policy's highest value for it and where that is written: what a resume may not pass
+    ceiling: tuple[int | float, str] | None = None
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show a secret field's value
@@ -204,19 +206,42 @@ class Budget:
         return self.spec.stop_reasons.get(reason.value, reason.value), message, limit.to_dict()
 
     def with_steps(self, steps: int) -> Budget:
-        """This budget with the step budget set by `LoopExecutor.resume`."""
+        """This budget with the step budget set by `LoopExecutor.resume`: ``steps``, or the
+        policy's ceiling when ``steps`` would pass it."""
         base = self.limits["max_steps"]
         locator = f"resume(extra_steps={steps})"
-        limit = replace(
-            base,
-            value=steps,
-            source="resume",
-            locator=locator,
-            raise_with=("extra_steps",),
-            via=None,
-            policed=None,
-        )
+        if base.ceiling is not None and steps > base.ceiling[0]:
+            highest, rule = base.ceiling
+            limit = replace(
+                base,
+                value=highest,
+                source="policy",
+                locator=rule,
+                raise_with=(),
+                raise_in=(),
+                via=None,
+                policed=f"ceiling; {locator} asked for {steps}",
+            )
+        else:
+            limit = replace(
+                base,
+                value=steps,
+                source="resume",
+                locator=locator,
+                raise_with=("extra_steps",),
+                via=None,
+                policed=None,
+            )
         return replace(self, limits={**self.limits, "max_steps": limit})
+
+
+def _ceiling(trace: FieldTrace) -> tuple[int | float, str] | None:
+    """The highest value the policy lets the field take, and where it says so; None if none."""
+    rule = trace.policy
+    bound = None if rule is None else (rule.value or rule.max)
+    if bound is None or isinstance(bound.value, bool) or not isinstance(bound.value, int | float):
+        return None
+    return bound.value, bound.locator
 
 
 def _policed(trace: FieldTrace) -> str | None:
@@ -261,6 +286,7 @@ def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit
         raise_in=() if raise_with else _outranking(res, floor),
         via=trace.winner.derived_from,
         policed=policed,
+        ceiling=_ceiling(trace),
     )
 
 
