@@ -19,6 +19,7 @@ from budgetconf.errors import PresetError
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 
+from conftest import Place
 from presetfiles import preset_file
 
 SECRET: Final = "hunter2-LEDGER-pw"
@@ -172,6 +173,41 @@ def test_a_url_s_password_is_shown_nowhere_the_command_line_renders_it(
     seen = "\n".join(outputs)
     assert SECRET not in seen
     assert SHOWN in seen
+
+
+def test_a_url_the_policy_locks_is_shown_without_its_password(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bounds a policed field shows (table, document, check --policy) mask it too."""
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text(json.dumps({"ledger": {"url": {"value": URL}}}))
+    outputs = []
+    for args in (
+        ["explain", "ledger.url"],
+        ["explain", "ledger.url", "--format", "json"],
+        ["check", "--policy", str(place.policy)],
+        ["check", "--policy", str(place.policy), "--format", "json"],
+    ):
+        main(args)
+        captured = capsys.readouterr()
+        outputs.append(captured.out + captured.err)
+    seen = "\n".join(outputs)
+    assert SECRET not in seen
+    assert SHOWN in seen
+
+
+@pytest.mark.parametrize("secret", ["pa/ss", "pa?ss", "pa#ss", "p@ss"])
+def test_a_password_with_a_slash_question_mark_hash_or_at_is_read_and_masked(
+    secret: str,
+) -> None:
+    url = f"redis://agent:{secret}-{SECRET}@127.0.0.1:9/0"
+    address = parse_url(url)
+    assert (address.password, address.host, address.port) == (f"{secret}-{SECRET}", "127.0.0.1", 9)
+    assert address.shown == SHOWN
+    with pytest.raises(ConfigError) as caught:  # a bad port: the error quotes the URL, masked
+        budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": url.replace(":9/", ":x/")})
+    assert SECRET not in str(caught.value)
+    assert "redis://agent:***@127.0.0.1:x/0" in str(caught.value)
 
 
 def test_a_rejected_url_shows_no_password_in_the_trace_under_fallback(tmp_path: Path) -> None:

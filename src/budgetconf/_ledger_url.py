@@ -75,12 +75,13 @@ def shown_ledger_url(text: str) -> str:
     scheme, sep, rest = text.partition("://")
     if not sep:
         return text
-    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
-    credentials, at, host = rest[:end].rpartition("@")
+    # the credentials end at the last @, wherever it is: a password may hold / ? or #, and
+    # hiding too much is safe where hiding too little is not
+    credentials, at, after = rest.rpartition("@")
     if not at:
         return text
     user, colon, _ = credentials.partition(":")
-    return f"{scheme}://{user}{':' + MASK if colon else ''}@{host}{rest[end:]}"
+    return f"{scheme}://{user}{':' + MASK if colon else ''}@{after}"
 
 
 def conceal(value: object) -> object:
@@ -138,10 +139,10 @@ def parse_url(text: str) -> LedgerURL:
 
 
 def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
-    authority, _, path = rest.partition("/")
-    if "?" in path or "#" in path or "?" in authority or "#" in authority:
+    credentials, at, tail = rest.rpartition("@")  # a password may hold / ? or #
+    hostport, _, path = tail.partition("/")
+    if "?" in tail or "#" in tail:
         raise ValueError("takes no query or fragment")
-    credentials, at, hostport = authority.rpartition("@")
     username = password = None
     if at:
         user, colon, secret = credentials.partition(":")

@@ -9,6 +9,7 @@ some of its bounds.
 
 from __future__ import annotations
 
+from budgetconf._ledger_url import conceal
 from budgetconf._record import MASK, Record, set_field
 
 TYPE_CHECKING = False
@@ -73,7 +74,7 @@ class Rule(Record):
         the bounds come from more than one place (an added policy file).
         """
         bounds = self.bounds()
-        out: dict[str, Any] = {n: MASK if secret else b.value for n, b in bounds.items()}
+        out: dict[str, Any] = {n: MASK if secret else conceal(b.value) for n, b in bounds.items()}
         places = {n: b.locator for n, b in bounds.items()}
         out["locator"] = next(iter(places.values()))
         if len(set(places.values())) > 1:
