@@ -87,7 +87,7 @@ def test_a_sub_agent_draws_on_the_ledger_itself_and_nothing_is_counted_twice(
         records = led.runs("team-a")
     assert status.spent_tokens == 65  # 10 + 20 by the parent, 30 + 5 by the child: once each
     assert status.reserved_tokens == 0
-    assert {r["run_id"]: r["tokens"] for r in records} == {kid.run_id: 35, top.run_id: 65}
+    assert {r["run_id"]: r["tokens"] for r in records} == {kid.run_id: 35, top.run_id: 30}
 
 
 def test_the_report_shows_a_run_s_ledger_events_and_its_child(tmp_path: Path) -> None:

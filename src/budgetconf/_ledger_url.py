@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LedgerURL", "conceal", "parse_url", "shown_ledger_url", "text_problem"]
 
+#: what ends a URL in a text: a space or a quote
+_URL_ENDS: Final = frozenset(" \t\n\r'\"`<>")
+
 #: the schemes a ledger can live at, and the backend each one opens
 SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
 #: the longest value a ``text`` field takes
@@ -71,17 +74,26 @@ class LedgerURL(Record):
 
 
 def shown_ledger_url(text: str) -> str:
-    """``text`` as a message may show it: any password in its authority replaced by `MASK`."""
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        return text
-    # the credentials end at the last @, wherever it is: a password may hold / ? or #, and
-    # hiding too much is safe where hiding too little is not
-    credentials, at, after = rest.rpartition("@")
-    if not at:
-        return text
-    user, colon, _ = credentials.partition(":")
-    return f"{scheme}://{user}{':' + MASK if colon else ''}@{after}"
+    """``text`` as a message may show it: the password of every URL in it replaced by `MASK`.
+
+    A URL runs from its ``://`` to the next space or quote, and its credentials
+    to its last ``@``: a password may hold ``/``, ``?``, ``#`` or ``@``, and
+    hiding too much is safe where hiding too little is not.
+    """
+    shown: list[str] = []
+    done = 0
+    while (found := text.find("://", done)) >= 0:
+        start = end = found + 3
+        while end < len(text) and text[end] not in _URL_ENDS:
+            end += 1
+        token = text[start:end]
+        credentials, at, after = token.rpartition("@")
+        user, colon, _ = credentials.partition(":")
+        if at and colon and "/" not in user:
+            token = f"{user}:{MASK}@{after}"
+        shown += (text[done:start], token)
+        done = end
+    return "".join(shown) + text[done:] if shown else text
 
 
 def conceal(value: object) -> object:

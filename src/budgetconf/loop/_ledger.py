@@ -81,7 +81,10 @@ class Draw(Generic[_Result]):
             None  # a settle lost under ``stop``: the run ends before its next call
         )
         self.started = now()
-        self.base = (run.turns, run.tokens, run.cost)  # a resumed run's record is its own
+        # the record holds the run's own turns and usage: not those of the runs it resumes,
+        # nor its sub-agents' (charged to its totals, but each writes a record of its own)
+        self.first_turn = run.turns
+        self.used: tuple[int, float] = (0, 0.0)
 
     def _open(self) -> Ledger:
         if self.ledger is None:
@@ -139,6 +142,7 @@ class Draw(Generic[_Result]):
 
     def settle(self, tokens: int, cost_usd: float) -> None:
         """Replace what the call held by what its response reported."""
+        self.used = (self.used[0] + tokens, self.used[1] + cost_usd)
         held, self.held = self.held, None
         if held is None:  # the ledger could not be reached, and the run went on without it
             return
@@ -200,8 +204,8 @@ class Draw(Generic[_Result]):
         """The run's record: its own totals, not those of the runs it resumes."""
         import socket
 
-        turns, tokens, cost = self.base
         run = self.run
+        tokens, cost = self.used
         return {
             "run_id": self.run.run_id,
             "scope": self.settings.scope,
@@ -209,9 +213,9 @@ class Draw(Generic[_Result]):
             "pid": os.getpid(),
             "started": _iso(self.started),
             "ended": _iso(now()),
-            "turns": run.turns - turns,
-            "tokens": run.tokens - tokens,
-            "cost_usd": round(run.cost - cost, 12),
+            "turns": run.turns - self.first_turn,
+            "tokens": tokens,
+            "cost_usd": round(cost, 12),
             "stop_reason": stop_reason,
         }
 
