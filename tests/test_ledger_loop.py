@@ -464,3 +464,20 @@ def test_a_budget_made_in_code_with_a_bad_address_fails_its_run_in_one_line() ->
     assert (result.status.value, model.calls) == ("failed", 0)
     assert result.message.startswith("failed: ledger mysql://u:***@h/x: reserve failed: ")
     assert "SECRET" not in result.message
+
+
+def test_a_refusal_names_the_maximum_the_ledger_refused_on_even_at_an_exact_cost(
+    tmp_path: Path,
+) -> None:
+    """0.01 spent and 0.05 asked reach a cost maximum of 0.06 exactly (granted), so the token
+    maximum is the one refused: the stop says max_tokens, though 0.01 + 0.05 > 0.06 in floats."""
+    env = {
+        "BUDGETCONF_LEDGER_URL": url_of(tmp_path),
+        "BUDGETCONF_LEDGER_MAX_COST_USD": "0.06",
+        "BUDGETCONF_LEDGER_MAX_TOKENS": "150",
+        "BUDGETCONF_LEDGER_RESERVE_TOKENS": "100",
+    }
+    result = executor(env, [answer(100, 0.01)]).run("hi")
+    assert (result.stop_reason, result.turns) == ("max_tokens", 1)
+    assert result.limit is not None
+    assert (result.limit["field"], result.limit["spent"]) == ("ledger.max_tokens", 100)

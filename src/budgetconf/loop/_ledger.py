@@ -30,6 +30,7 @@ from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
+from budgetconf.ledger._base import to_nano
 from budgetconf.loop._faults import PASSING, describe
 
 #: what the run's ``finish`` makes of a stop: a `RunResult`, or a bridge's stop
@@ -249,8 +250,8 @@ class Draw(Generic[_Result]):
         s = self.settings
         try:
             status = self._use("status", _status, s)
-        except LedgerUnavailable:
-            status = None
+        except LedgerUnavailable:  # the ledger answered the refusal: its record is still tried
+            status, self.down = None, False
         reason, limit, spent, reserved = _which(s, status)
         ends = None if status is None else status.window_ends
         name = s.scope
@@ -326,7 +327,9 @@ def _which(s: LedgerSettings, status: Any) -> tuple[StopReason, Limit, float, fl
     if cost is not None:
         spent_cost = 0.0 if status is None else status.spent_cost_usd
         held_cost = 0.0 if status is None else status.reserved_cost_usd
-        over = spent_cost + held_cost + s.reserve_cost_usd > cost.value
+        # as the backends count: in whole billionths of a dollar, where sums are exact
+        asked = (spent_cost, held_cost, s.reserve_cost_usd)
+        over = sum(to_nano(v, "cost_usd") for v in asked) > to_nano(cost.value, "max_cost_usd")
         if over or tokens is None:
             return StopReason.MAX_COST, cost, round(spent_cost, 12), round(held_cost, 12)
     assert tokens is not None, "a ledger without a maximum refuses nothing"
