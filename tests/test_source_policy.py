@@ -396,6 +396,18 @@ def test_a_policy_path_that_links_to_nothing_fails_closed(
     _fails(place, capsys, f"policy {place.policy}: a link to a file that does not exist")
 
 
+def test_a_link_to_nothing_that_appears_after_a_resolution_still_fails_closed(
+    place: Place,
+) -> None:
+    """The memo kept a resolution made with no policy file; a link to nothing put there
+    later is not the same version of "no file", so the next resolution fails."""
+    assert budgetconf.resolve(env={})["loop.max_steps"] == 40
+    place.policy.parent.mkdir(parents=True)
+    place.policy.symlink_to(place.policy.parent / "gone.json")
+    with pytest.raises(budgetconf.SourceError, match="a link to a file that does not exist"):
+        budgetconf.resolve(env={})
+
+
 def test_a_huge_policy_file_fails_closed(place: Place, capsys: pytest.CaptureFixture[str]) -> None:
     write(place.policy, '{"loop": {}}' + " " * (1 << 20))
     _fails(place, capsys, f"policy {place.policy}: larger than the limit of 1048576 bytes")

@@ -67,11 +67,11 @@ class PolicySource:
 
     def key(self, ctx: Context) -> Hashable:
         if self._path is not None and _ARGUMENT not in ctx.request.arguments:  # the usual case
-            version = stamp(self._path, ctx.max_file_bytes)
+            version = _stamp(self._path, ctx.max_file_bytes)
             return None if version is None else ((self._path, False, version),)
         parts = []
         for path, named in self.files(ctx):
-            version = stamp(path, ctx.max_file_bytes)
+            version = _stamp(path, ctx.max_file_bytes)
             if version is None:
                 return None  # it cannot be looked at: reading it fails, and says why
             parts.append((path, named, version))
@@ -94,6 +94,13 @@ class PolicySource:
         if not read:
             return Layer(SourceStatus.MISSING, files[0][0])
         return Layer(SourceStatus.LOADED, ", ".join(read), rules=rules)
+
+
+def _stamp(path: str, max_bytes: int) -> Hashable:
+    """`stamp`, but None for a link to nothing: no policy file and a broken one are not the
+    same version, since the broken one fails closed."""
+    version = stamp(path, max_bytes)
+    return None if version == "missing" and os.path.islink(path) else version
 
 
 def read_policy(
