@@ -11,9 +11,9 @@ from budgetconf._record import MASK, Record, set_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, TypeGuard
 
-__all__ = ["LedgerURL", "conceal", "parse_url", "shown_ledger_url", "text_problem"]
+__all__ = ["LedgerURL", "conceal", "is_scope", "parse_url", "shown_ledger_url", "text_problem"]
 
 #: what ends a URL in a text: a space or a quote
 _URL_ENDS: Final = frozenset(" \t\n\r'\"`<>")
@@ -119,14 +119,20 @@ def text_problem(path: str, value: str) -> str | None:
             parse_url(value)
         except ValueError as exc:
             return f"the ledger URL {exc}"
-    elif path == "ledger.scope" and not _is_scope(value):
+    elif path == "ledger.scope" and not is_scope(value):
         return "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
     return None
 
 
-def _is_scope(value: str) -> bool:
-    allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
-    return 1 <= len(value) <= 128 and all(c in allowed for c in value)
+#: what a ledger scope is written with
+_SCOPE_CHARACTERS: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
+)
+
+
+def is_scope(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a ledger scope: 1 to 128 ASCII letters, digits and ``-_.:/``."""
+    return isinstance(value, str) and 1 <= len(value) <= 128 and _SCOPE_CHARACTERS.issuperset(value)
 
 
 def parse_url(text: str) -> LedgerURL:

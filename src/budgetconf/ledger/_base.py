@@ -11,7 +11,7 @@ import json
 import math
 from abc import ABC, abstractmethod
 
-from budgetconf._ledger_url import LedgerURL
+from budgetconf._ledger_url import LedgerURL, is_scope
 from budgetconf._record import Record, set_field
 from budgetconf._text import clipped
 from budgetconf.errors import LedgerUnavailable, UsageError
@@ -70,9 +70,6 @@ REMEMBERED_SECONDS: Final = 86_400.0
 #: costs are counted in whole billionths of a dollar: sums are exact and in any order
 #: the same, and "exactly to the maximum" means what it says
 NANO: Final = 1_000_000_000
-_SCOPE_CHARACTERS: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
-)
 
 
 def window_bounds(
@@ -157,11 +154,7 @@ def run_records(shown_url: str, where: str, texts: Iterable[str]) -> list[dict[s
 
 def check_scope(scope: object) -> str:
     """``scope`` if it is 1 to 128 ASCII letters, digits and ``-_.:/``; `UsageError` if not."""
-    if (
-        not isinstance(scope, str)
-        or not 1 <= len(scope) <= 128
-        or not _SCOPE_CHARACTERS.issuperset(scope)
-    ):
+    if not is_scope(scope):
         raise UsageError(f"ledger scope {scope!r} is not 1 to 128 ASCII letters, digits and -_.:/")
     return scope
 

@@ -30,7 +30,7 @@ from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
-from budgetconf.ledger._base import to_nano
+from budgetconf.ledger._base import iso, to_nano
 from budgetconf.loop._faults import PASSING, describe
 
 #: what the run's ``finish`` makes of a stop: a `RunResult`, or a bridge's stop
@@ -212,8 +212,8 @@ class Draw(Generic[_Result]):
             "scope": self.settings.scope,
             "host": socket.gethostname(),
             "pid": os.getpid(),
-            "started": _iso(self.started),
-            "ended": _iso(now()),
+            "started": iso(self.started),
+            "ended": iso(now()),
             "turns": run.turns - self.first_turn,
             "tokens": tokens,
             "cost_usd": round(cost, 12),
@@ -260,7 +260,7 @@ class Draw(Generic[_Result]):
         unit = "" if reason is StopReason.MAX_COST else " tokens"
         spend = f"; scope {name} has spent {plain_number(spent)} of {shown}{unit}"
         if word is not None:
-            spend += f" this {word}" + (f" (resets {_iso(ends)})" if ends is not None else "")
+            spend += f" this {word}" + (f" (resets {iso(ends)})" if ends is not None else "")
         if limit.policed is not None:  # the policy's form: only its administrator can raise it
             setting = limit.explain()
         else:
@@ -273,7 +273,7 @@ class Draw(Generic[_Result]):
             "reserved": reserved,
         }
         if ends is not None:
-            document["window_ends"] = _iso(ends)
+            document["window_ends"] = iso(ends)
         run = self.run
         run.emit("ledger_refused", turn=turn, scope=name, **_refusal(s, reason))
         stop = run.budget.spec.stop_reasons.get(reason.value, reason.value)
@@ -342,10 +342,6 @@ def _refusal(s: LedgerSettings, reason: StopReason) -> dict[str, Any]:
     if reason is StopReason.MAX_COST:
         return {"field": "ledger.max_cost_usd", "cost_usd": s.reserve_cost_usd}
     return {"field": "ledger.max_tokens", "tokens": s.reserve_tokens}
-
-
-def _iso(moment: _dt.datetime) -> str:
-    return moment.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _line(exc: BaseException) -> str:
