@@ -22,9 +22,8 @@ from budgetconf.integrations.langgraph import arun, middleware, run
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import RunStatus, StopReason
 
+from ledgers import SCOPE, budget, sqlite_url, status_and_runs
 from redis_server import free_port
-
-SCOPE = "team-a"
 
 
 @tool
@@ -82,27 +81,12 @@ def model(url: str, tokens: int = 15, answer_at: int = 99, fail_at: int = 0) -> 
     return Metered(messages=script(tokens, answer_at), url=url, fail_at=fail_at, seen=[])
 
 
-def budget(url: str, **values: str) -> budgetconf.Resolution:
-    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_SCOPE": SCOPE}
-    env.update({f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
-    return budgetconf.resolve(env=env)
-
-
 def agent(fake: Metered, res: budgetconf.Resolution) -> Any:
     return create_agent(fake, [add], middleware=middleware(res))
 
 
 def hi() -> dict[str, Any]:
     return {"messages": [HumanMessage("go")]}
-
-
-def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
-
-
-def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
-    with open_ledger(url) as led:
-        return led.status(SCOPE, window="day"), led.runs(SCOPE)
 
 
 def test_each_model_call_is_reserved_before_it_and_settled_with_its_usage(

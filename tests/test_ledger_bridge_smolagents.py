@@ -26,9 +26,8 @@ from budgetconf.integrations import smolagents as bridge
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import RunStatus, StopReason
 
+from ledgers import SCOPE, budget, sqlite_url, status_and_runs
 from redis_server import free_port
-
-SCOPE = "team-a"
 
 
 def call(name: str, args: dict[str, Any], cid: str) -> ChatMessageToolCall:
@@ -87,21 +86,6 @@ def add(a: int, b: int) -> int:
 
 def agent(model: Model, **kwargs: Any) -> Any:
     return ToolCallingAgent(tools=[add], model=model, verbosity_level=LogLevel.OFF, **kwargs)
-
-
-def budget(url: str, **values: str) -> budgetconf.Resolution:
-    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_SCOPE": SCOPE}
-    env.update({f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
-    return budgetconf.resolve(env=env)
-
-
-def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
-
-
-def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
-    with open_ledger(url) as led:
-        return led.status(SCOPE, window="day"), led.runs(SCOPE)
 
 
 def test_each_model_call_is_reserved_before_it_and_settled_with_its_usage(
