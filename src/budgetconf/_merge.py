@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceSpec
-from budgetconf._ledger_url import conceal
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MASK, Field, Invalid, Schema, Unusable, Value, show_value
+from budgetconf._schema import Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf.errors import ConfigError
 from budgetconf.sources._records import Context, Layer, Offer, Problem
@@ -272,7 +271,7 @@ def _candidate(item: _Work, secret: bool) -> Candidate:
 
 def _value_error(field: Field, offer: Offer, source: str, reason: str) -> ConfigError:
     raw = offer.value.text if isinstance(offer.value, Unusable) else offer.value
-    raw = MASK if field.secret else conceal(raw)
+    raw = field.public(raw)
     return ConfigError(
         f"{_located(field.path, offer.locator, source)}: {reason}",
         field=field.path,
@@ -288,7 +287,7 @@ def _problem_raw(problem: Problem, schema: Schema) -> object:
     field = schema.by_path.get(problem.field) if problem.field is not None else None
     if field is None or problem.raw is None:
         return None
-    return MASK if field.secret else conceal(problem.raw)
+    return field.public(problem.raw)
 
 
 def _judge_problem(

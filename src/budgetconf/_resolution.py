@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from budgetconf._description import Description
-from budgetconf._ledger_url import conceal
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._schema import MASK, Schema, Value
+from budgetconf._schema import Schema, Value
 from budgetconf._trace import FieldTrace, SourceReport
 from budgetconf.errors import ConfigError
 
@@ -127,10 +126,7 @@ class Resolution(ReadOnly):
         return True
 
     def __repr__(self) -> str:
-        shown = {
-            p: (MASK if t.field.secret else conceal(t.winner.value))
-            for p, t in self._traces.items()
-        }
+        shown = {p: t.field.public(t.winner.value) for p, t in self._traces.items()}
         return f"Resolution(preset={self.preset!r}, values={shown!r})"
 
     def _path(self, path: str) -> str:

@@ -22,7 +22,7 @@ from budgetconf._text import clipped, listed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final, TypeAlias
+    from typing import Any, Final, TypeAlias
 
 __all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value"]
 
@@ -229,6 +229,11 @@ class Field(Record):
     def mask(self, shown: str) -> str:
         """``shown``, or `MASK` when the field is secret."""
         return MASK if self.secret else shown
+
+    def public(self, value: Any) -> Any:
+        """``value`` as any rendering may hold it: `MASK` when the field is secret, else with
+        the password of any URL in it masked (`conceal`)."""
+        return MASK if self.secret else conceal(value)
 
     def show_raw(self, raw: object, text: bool) -> str:
         """A raw value quoted for a person: ``'abc'`` as text, ``"7"`` as typed, secrets masked."""

@@ -184,7 +184,7 @@ class FieldTrace(Record):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "value": MASK if self.field.secret else conceal(self.winner.value),
+            "value": self.field.public(self.winner.value),
             "source": self.winner.source,
             "locator": self.winner.locator,
             "merge": self.merge.value,

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TextIO
 
-from budgetconf._ledger_url import conceal
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MASK
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
 from budgetconf.cli._flags import given_flags
@@ -100,7 +98,7 @@ def _key(trace: FieldTrace | None) -> tuple[object, ...] | None:
 def _side(trace: FieldTrace | None) -> dict[str, Any] | None:
     if trace is None:
         return None
-    value = MASK if trace.field.secret else conceal(trace.value)
+    value = trace.field.public(trace.value)
     return {"value": value, "source": trace.source, "locator": trace.locator}
 
 

@@ -207,7 +207,7 @@ def _add_bounds(grid: Table, trace: FieldTrace, short: Shortener) -> None:
     """The policy's bounds on the field, a row for each place they are written."""
     places: dict[str, list[str]] = {}
     for name, bound in trace.policy.bounds().items() if trace.policy else ():
-        value = MASK if trace.field.secret else conceal(bound.value)
+        value = trace.field.public(bound.value)
         shown = value if isinstance(value, str) else show_typed(value)
         reject = " (reject)" if bound.reject and name in ("max", "min") else ""
         places.setdefault(bound.locator, []).append(f"{name} {shown}{reject}")
