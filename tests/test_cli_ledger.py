@@ -175,6 +175,21 @@ def test_status_without_a_ledger_url_says_where_it_would_be_set(
     )
 
 
+def test_a_sqlite_ledger_that_does_not_exist_yet_is_said_so_and_not_created(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """Reading would create an empty database: a mistyped path would show a spend of nothing."""
+    env = {"BUDGETCONF_LEDGER_URL": "sqlite:///typo.db"}
+    for view in ("status", "runs"):
+        code, out, err = cli("ledger", view, env=env, cwd=tmp_path)
+        assert (code, out) == (1, "")
+        assert err == (
+            "budgetconf: error: ledger sqlite:///typo.db does not exist yet"
+            " (a run that draws on it creates it)\n"
+        )
+    assert not (tmp_path / "typo.db").exists()
+
+
 @pytest.mark.parametrize(
     "address",
     ["redis://agent:pw-SECRET@127.0.0.1:9/0", "sqlite:///{tmp}/not-a-db.db"],

@@ -8,9 +8,10 @@ the resolution failed; 64 on a usage error.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from budgetconf._ledger_url import shown_ledger_url, text_problem
+from budgetconf._ledger_url import parse_url, shown_ledger_url, text_problem
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, problems, say, write_json
@@ -40,6 +41,10 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     problem = text_problem("ledger.scope", scope)
     if problem is not None:
         raise Usage(f"--scope: {problem}: {scope!r}")
+    missing = _missing_database(url)
+    if missing is not None:
+        say(err, f"budgetconf: error: {missing}")
+        return EXIT_ERROR
     from budgetconf.ledger import open_ledger
 
     try:
@@ -55,6 +60,15 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     else:
         _status_table(doc, shown_ledger_url(url), out)
     return EXIT_OK
+
+
+def _missing_database(url: str) -> str | None:
+    """Why a SQLite ledger cannot be read yet: reading one would create an empty database, and
+    a mistyped path would then show a spend of nothing."""
+    address = parse_url(url)  # the resolution has judged it
+    if address.backend != "sqlite" or address.path is None or os.path.exists(address.path):
+        return None
+    return f"ledger {address.shown} does not exist yet (a run that draws on it creates it)"
 
 
 def _window(res: Resolution) -> str:
