@@ -65,9 +65,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Draw"]
 
-#: how a window is named in a stop message: "this day (resets ...)"
-_WINDOW_WORD = {"hour": "hour", "day": "day", "month": "month"}
-
 
 class Draw(Generic[_Result]):
     """One run's use of the shared ledger its budget names."""
@@ -255,7 +252,7 @@ class Draw(Generic[_Result]):
         reason, limit, spent, reserved = _which(s, status)
         ends = None if status is None else status.window_ends
         name = s.scope
-        word = _WINDOW_WORD.get(s.window)
+        word = None if s.window == "none" else s.window  # this day (resets ...)
         shown = plain_number(limit.value)
         unit = "" if reason is StopReason.MAX_COST else " tokens"
         spend = f"; scope {name} has spent {plain_number(spent)} of {shown}{unit}"
