@@ -26,3 +26,35 @@ def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
     """The scope's day as it stands, and its run records."""
     with open_ledger(url) as led:
         return led.status(SCOPE, window="day"), led.runs(SCOPE)
+
+
+#: what a bridge's model double reports per call, and the scope's maximum, in the stop tests
+PER_CALL, MOST = 100, 250
+
+
+def assert_stopped_before_the_third_call(result: Any, url: str) -> None:
+    """The run stopped at the scope's token maximum (`MOST`, `PER_CALL` reserved and used a
+    call) before its third call, said so in the ledger's words, and left a record of two turns.
+    """
+    from budgetconf.loop import RunStatus, StopReason
+
+    assert (result.status, result.stop_reason, result.stop_kind) == (
+        RunStatus.TRUNCATED,
+        "max_tokens",
+        StopReason.MAX_TOKENS,
+    )
+    limit = result.limit
+    assert limit is not None
+    assert (limit["field"], limit["value"], limit["scope"]) == ("ledger.max_tokens", MOST, "ledger")
+    assert (limit["spent"], limit["reserved"]) == (2 * PER_CALL, 0)
+    assert limit["window_ends"].endswith("T00:00:00Z")
+    assert result.message == (
+        f"stopped: hit max_tokens ({MOST}): ledger.max_tokens = {MOST} from"
+        f" env:BUDGETCONF_LEDGER_MAX_TOKENS; scope {SCOPE} has spent {2 * PER_CALL} of {MOST}"
+        f" tokens this day (resets {limit['window_ends']})"
+    )
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (2 * PER_CALL, 0)
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [
+        (2, 2 * PER_CALL, "max_tokens")
+    ]

@@ -24,9 +24,17 @@ import budgetconf
 from budgetconf import BudgetConfWarning
 from budgetconf.integrations import smolagents as bridge
 from budgetconf.ledger import open_ledger
-from budgetconf.loop import RunStatus, StopReason
+from budgetconf.loop import RunStatus
 
-from ledgers import SCOPE, budget, sqlite_url, status_and_runs
+from ledgers import (
+    MOST,
+    PER_CALL,
+    SCOPE,
+    assert_stopped_before_the_third_call,
+    budget,
+    sqlite_url,
+    status_and_runs,
+)
 from redis_server import free_port
 
 
@@ -124,32 +132,12 @@ def test_the_scopes_maximum_stops_the_run_before_the_call(
 ) -> None:
     """100 tokens reserved and used per call, 250 at most: the third call is never made."""
     url = sqlite_url(tmp_path) if backend == "sqlite" else request.getfixturevalue("redis_url")
-    model = Metered(url, tokens=100)
-    res = budget(url, ledger_max_tokens="250", ledger_reserve_tokens="100")
+    model = Metered(url, tokens=PER_CALL)
+    res = budget(url, ledger_max_tokens=str(MOST), ledger_reserve_tokens=str(PER_CALL))
     result = bridge.run(agent(model), "go", res)
     assert model.calls == 2
-    assert (result.status, result.stop_reason, result.stop_kind) == (
-        RunStatus.TRUNCATED,
-        "max_tokens",
-        StopReason.MAX_TOKENS,
-    )
     assert (result.turns, result.output, result.framework) == (2, "step 2", "smolagents")
-    limit = result.limit
-    assert limit is not None
-    assert (limit["field"], limit["scope"], limit["spent"], limit["reserved"]) == (
-        "ledger.max_tokens",
-        "ledger",
-        200,
-        0,
-    )
-    assert result.message == (
-        "stopped: hit max_tokens (250): ledger.max_tokens = 250 from"
-        f" env:BUDGETCONF_LEDGER_MAX_TOKENS; scope {SCOPE} has spent 200 of 250 tokens this day"
-        f" (resets {limit['window_ends']})"
-    )
-    status, runs = status_and_runs(url)
-    assert (status.spent_tokens, status.reserved_tokens) == (200, 0)
-    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(2, 200, "max_tokens")]
+    assert_stopped_before_the_third_call(result, url)
 
 
 def test_a_refused_first_call_is_never_made(tmp_path: Path) -> None:
