@@ -41,7 +41,7 @@ class LedgerStop:
     ) -> BridgeResult:
         """The bridge's result for this stop, in the executor's words."""
         reason = self.reason
-        stop = budget.spec.stop_reasons.get(reason.value, reason.value)
+        stop = budget.stop_name(reason)
         return BridgeResult(
             reason.status, stop, reason, self.message, output, turns, self.limit,
             framework.name, native,

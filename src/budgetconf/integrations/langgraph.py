@@ -463,7 +463,7 @@ class _Watch:
 
             if isinstance(exc, Refused):  # the ledger's stop before a model call
                 stop = exc.stop
-                self.ended = self.budget.spec.stop_reasons.get(stop.reason.value, stop.reason.value)
+                self.ended = self.budget.stop_name(stop.reason)
                 return stop.result(_FRAMEWORK, self.budget, self.output(), self.turns, exc)
         if self.carried:
             reason = self._middleware(exc)

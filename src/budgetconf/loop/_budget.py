@@ -203,7 +203,11 @@ class Budget:
         limit = self.limits[budget]
         name = limit.field.rpartition(".")[2]
         message = f"stopped: hit {name} ({limit.shown()}): {limit.explain()}"
-        return self.spec.stop_reasons.get(reason.value, reason.value), message, limit.to_dict()
+        return self.stop_name(reason), message, limit.to_dict()
+
+    def stop_name(self, reason: StopReason) -> str:
+        """What the preset calls a stop for ``reason`` (``max_turns_exhausted``), else its value."""
+        return self.spec.stop_reasons.get(reason.value, reason.value)
 
     def with_steps(self, steps: int) -> Budget:
         """This budget with the step budget set by `LoopExecutor.resume`: ``steps``, or the

@@ -273,7 +273,7 @@ class Draw(Generic[_Result]):
             document["window_ends"] = iso(ends)
         run = self.run
         run.emit("ledger_refused", turn=turn, scope=name, **_refusal(s, reason))
-        stop = run.budget.spec.stop_reasons.get(reason.value, reason.value)
+        stop = run.budget.stop_name(reason)
         run.emit("budget_exhausted", turn=run.turns, stop_reason=stop, **document)
         return run.finish(reason, message + spend, None, document)
 

@@ -459,7 +459,7 @@ class Run:
         limit: dict[str, Any] | None = None,
     ) -> RunResult:
         """The result of the run, stopped for ``reason``; records the ``stopped`` event."""
-        stop = self.budget.spec.stop_reasons.get(reason.value, reason.value)
+        stop = self.budget.stop_name(reason)
         if message is None:
             message = f"completed in {self.turns} turn{'' if self.turns == 1 else 's'}"
         self._answer_the_rest(f"the run stopped ({stop})")
