@@ -7,7 +7,6 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,62 +25,17 @@ from agents import (
     RunState,
     Usage,
     function_tool,
-    set_tracing_disabled,
-)
-from agents.tracing import get_trace_provider
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
 )
 
 import budgetconf
 from budgetconf.integrations import openai_agents
 from budgetconf.loop import RunStatus, StopReason
 
+from agents_double import _default_loop_closed, _no_tracing, call, text  # noqa: F401  (fixtures)
 from conftest import Place
 from presetfiles import preset_file
 
 Output = list[Any]
-
-
-@pytest.fixture(autouse=True)
-def _no_tracing() -> Iterator[None]:
-    """Tracing off, so that nothing is exported (and nothing is printed at exit)."""
-    provider: Any = get_trace_provider()
-    before = provider._manual_disabled
-    set_tracing_disabled(True)
-    yield
-    provider._manual_disabled = before
-    provider._refresh_disabled_flag()
-
-
-@pytest.fixture(autouse=True)
-def _default_loop_closed() -> Iterator[None]:
-    """Close the loop ``Runner.run_sync`` leaves open on purpose (it reuses it next time).
-
-    ``asyncio.run`` would otherwise drop it unclosed, and its ResourceWarning fails the run.
-    """
-    yield
-    policy = asyncio.get_event_loop_policy()
-    loop = policy._local._loop  # type: ignore[attr-defined]
-    if loop is not None:
-        loop.close()
-        policy.set_event_loop(None)
-
-
-def text(t: str) -> ResponseOutputMessage:
-    content: list[Any] = [ResponseOutputText(type="output_text", text=t, annotations=[])]
-    return ResponseOutputMessage(
-        id="m", type="message", role="assistant", status="completed", content=content
-    )
-
-
-def call(cid: str, a: int = 1, name: str = "add") -> ResponseFunctionToolCall:
-    arguments = json.dumps({"a": a, "b": 1})
-    return ResponseFunctionToolCall(
-        id=f"f{cid}", type="function_call", call_id=cid, name=name, arguments=arguments
-    )
 
 
 class Scripted(Model):

@@ -6,20 +6,12 @@ real framework with a scripted `Model`, offline, and a real SQLite ledger and re
 from __future__ import annotations
 
 import asyncio
-import json
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Model, ModelResponse, Usage, function_tool, set_tracing_disabled
-from agents.tracing import get_trace_provider
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
+from agents import Agent, Model, ModelResponse, Usage, function_tool
 
 import budgetconf
 from budgetconf import BudgetConfWarning
@@ -27,6 +19,7 @@ from budgetconf.integrations import openai_agents
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import RunStatus
 
+from agents_double import _default_loop_closed, _no_tracing, call, text  # noqa: F401  (fixtures)
 from ledgers import (
     MOST,
     PER_CALL,
@@ -37,42 +30,6 @@ from ledgers import (
     status_and_runs,
 )
 from redis_server import free_port
-
-
-@pytest.fixture(autouse=True)
-def _no_tracing() -> Iterator[None]:
-    """Tracing off, so that nothing is exported (and nothing is printed at exit)."""
-    provider: Any = get_trace_provider()
-    before = provider._manual_disabled
-    set_tracing_disabled(True)
-    yield
-    provider._manual_disabled = before
-    provider._refresh_disabled_flag()
-
-
-@pytest.fixture(autouse=True)
-def _default_loop_closed() -> Iterator[None]:
-    """Close the loop ``Runner.run_sync`` leaves open on purpose (it reuses it next time)."""
-    yield
-    policy = asyncio.get_event_loop_policy()
-    loop = policy._local._loop  # type: ignore[attr-defined]
-    if loop is not None:
-        loop.close()
-        policy.set_event_loop(None)
-
-
-def text(t: str) -> ResponseOutputMessage:
-    content: list[Any] = [ResponseOutputText(type="output_text", text=t, annotations=[])]
-    return ResponseOutputMessage(
-        id="m", type="message", role="assistant", status="completed", content=content
-    )
-
-
-def call(cid: str) -> ResponseFunctionToolCall:
-    arguments = json.dumps({"a": 1, "b": 1})
-    return ResponseFunctionToolCall(
-        id=f"f{cid}", type="function_call", call_id=cid, name="add", arguments=arguments
-    )
 
 
 @function_tool
