@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from abc import ABC, abstractmethod
 
-from budgetconf._ledger_url import LedgerURL, is_scope
+from budgetconf._ledger_url import LedgerURL
 from budgetconf._record import Record, set_field
 from budgetconf._text import clipped
 from budgetconf.errors import LedgerUnavailable, UsageError
@@ -23,25 +22,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEPT_RUNS",
-    "NANO",
     "REMEMBERED_SECONDS",
     "RUN_KEYS",
     "WINDOWS",
     "Ledger",
     "LedgerStatus",
     "Reservation",
-    "check_lease",
-    "check_limit",
-    "check_maximum_cost",
-    "check_maximum_tokens",
-    "check_scope",
-    "check_tokens",
     "counts",
-    "from_nano",
     "iso",
-    "run_record",
     "run_records",
-    "to_nano",
     "unavailable",
     "window_bounds",
     "window_key",
@@ -67,9 +56,6 @@ RUN_KEYS: Final = (
 #: how long a ledger remembers a reservation after its lease ends, so that a late settle
 #: still counts once (a settle later still counts, and is remembered from then on)
 REMEMBERED_SECONDS: Final = 86_400.0
-#: costs are counted in whole billionths of a dollar: sums are exact and in any order
-#: the same, and "exactly to the maximum" means what it says
-NANO: Final = 1_000_000_000
 
 
 def window_bounds(
@@ -152,108 +138,9 @@ def run_records(shown_url: str, where: str, texts: Iterable[str]) -> list[dict[s
     return found
 
 
-def check_scope(scope: object) -> str:
-    """``scope`` if it is 1 to 128 ASCII letters, digits and ``-_.:/``; `UsageError` if not."""
-    if not is_scope(scope):
-        raise UsageError(f"ledger scope {scope!r} is not 1 to 128 ASCII letters, digits and -_.:/")
-    return scope
-
-
-def check_tokens(value: object, what: str) -> int:
-    """``value``, a whole number of tokens ≥ 0; `UsageError` if not."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageError(f"{what} must be a whole number ≥ 0, not {value!r}")
-    return value
-
-
-def to_nano(value: object, what: str) -> int:
-    """A cost in dollars ≥ 0 as whole billionths of a dollar; `UsageError` if it is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"{what} must be a number ≥ 0, not {value!r}")
-    if not math.isfinite(value) or value < 0 or value * NANO >= 2**53:
-        raise UsageError(f"{what} must be a finite number ≥ 0 (under 9 million), not {value!r}")
-    return round(value * NANO)
-
-
-def from_nano(value: int) -> float:
-    """Whole billionths of a dollar, as dollars."""
-    return value / NANO
-
-
-def check_lease(value: object) -> float:
-    """``lease_seconds``, a finite number > 0; `UsageError` if not."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"lease_seconds must be a number > 0, not {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"lease_seconds must be a finite number > 0, not {value!r}")
-    return float(value)
-
-
-def check_maximum_tokens(value: object) -> int | None:
-    """``max_tokens``: None (no maximum) or a whole number ≥ 0."""
-    return None if value is None else check_tokens(value, "max_tokens")
-
-
-def check_maximum_cost(value: object) -> int | None:
-    """``max_cost_usd`` in billionths: None (no maximum) or a number ≥ 0."""
-    return None if value is None else to_nano(value, "max_cost_usd")
-
-
 def window_key(window: str, start: _dt.datetime | None) -> str:
     """The name of a window's counter: ``day:2026-12-01T00:00:00Z``, or ``none``."""
     return window if start is None else f"{window}:{iso(start)}"
-
-
-def check_limit(value: object) -> int:
-    """``limit`` of `Ledger.runs`: a whole number ≥ 0, at most `KEPT_RUNS`."""
-    return min(check_tokens(value, "limit"), KEPT_RUNS)
-
-
-def run_record(record: object) -> tuple[str, str, _dt.datetime]:
-    """A run record as a ledger keeps it: its scope, its JSON text, and when it ended.
-
-    The record is `RUN_KEYS` in their order (a missing key is None, another is
-    refused); a time may be given as an aware datetime, and is kept as ISO
-    8601 UTC with ``Z``. A record with no ``ended`` ended now.
-    """
-    if not isinstance(record, dict):
-        raise UsageError(f"a run record is a dict, not {type(record).__name__}")
-    unknown = sorted(str(key) for key in record if key not in RUN_KEYS)
-    if unknown:
-        raise UsageError(
-            f"a run record has no key {unknown[0]!r} (its keys: {', '.join(RUN_KEYS)})"
-        )
-    kept = {key: record.get(key) for key in RUN_KEYS}
-    scope = check_scope(kept["scope"])
-    for key in ("started", "ended"):
-        moment = kept[key]
-        if isinstance(moment, _dt.datetime):
-            kept[key] = iso(_aware(moment, key))
-    try:
-        text = json.dumps(kept, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"a run record must be plain JSON values: {exc}") from None
-    return scope, text, _ended(kept["ended"])
-
-
-def _aware(moment: _dt.datetime, what: str) -> _dt.datetime:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise UsageError(f"{what} must be an aware datetime (UTC)")
-    return moment
-
-
-def _ended(value: object) -> _dt.datetime:
-    if isinstance(value, str):
-        try:
-            moment = _dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise UsageError(f"ended {value!r} is not an ISO 8601 time") from None
-        if moment.tzinfo is not None and moment.utcoffset() is not None:
-            return moment
-        raise UsageError(f"ended {value!r} has no time zone (use ISO 8601 UTC with Z)")
-    if value is None:
-        return _dt.datetime.now(_dt.UTC)
-    raise UsageError(f"ended must be an ISO 8601 time, not {value!r}")
 
 
 class Reservation(Record):

@@ -25,8 +25,6 @@ connection dropped (a restarted server) is tried again once at once.
 
 from __future__ import annotations
 
-import uuid
-
 from budgetconf._record import MASK
 from budgetconf.errors import UsageError
 from budgetconf.ledger._base import (
@@ -36,20 +34,19 @@ from budgetconf.ledger._base import (
     Ledger,
     LedgerStatus,
     Reservation,
-    check_lease,
-    check_limit,
-    check_maximum_cost,
-    check_maximum_tokens,
-    check_scope,
-    check_tokens,
     counts,
-    from_nano,
-    run_record,
     run_records,
-    to_nano,
     unavailable,
     window_bounds,
     window_key,
+)
+from budgetconf.ledger._checks import (
+    Asked,
+    check_limit,
+    check_scope,
+    checked_usage,
+    from_nano,
+    run_record,
 )
 
 TYPE_CHECKING = False
@@ -263,33 +260,27 @@ class RedisLedger(Ledger):
         at: _dt.datetime | None,
     ) -> tuple[list[str], list[Any], Reservation]:
         """The keys and arguments of the reserve script, and the reservation it would make."""
-        scope = check_scope(scope)
-        tokens = check_tokens(tokens, "tokens")
-        nano = to_nano(cost_usd, "cost_usd")
-        lease_ms = max(1, round(check_lease(lease_seconds) * 1000))
-        most_tokens, most_nano = check_maximum_tokens(max_tokens), check_maximum_cost(max_cost_usd)
-        start, ends = window_bounds(window, at)
-        rid = uuid.uuid4().hex
-        keys = [*self._keys(scope, window_key(window, start)), self._state(scope, rid)]
+        a = Asked(
+            scope,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            lease_seconds=lease_seconds,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost_usd,
+            window=window,
+            at=at,
+        )
+        keys = [*self._keys(a.scope, a.key), self._state(a.scope, a.rid)]
         args = [
-            rid,
-            tokens,
-            nano,
-            lease_ms,
-            -1 if most_tokens is None else most_tokens,
-            -1 if most_nano is None else most_nano,
+            a.rid,
+            a.tokens,
+            a.nano,
+            max(1, round(a.lease * 1000)),
+            -1 if a.most_tokens is None else a.most_tokens,
+            -1 if a.most_nano is None else a.most_nano,
             REMEMBERED_MS,
         ]
-        made = Reservation(
-            id=rid,
-            scope=scope,
-            window=window,
-            window_start=start,
-            window_ends=ends,
-            tokens=tokens,
-            cost_usd=from_nano(nano),
-        )
-        return keys, args, made
+        return keys, args, a.reservation()
 
     def _ending(
         self, reservation: Reservation, used: tuple[int, int] | None
@@ -304,7 +295,7 @@ class RedisLedger(Ledger):
         return keys, [rid, tokens, nano, 0 if used is None else 1, REMEMBERED_MS]
 
     def settle(self, reservation: Reservation, *, tokens: int, cost_usd: float) -> None:
-        used = (check_tokens(tokens, "tokens"), to_nano(cost_usd, "cost_usd"))
+        used = checked_usage(tokens, cost_usd)
         keys, args = self._ending(reservation, used)
         self._call(lambda: self._finish(keys=keys, args=args))
 
@@ -327,7 +318,7 @@ class RedisLedger(Ledger):
         at: _dt.datetime | None = None,
     ) -> Reservation | None:
         """`settle` and `reserve` in one script: one call to the server between two turns."""
-        used = (check_tokens(tokens, "tokens"), to_nano(cost_usd, "cost_usd"))
+        used = checked_usage(tokens, cost_usd)
         keys, args = self._ending(reservation, used)
         more_keys, more_args, made = self._reservation(
             reservation.scope,

@@ -22,7 +22,6 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 
 from budgetconf.errors import UsageError
 from budgetconf.ledger._base import (
@@ -32,20 +31,19 @@ from budgetconf.ledger._base import (
     Ledger,
     LedgerStatus,
     Reservation,
-    check_lease,
-    check_limit,
-    check_maximum_cost,
-    check_maximum_tokens,
-    check_scope,
-    check_tokens,
     counts,
-    from_nano,
-    run_record,
     run_records,
-    to_nano,
     unavailable,
     window_bounds,
     window_key,
+)
+from budgetconf.ledger._checks import (
+    Asked,
+    check_limit,
+    check_scope,
+    checked_usage,
+    from_nano,
+    run_record,
 )
 
 TYPE_CHECKING = False
@@ -186,46 +184,37 @@ class SQLiteLedger(Ledger):
         window: str = "day",
         at: _dt.datetime | None = None,
     ) -> Reservation | None:
-        scope = check_scope(scope)
-        tokens = check_tokens(tokens, "tokens")
-        nano = to_nano(cost_usd, "cost_usd")
-        lease = check_lease(lease_seconds)
-        most_tokens, most_nano = check_maximum_tokens(max_tokens), check_maximum_cost(max_cost_usd)
-        start, ends = window_bounds(window, at)
-        key = window_key(window, start)
-        rid = uuid.uuid4().hex
+        a = Asked(
+            scope,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            lease_seconds=lease_seconds,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost_usd,
+            window=window,
+            at=at,
+        )
 
         def step(conn: sqlite3.Connection) -> bool:
             now = time.time()
-            row = conn.execute(SPENT, (scope, key)).fetchone()
+            row = conn.execute(SPENT, (a.scope, a.key)).fetchone()
             spent_tokens, spent_nano = (row[0], row[1]) if row else (0, 0)
-            held_tokens, held_nano = conn.execute(HELD, (scope, key, now)).fetchone()
-            if _past(most_tokens, spent_tokens + held_tokens + tokens) or _past(
-                most_nano, spent_nano + held_nano + nano
+            held_tokens, held_nano = conn.execute(HELD, (a.scope, a.key, now)).fetchone()
+            if _past(a.most_tokens, spent_tokens + held_tokens + a.tokens) or _past(
+                a.most_nano, spent_nano + held_nano + a.nano
             ):
                 return False
             conn.execute(
                 "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, ?, ?, 1)",
-                (rid, scope, key, tokens, nano, now + lease),
+                (a.rid, a.scope, a.key, a.tokens, a.nano, now + a.lease),
             )
             conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
             return True
 
-        if not self._run(step):
-            return None
-        return Reservation(
-            id=rid,
-            scope=scope,
-            window=window,
-            window_start=start,
-            window_ends=ends,
-            tokens=tokens,
-            cost_usd=from_nano(nano),
-        )
+        return a.reservation() if self._run(step) else None
 
     def settle(self, reservation: Reservation, *, tokens: int, cost_usd: float) -> None:
-        used = (check_tokens(tokens, "tokens"), to_nano(cost_usd, "cost_usd"))
-        self._finish(reservation, used)
+        self._finish(reservation, checked_usage(tokens, cost_usd))
 
     def release(self, reservation: Reservation) -> None:
         self._finish(reservation, None)

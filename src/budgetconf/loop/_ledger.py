@@ -30,7 +30,8 @@ from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
-from budgetconf.ledger._base import iso, to_nano
+from budgetconf.ledger._base import iso
+from budgetconf.ledger._checks import to_nano
 from budgetconf.loop._faults import PASSING, describe
 
 #: what the run's ``finish`` makes of a stop: a `RunResult`, or a bridge's stop
