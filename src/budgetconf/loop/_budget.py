@@ -134,15 +134,16 @@ class LedgerSettings:
         return f"LedgerSettings({where}, {maxima})"
 
 
-#: the ledger's fields that are not maxima, read by their paths, and their defaults (LEDGER.md)
-_LEDGER_FIELDS: Final = {
-    "scope": "default",
-    "window": "day",
-    "reserve_tokens": 4096,
-    "reserve_cost_usd": 0.05,
-    "lease_seconds": 300.0,
-    "on_unavailable": "stop",
-}
+#: the ledger's fields that are not maxima, read by their paths; one a preset does not declare
+#: takes `LedgerSettings`' default
+_LEDGER_FIELDS: Final = (
+    "scope",
+    "window",
+    "reserve_tokens",
+    "reserve_cost_usd",
+    "lease_seconds",
+    "on_unavailable",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,10 +301,8 @@ def _ledger(res: Resolution, command_line: bool) -> LedgerSettings | None:
     url = res.values.get("ledger.url") if "ledger.url" in fields else None
     if not isinstance(url, str):
         return None
-    given = {
-        name: res.values[f"ledger.{name}"] if f"ledger.{name}" in fields else default
-        for name, default in _LEDGER_FIELDS.items()
-    }
+    declared = [name for name in _LEDGER_FIELDS if f"ledger.{name}" in fields]
+    given = {name: res.values[f"ledger.{name}"] for name in declared}
     maxima = [
         _limit(res, name, f"ledger.{name}", command_line) if f"ledger.{name}" in fields else None
         for name in ("max_tokens", "max_cost_usd")
