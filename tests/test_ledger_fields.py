@@ -25,6 +25,13 @@ from presetfiles import preset_file
 SECRET: Final = "hunter2-LEDGER-pw"
 URL: Final = f"redis://agent:{SECRET}@127.0.0.1:9/0"
 SHOWN: Final = "redis://agent:***@127.0.0.1:9/0"
+#: what a password may hold that a text does not: each once stopped the mask where it began
+ODD: Final = [" ", "\t", "'", '"', "`", "<", ">", "\n", "/", "?", "#", "@", ":"]
+
+
+def odd_url(odd: str) -> str:
+    """`URL` with ``odd`` in its password, before `SECRET`: shown, it is `SHOWN` all the same."""
+    return URL.replace(SECRET, f"pw{odd}{SECRET}")
 
 
 def row(name: str, kind: str, default: object, optional: bool = False) -> tuple[object, ...]:
@@ -148,11 +155,29 @@ def test_a_url_s_password_is_shown_nowhere_the_api_renders_it(given: dict[str, A
     assert SHOWN in seen
 
 
+@pytest.mark.parametrize("odd", ODD, ids=repr)
+def test_a_password_holding_what_ends_a_url_in_a_text_is_still_hidden(odd: str) -> None:
+    """The mask is the parser's own cut, not a scan for where a URL ends in a text."""
+    res = budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": odd_url(odd)})
+    assert parse_url(odd_url(odd)).password == f"pw{odd}{SECRET}"
+    seen = _seen(res)
+    assert SECRET not in seen
+    assert SHOWN in seen
+    bad = odd_url(odd).replace(":9/", ":x/")  # refused, and quoted by the error: masked too
+    with pytest.raises(ConfigError) as caught:
+        budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": bad})
+    assert SECRET not in str(caught.value)
+    assert SHOWN.replace(":9/", ":x/") in str(caught.value)
+
+
+@pytest.mark.parametrize("odd", ["", *ODD], ids=repr)
 def test_a_url_s_password_is_shown_nowhere_the_command_line_renders_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    odd: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """explain (table, JSON, TOML, --for, --diff), check, a failed run and the ledger's errors
+    show the address with only its password hidden, whatever the password holds."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", odd_url(odd))
     model = tmp_path / "m.json"
     model.write_text('{"responses": [{"content": "x"}]}')
     outputs = []

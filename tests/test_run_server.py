@@ -267,6 +267,17 @@ def test_a_bad_url_is_shown_without_its_password(capsys: pytest.CaptureFixture[s
     )
 
 
+@pytest.mark.parametrize("secret", ["pa/ss", "pa?ss", "pa#ss", "p@ss", "pa ss"])
+def test_a_password_holding_a_slash_or_a_mark_is_shown_nowhere(
+    secret: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Credentials run to the URL's last @, wherever its authority would end."""
+    code, _, err = run([*server(f"ftp://u:{secret}-hunter2@127.0.0.1:9/v1"), "go"], capsys)
+    assert code == 64
+    assert "hunter2" not in err
+    assert "got 'ftp://127.0.0.1:9/v1'" in err
+
+
 def test_the_key_is_masked_in_the_servers_own_message(capsys: pytest.CaptureFixture[str]) -> None:
     """A server that repeats the key in its error text: the line shows ``***`` in its place."""
     said = {"error": {"message": f"Incorrect API key provided: {KEY}."}}

@@ -3,6 +3,12 @@
 A leaf: the schema checks ``ledger.url`` with `parse_url`, and
 `budgetconf.ledger.open_ledger` opens what it returns, so both read an
 address by the same rules. Nothing here connects to anything.
+
+The parser and the mask are one rule: a URL is shown as it is read, its
+credentials running from its ``://`` to its last ``@``, so that whatever a
+password holds (a space, a quote, ``<``, ``/``, ``@``) it is never shown. A
+text is never scanned for where a URL ends; a message made from outside text
+(a backend's error) hides the password it knows (`LedgerURL.conceal`).
 """
 
 from __future__ import annotations
@@ -13,10 +19,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final, TypeGuard
 
-__all__ = ["LedgerURL", "conceal", "is_scope", "parse_url", "shown_ledger_url", "text_problem"]
-
-#: what ends a URL in a text: a space or a quote
-_URL_ENDS: Final = frozenset(" \t\n\r'\"`<>")
+__all__ = [
+    "LedgerURL",
+    "conceal",
+    "conceal_in",
+    "is_scope",
+    "parse_url",
+    "shown_url",
+    "text_problem",
+]
 
 #: the schemes a ledger can live at, and the backend each one opens
 SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
@@ -72,37 +83,62 @@ class LedgerURL(Record):
         set_field(self, "password", password)
         set_field(self, "tls", tls)
 
+    def conceal(self, text: str) -> str:
+        """``text`` (a backend's error, say) with this address's password replaced by `MASK`
+        wherever it appears: the password is known, so no URL in the text need be found."""
+        password = self.password
+        return text.replace(password, MASK) if password else text
 
-def shown_ledger_url(text: str) -> str:
-    """``text`` as a message may show it: the password of every URL in it replaced by `MASK`.
 
-    A URL runs from its ``://`` to the next space or quote, and its credentials
-    to its last ``@``: a password may hold ``/``, ``?``, ``#`` or ``@``, and
-    hiding too much is safe where hiding too little is not.
+def shown_url(text: str) -> str:
+    """The URL ``text`` as every message shows it: its password replaced by `MASK`.
+
+    An address `parse_url` reads is shown from what it read; one it refuses
+    is cut the same way (credentials from ``://`` to the last ``@``, the
+    password after their first ``:``), so a refused address hides its
+    password too.
     """
-    shown: list[str] = []
-    done = 0
-    while (found := text.find("://", done)) >= 0:
-        start = end = found + 3
-        while end < len(text) and text[end] not in _URL_ENDS:
-            end += 1
-        token = text[start:end]
-        credentials, at, after = token.rpartition("@")
-        user, colon, _ = credentials.partition(":")
-        if at and colon and "/" not in user:
-            token = f"{user}:{MASK}@{after}"
-        shown += (text[done:start], token)
-        done = end
-    return "".join(shown) + text[done:] if shown else text
+    try:
+        return parse_url(text).shown
+    except ValueError:
+        return _masked(*_credentials(text))
+
+
+def conceal_in(url: str, text: str) -> str:
+    """``text`` with the password of the address ``url`` hidden wherever it appears
+    (`LedgerURL.conceal`); an address that cannot be read was never used, so no text from
+    outside holds its password."""
+    try:
+        return parse_url(url).conceal(text)
+    except ValueError:
+        return text
 
 
 def conceal(value: object) -> object:
-    """``value`` as it may be shown: text with the password of any URL in it replaced by `MASK`.
+    """``value`` as it may be shown: a text that is a URL with its password replaced by `MASK`.
 
     Every rendering of a value a field may hold goes through it, so a
     ``text`` field's URL is shown everywhere with only its password hidden.
     """
-    return shown_ledger_url(value) if isinstance(value, str) and "@" in value else value
+    return shown_url(value) if isinstance(value, str) and "@" in value else value
+
+
+def _credentials(text: str) -> tuple[str, str | None, str]:
+    """``text`` cut where a URL's credentials are: what comes before them (the scheme and its
+    ``://``), the credentials (None when there are none) and what comes after their ``@``."""
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text, None, ""
+    credentials, at, tail = rest.rpartition("@")  # a password may hold / ? # or @
+    return scheme + sep, credentials if at else None, tail if at else rest
+
+
+def _masked(head: str, credentials: str | None, tail: str) -> str:
+    """The URL cut by `_credentials`, with whatever follows the user's name hidden."""
+    if credentials is None:
+        return head + tail
+    user, colon, _ = credentials.partition(":")
+    return f"{head}{user}{':' + MASK if colon else ''}@{tail}"
 
 
 def text_problem(path: str, value: str) -> str | None:
@@ -146,23 +182,22 @@ def parse_url(text: str) -> LedgerURL:
     backend = SCHEMES.get(scheme.lower()) if sep else None
     if backend is None:
         raise ValueError("is not a ledger URL (use sqlite:///PATH or redis://HOST:PORT/DB)")
-    shown = shown_ledger_url(text)
-    if backend == "sqlite":
+    if backend == "sqlite":  # a path: an @ or a : in it is the file's name, not credentials
         if not rest.startswith("/") or len(rest) < 2 or rest.endswith("/"):
             raise ValueError(
                 "names no database file (use sqlite:///relative.db or sqlite:////abs.db)"
             )
-        return LedgerURL(backend=backend, shown=shown, path=rest[1:])
-    return _redis(text, rest, shown, tls=scheme.lower() == "rediss")
+        return LedgerURL(backend=backend, shown=text, path=rest[1:])
+    return _redis(text, tls=scheme.lower() == "rediss")
 
 
-def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
-    credentials, at, tail = rest.rpartition("@")  # a password may hold / ? or #
+def _redis(text: str, *, tls: bool) -> LedgerURL:
+    head, credentials, tail = _credentials(text)
     hostport, _, path = tail.partition("/")
     if "?" in tail or "#" in tail:
         raise ValueError("takes no query or fragment")
     username = password = None
-    if at:
+    if credentials is not None:
         user, colon, secret = credentials.partition(":")
         username, password = user or None, secret if colon else None
     host, port = _host_port(hostport)
@@ -173,7 +208,7 @@ def _redis(text: str, rest: str, shown: str, *, tls: bool) -> LedgerURL:
         db = int(path)
     return LedgerURL(
         backend="redis",
-        shown=shown,
+        shown=_masked(head, credentials, tail),
         host=host,
         port=port,
         db=db,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from budgetconf._ledger_url import parse_url, shown_ledger_url, text_problem
+from budgetconf._ledger_url import LedgerURL, parse_url, text_problem
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, problems, say, write_json
@@ -41,7 +41,8 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     problem = text_problem("ledger.scope", scope)
     if problem is not None:
         raise Usage(f"--scope: {problem}: {scope!r}")
-    missing = _missing_database(url)
+    address = parse_url(url)  # the resolution has judged it
+    missing = _missing_database(address)
     if missing is not None:
         say(err, f"budgetconf: error: {missing}")
         return EXIT_ERROR
@@ -53,19 +54,18 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
                 return _runs(ledger, scope, line.ns.limit, line.ns.format, out)
             doc = status_document(res, ledger.status(scope, window=_window(res)))
     except (LedgerUnavailable, UsageError) as exc:
-        say(err, f"budgetconf: error: {_one_line(exc)}")
+        say(err, f"budgetconf: error: {address.conceal(_one_line(exc))}")
         return EXIT_ERROR
     if line.ns.format == "json":
         write_json(doc, out)
     else:
-        _status_table(doc, shown_ledger_url(url), out)
+        _status_table(doc, address.shown, out)
     return EXIT_OK
 
 
-def _missing_database(url: str) -> str | None:
+def _missing_database(address: LedgerURL) -> str | None:
     """Why a SQLite ledger cannot be read yet: reading one would create an empty database, and
     a mistyped path would then show a spend of nothing."""
-    address = parse_url(url)  # the resolution has judged it
     if address.backend != "sqlite" or address.path is None or os.path.exists(address.path):
         return None
     return f"ledger {address.shown} does not exist yet (a run that draws on it creates it)"

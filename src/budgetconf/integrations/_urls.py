@@ -8,6 +8,6 @@ def shown_url(url: object) -> str:
     scheme, sep, rest = str(url).partition("://")
     if not sep:
         scheme, rest = "", scheme
-    # the authority runs to the first of / ? #; credentials end at its last @
-    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
-    return (scheme + sep + rest[:end].rpartition("@")[2] + rest[end:]).rstrip("/")
+    # credentials end at the URL's last @, not its authority's: a password may hold / ? or #,
+    # and hiding a path's @ too is safe where showing part of a password is not
+    return (scheme + sep + rest.rpartition("@")[2]).rstrip("/")

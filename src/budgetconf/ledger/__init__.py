@@ -51,9 +51,9 @@ def open_ledger(url: str) -> Ledger:
     try:
         address = parse_url(url)
     except ValueError as exc:
-        from budgetconf._ledger_url import shown_ledger_url
+        from budgetconf._ledger_url import shown_url
 
-        raise UsageError(f"ledger URL {shown_ledger_url(url)!r} {exc}") from None
+        raise UsageError(f"ledger URL {shown_url(url)!r} {exc}") from None
     if address.backend == "sqlite":
         from budgetconf.ledger._sqlite import SQLiteLedger
 

@@ -25,7 +25,6 @@ connection dropped (a restarted server) is tried again once at once.
 
 from __future__ import annotations
 
-from budgetconf._record import MASK
 from budgetconf.errors import UsageError
 from budgetconf.ledger._base import (
     KEPT_RUNS,
@@ -208,10 +207,7 @@ class RedisLedger(Ledger):
             text = " ".join(str(exc).split()) or type(exc).__name__
             if "imeout" in type(exc).__name__ or "imeout" in text:
                 text = f"no answer within {self._timeout:g} s ({text})"
-            password = self.address.password
-            if password:
-                text = text.replace(password, MASK)
-            raise unavailable(self.url, text) from None
+            raise unavailable(self.url, self.address.conceal(text)) from None
 
     def close(self) -> None:
         self._client.close()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from budgetconf._ledger_url import shown_ledger_url
+from budgetconf._ledger_url import shown_url
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
@@ -125,7 +125,7 @@ class LedgerSettings:
     @property
     def shown(self) -> str:
         """The address as every message, event and record shows it: its password ``***``."""
-        return shown_ledger_url(self.url)
+        return shown_url(self.url)
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show the address's password

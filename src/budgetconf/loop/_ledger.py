@@ -25,7 +25,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from budgetconf._ledger_url import conceal
+from budgetconf._ledger_url import conceal_in
 from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
@@ -151,7 +151,7 @@ class Draw(Generic[_Result]):
             if self.settings.on_unavailable == "continue":
                 self._warn(exc, self.run.turns, "settle")
             else:  # the run ends before its next call, saying why
-                self.fault = _line(exc)
+                self.fault = self._line(exc)
                 self._event(self.fault, self.run.turns, "settle")
             return
         self.run.emit(
@@ -218,17 +218,21 @@ class Draw(Generic[_Result]):
             "stop_reason": stop_reason,
         }
 
+    def _line(self, exc: BaseException) -> str:
+        """The error's text on one line, the ledger's password hidden wherever it appears."""
+        return conceal_in(self.settings.url, " ".join(str(exc).split()) or type(exc).__name__)
+
     def _unavailable(self, exc: LedgerUnavailable, turn: int) -> _Result | None:
         """``on_unavailable``: the run fails before the call (``stop``), or it goes on."""
         if self.settings.on_unavailable == "continue":
             self._warn(exc, turn, "reserve")
             return None
-        cause = _line(exc)
+        cause = self._line(exc)
         self._event(cause, turn, "reserve")
         return self.run.finish(StopReason.ERROR, f"failed: {cause} (turn {self.run.turns})")
 
     def _warn(self, exc: LedgerUnavailable, turn: int, what: str) -> None:
-        cause = _line(exc)
+        cause = self._line(exc)
         goes_on = "the run goes on without it" if what == "reserve" else f"its {what} is lost"
         warnings.warn(f"{cause}; {goes_on}", BudgetConfWarning, stacklevel=2)
         self._event(cause, turn, what)
@@ -340,8 +344,3 @@ def _refusal(s: LedgerSettings, reason: StopReason) -> dict[str, Any]:
     if reason is StopReason.MAX_COST:
         return {"field": "ledger.max_cost_usd", "cost_usd": s.reserve_cost_usd}
     return {"field": "ledger.max_tokens", "tokens": s.reserve_tokens}
-
-
-def _line(exc: BaseException) -> str:
-    """The error's text on one line, any URL password in it masked."""
-    return " ".join(str(conceal(str(exc))).split()) or type(exc).__name__
