@@ -208,6 +208,23 @@ def test_the_token_budget_stops_before_a_call_once_reached_and_after_a_response_
     assert (over.stop_reason, over.turns, script.made, RAN) == ("max_tokens", 2, 2, [1])
 
 
+def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run() -> None:
+    """2**63 - 1 tokens is unreadable, as in the executor: failed, before the response's tools."""
+    RAN.clear()
+    huge = call(1)
+    huge.usage_metadata = {
+        "input_tokens": 10,
+        "output_tokens": 2**63 - 11,
+        "total_tokens": 2**63 - 1,
+    }
+    result = run(graph(ToolFake(messages=iter([huge, call(2)]))), hi(), budget(max_steps="3"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert result.message.startswith(
+        "failed: malformed model response: usage_metadata.total_tokens: more tokens than one"
+    )
+    assert RAN == []
+
+
 def test_a_final_answer_over_the_token_budget_completes() -> None:
     _, model = scripted(turns=1)
     result = run(graph(model), hi(), budget(max_tokens="20"))

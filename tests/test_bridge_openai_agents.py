@@ -152,6 +152,17 @@ def test_a_response_past_the_token_budget_stops_before_its_tools_run() -> None:
     assert result.output == "working 3"  # the crossing response's text is kept
 
 
+def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run() -> None:
+    """2**63 - 1 tokens is unreadable, as in the executor: failed, before the response's tools."""
+    model = Scripted(tokens=2**63 - 1)
+    result = openai_agents.run(agent(model), "go", env(max_steps="3"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert result.message.startswith(
+        "failed: malformed model response: usage.total_tokens: more tokens than one response"
+    )
+    assert (model.calls, len(ran)) == (1, 0)
+
+
 def test_a_spent_token_budget_stops_before_the_next_call() -> None:
     """Exactly at the cap the response's tools run; no further call is made."""
     model = Scripted(tokens=50)
@@ -360,7 +371,7 @@ def test_without_the_framework_the_import_says_how_to_install_it(
 @function_tool
 async def slow(a: int, b: int) -> int:
     """Add two numbers, slowly."""
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(1.0)
     return a + b
 
 
@@ -376,7 +387,8 @@ def test_the_deadline_cancels_a_tool_and_the_loop_is_reused_for_the_next_run() -
     for _ in range(2):
         model = Scripted([[text("calling"), call("s", name="slow")]])
         tool_agent = Agent[Any](name="slow", model=model, tools=[slow])
-        result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.1"))
+        # far from both ends: the first response comes well before it, the tool well after
+        result = openai_agents.run(tool_agent, "go", env(timeout_seconds="0.4"))
         assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "calling")
 
 

@@ -148,6 +148,19 @@ def test_a_final_answer_that_crosses_the_token_budget_stops_the_run(
     assert (result.stop_reason, result.output, result.turns) == ("max_tokens", "done", 2)
 
 
+def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2**63 - 1 tokens is unreadable, as in the executor: failed, before the response's tools."""
+    tools = Tools()
+    huge = reply("adding", calls=[("call_0", "add", {"a": 1, "b": 1})], usage=(10, 2**63 - 11))
+    with serving([huge, *_calls(3)]) as chat:
+        result = bridge.run(_agent(chat, monkeypatch, tools), "add", {"execution.max_steps": 3})
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert "more tokens than one response can use" in result.message
+    assert (len(chat.received), tools.ran) == (1, 0)
+
+
 def test_the_text_sent_with_earlier_tool_calls_is_the_output(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

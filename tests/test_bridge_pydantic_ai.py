@@ -149,6 +149,21 @@ def test_a_token_stop_overshoots_and_even_stops_a_final_answer() -> None:
     assert script.tools_run == [1, 2]
 
 
+def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run() -> None:
+    """2**63 - 1 tokens is unreadable, as in the executor: the run fails (read at its end, since
+    pydantic-ai counts usage itself)."""
+    script = Script(final_at=2, tokens=2**63 - 1)
+    result = bridge.run(scripted(script), "go", env_budget(max_steps="3"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 2)
+    assert result.message.startswith(
+        "failed: malformed model response: usage.total_tokens: more tokens than one response"
+    )
+    script = Script(final_at=2, cost=Decimal(10**7))
+    result = bridge.run(scripted(script), "go", env_budget(max_steps="3"))
+    assert (result.status, result.stop_reason) == (RunStatus.FAILED, "error")
+    assert "usage.cost: more than one response can cost" in result.message
+
+
 def test_a_cost_stop_counts_the_cost_responses_report() -> None:
     script = Script(cost=Decimal("0.1"))
     result = bridge.run(scripted(script), "go", {"limits.max_cost_usd": 0.25})

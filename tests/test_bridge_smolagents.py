@@ -203,6 +203,23 @@ def test_a_response_that_passes_the_token_budget_runs_no_tools() -> None:
     assert (result.stop_reason, result.turns, len(RAN)) == ("max_tokens", 2, 1)
 
 
+def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run() -> None:
+    """2**63 - 1 tokens is unreadable, as in the executor: failed, before the response's tools."""
+
+    def huge(n: int, tools: bool) -> ChatMessage:
+        message = adds(n)
+        message.token_usage = TokenUsage(10, 2**63 - 11)
+        return message
+
+    model = Scripted(huge)
+    result = run(agent(model), "loop", env(max_steps="3"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert result.message.startswith(
+        "failed: malformed model response: usage.total_tokens: more tokens than one response"
+    )
+    assert (model.calls, RAN) == ([True], [])
+
+
 def test_a_budget_spent_on_the_last_step_prevents_the_forced_call() -> None:
     """smolagents ignores an interrupt on its last step: the bridge ends the run itself."""
     model = Scripted()
@@ -484,6 +501,7 @@ def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert set(done.stdout.split()) <= {
         "budgetconf._loop_table",
+        "budgetconf._usage",  # a leaf: the bounds a response's usage is read by
         "budgetconf.integrations",
         "budgetconf.integrations._bridge",
         "budgetconf.integrations._frameworks",

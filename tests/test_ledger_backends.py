@@ -376,6 +376,13 @@ def test_a_malformed_run_record_is_refused(
         (lambda led: led.settle("r-1", tokens=1, cost_usd=0), "not a Reservation: str"),
         (lambda led: led.release(None), "not a Reservation: NoneType"),
         (lambda led: led.settle(held(led), tokens=-1, cost_usd=0), "tokens must be a whole"),
+        (lambda led: hold(led, tokens=2**40 + 1), "tokens must be at most 1099511627776"),
+        (lambda led: hold(led, cost_usd=1e6 + 1), "cost_usd must be at most 1000000"),
+        (
+            lambda led: led.settle(held(led), tokens=2**63 - 1, cost_usd=0),
+            "tokens must be at most 1099511627776",
+        ),
+        (lambda led: led.settle(held(led), tokens=1, cost_usd=2e6), "cost_usd must be at most"),
     ],
 )
 def test_a_call_that_cannot_be_carried_out_is_a_usage_error(
@@ -384,6 +391,21 @@ def test_a_call_that_cannot_be_carried_out_is_a_usage_error(
     """Each argument is checked before anything is written, with a message naming it."""
     with pytest.raises(UsageError, match=message):
         call(ledger)
+
+
+def test_the_largest_amounts_a_call_may_hold_and_use_count_exactly(ledger: Ledger) -> None:
+    """2**40 tokens and 10**6 USD a call, held, expired, settled: every total an exact integer
+    (tokens) or billionths (cost), as the backend adds them, never a wrapped count."""
+    most = 2**40
+    lapsed = [held(ledger, tokens=most, cost_usd=1e6, lease_seconds=0.2) for _ in range(3)]
+    assert reserved(ledger.status("team-a")) == (3 * most, 3e6)
+    time.sleep(0.4)  # their leases end: what each held goes back, exactly
+    assert reserved(ledger.status("team-a")) == (0, 0.0)
+    for reservation in [*lapsed, held(ledger, tokens=most, cost_usd=1e6)]:
+        ledger.settle(reservation, tokens=most, cost_usd=1e6)
+    assert spent(ledger.status("team-a")) == (4 * most, 4e6)
+    assert hold(ledger, tokens=1, max_tokens=4 * most) is None
+    assert hold(ledger, tokens=1, max_tokens=4 * most + 1) is not None
 
 
 def test_an_unavailable_ledger_error_is_one_line_naming_the_ledger() -> None:

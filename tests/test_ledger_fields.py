@@ -11,7 +11,7 @@ from typing import Any, Final
 import pytest
 
 import budgetconf
-from budgetconf import ConfigError
+from budgetconf import BudgetConfWarning, ConfigError
 from budgetconf._engine import load_preset
 from budgetconf._ledger_url import parse_url, text_problem
 from budgetconf.cli import main
@@ -309,3 +309,22 @@ def test_open_ledger_refuses_what_is_no_address() -> None:
     with pytest.raises(budgetconf.UsageError) as caught:
         open_ledger(f"ftp://u:{SECRET}@h/x")
     assert str(caught.value).startswith("ledger URL 'ftp://u:***@h/x' is not a ledger URL")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("BUDGETCONF_LEDGER_RESERVE_TOKENS", str(2**40 + 1)),
+        ("BUDGETCONF_LEDGER_RESERVE_COST_USD", "1000000.5"),
+        ("BUDGETCONF_LEDGER_MAX_COST_USD", "9000001"),
+    ],
+)
+def test_the_ledgers_amounts_are_bounded_where_it_counts_them_exactly(
+    variable: str, value: str
+) -> None:
+    """A reservation past what one response may report, or a cost maximum past what the ledger
+    counts exactly, is refused by the field, not by the ledger in the middle of a run."""
+    field = f"ledger.{variable.removeprefix('BUDGETCONF_LEDGER_').lower()}"
+    with pytest.warns(BudgetConfWarning, match=f"^{field} from env:{variable}: must be"):
+        res = budgetconf.resolve(env={variable: value})
+    assert res.trace(field).source == "default"

@@ -481,3 +481,24 @@ def test_a_refusal_names_the_maximum_the_ledger_refused_on_even_at_an_exact_cost
     assert (result.stop_reason, result.turns) == ("max_tokens", 1)
     assert result.limit is not None
     assert (result.limit["field"], result.limit["spent"]) == ("ledger.max_tokens", 100)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_response_reporting_a_count_near_2_63_fails_its_run_and_spends_nothing(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A count no response can report ends the run error, its reservation given back: the
+    scope's spend stays whole, and a reservation past the maximum is still refused."""
+    url = url_of(tmp_path) if backend == "sqlite" else request.getfixturevalue("redis_url")
+    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_MAX_TOKENS": "1000"}
+    env["BUDGETCONF_LEDGER_RESERVE_TOKENS"] = "100"
+    result = executor(env, [answer(2**63 - 1, 0.0)]).run("hi")
+    assert (result.status.value, result.stop_reason, result.turns) == ("failed", "error", 1)
+    assert "more tokens than one response can use" in result.message
+    with open_ledger(url) as led:
+        status = led.status("default", window="day")
+        assert (status.spent_tokens, status.reserved_tokens) == (0, 0)
+        refused = led.reserve(
+            "default", tokens=10**6, cost_usd=0, lease_seconds=60, max_tokens=1000
+        )
+    assert refused is None

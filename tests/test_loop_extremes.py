@@ -56,10 +56,21 @@ def test_the_largest_budgets_are_enforced_without_overflow(drive: Driver) -> Non
         max_cost_usd=sys.float_info.max,
         timeout_seconds=sys.float_info.max,
     )
-    model = ScriptedModel([{**calls(2), "usage": {"total_tokens": MAX_INT - 1}}, answer()])
+    model = ScriptedModel([{**calls(2), "usage": {"total_tokens": 2**40}}, answer()])
     result = drive.run(drive.executor(model, {"echo": Echo()}, limits), "go")
     assert (result.status, result.turns, result.tool_calls_executed) == ("ok", 2, 2)
-    assert result.tokens == MAX_INT - 1
+    assert result.tokens == 2**40
+
+
+def test_a_response_reporting_more_than_a_response_can_use_fails_the_run(drive: Driver) -> None:
+    """2**63 - 1 tokens (or a cost past 10**6 USD) is no report a model makes: the run ends
+    error before the response's calls run, as for any unreadable response."""
+    for usage in ({"usage": {"total_tokens": 2**63 - 1}}, {"cost_usd": 1e7}):
+        model = ScriptedModel([{**calls(1), **usage}, answer()])
+        result = drive.run(drive.executor(model, {"echo": Echo()}, budget()), "go")
+        assert (result.status, result.stop_reason, result.turns) == ("failed", "error", 1)
+        assert result.message.startswith("failed: malformed model response: ")
+        assert result.tool_calls_executed == 0
 
 
 def test_a_resume_by_the_largest_number_of_steps_runs(drive: Driver) -> None:

@@ -432,21 +432,38 @@ def test_cost_is_a_non_negative_number(cost: float, read_as: float) -> None:
 @pytest.mark.parametrize(
     ("usage", "problem"),
     [
-        ({"total_tokens": 2**63}, "usage.total_tokens: expected a count, got 9223372036854775808"),
-        ({"total_tokens": 10**5000}, "usage.total_tokens: expected a count, got an integer of"),
+        (
+            {"total_tokens": 2**40 + 1},
+            "usage.total_tokens: more tokens than one response can use (1099511627777)",
+        ),
+        ({"total_tokens": 2**63 - 1}, "usage.total_tokens: more tokens than one response can"),
+        ({"total_tokens": 10**5000}, "usage.total_tokens: more tokens than one response can use"),
+        (
+            {"prompt_tokens": 2**40, "completion_tokens": 1},
+            "usage.prompt_tokens + usage.completion_tokens: more tokens than one response",
+        ),
         ({"prompt_tokens": 1.5}, "usage.prompt_tokens: expected a count, got 1.5"),
         ({"completion_tokens": None, "prompt_tokens": False}, "usage.prompt_tokens"),
     ],
-    ids=["2**63", "5000 digits", "float", "bool"],
+    ids=["2**40 + 1", "2**63 - 1", "5000 digits", "parts past 2**40", "float", "bool"],
 )
 def test_a_count_past_what_a_count_can_be_is_malformed(usage: object, problem: str) -> None:
-    """Counts run from 0 to 2**63 - 1, as every count budgetconf reads; past it, Malformed."""
+    """A response reports 0 to 2**40 tokens; past it, Malformed: no model answers with more,
+    and a total below 2**53 stays exact in every ledger."""
     assert malformed({"usage": usage}).startswith(problem)
 
 
 def test_the_largest_count_is_read() -> None:
-    """2**63 - 1 tokens is a count: nothing the schema accepts is refused."""
-    assert read({"usage": {"total_tokens": 2**63 - 1}}).tokens == 2**63 - 1
+    """2**40 tokens is a count, also as its two parts."""
+    assert read({"usage": {"total_tokens": 2**40}}).tokens == 2**40
+    assert read({"usage": {"prompt_tokens": 2**39, "completion_tokens": 2**39}}).tokens == 2**40
+
+
+def test_a_cost_past_what_a_response_can_cost_is_malformed() -> None:
+    """A response costs at most 10**6 USD; past it, Malformed naming cost_usd."""
+    assert read({"cost_usd": 10**6}).cost == 10**6
+    problem = malformed({"cost_usd": 1_000_000.01})
+    assert problem == "cost_usd: more than one response can cost (1000000.01 USD)"
 
 
 @pytest.mark.parametrize(

@@ -19,13 +19,21 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bri
     from typing import Any, ClassVar, Literal, TypeAlias
 
     from budgetconf._loop_table import BudgetName, RunStatus, StopReason
+    from budgetconf._usage import Unreadable
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop._budget import Budget
 
     #: what a bridge does with a budget it cannot enforce: refuse it, or warn and run
     Unenforced: TypeAlias = Literal["error", "warn"]
 
-__all__ = ["BridgeResult", "bridge_budget", "ended", "refuse_conflicting", "stopped"]
+__all__ = [
+    "BridgeResult",
+    "bridge_budget",
+    "ended",
+    "refuse_conflicting",
+    "stopped",
+    "unreadable",
+]
 
 
 class BridgeResult(Record):
@@ -223,3 +231,14 @@ def ended(
     return BridgeResult(
         reason.status, reason.value, reason, message, output, turns, None, framework.name, native
     )
+
+
+def unreadable(
+    framework: Framework, exc: Unreadable, *, output: str, turns: int, native: object
+) -> BridgeResult:
+    """The result of a run whose framework reported usage no response can (more than 2**40
+    tokens, say): failed, in the executor's words for an unreadable response."""
+    from budgetconf._loop_table import StopReason
+
+    message = f"failed: malformed model response: {exc} (turn {turns})"
+    return ended(framework, StopReason.ERROR, message, output=output, turns=turns, native=native)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
 
+from budgetconf._usage import reported_tokens
 from budgetconf.errors import UsageError
 from budgetconf.integrations._draw import Refused, Tally
 
@@ -112,5 +113,6 @@ def _used(response: object) -> int:
     for message in messages if isinstance(messages, list) else [inner]:
         usage = getattr(message, "usage_metadata", None)
         tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-        total += tokens if isinstance(tokens, int) and getattr(message, "type", "") == "ai" else 0
+        if isinstance(tokens, int) and getattr(message, "type", "") == "ai":
+            total += reported_tokens(tokens, "usage_metadata.total_tokens")  # or Unreadable
     return total

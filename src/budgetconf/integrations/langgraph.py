@@ -57,6 +57,7 @@ except ImportError:
     raise missing("langgraph", "langgraph", "langgraph") from None
 
 from budgetconf._loop_table import BudgetName, StopReason
+from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
@@ -64,6 +65,7 @@ from budgetconf.integrations._bridge import (
     ended,
     refuse_conflicting,
     stopped,
+    unreadable,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS, Framework
 
@@ -320,9 +322,10 @@ def _text(message: object) -> str:
 
 
 def _tokens(message: object) -> int:
+    """The tokens an AI message reports (none without ``usage_metadata``), or `Unreadable`."""
     usage = getattr(message, "usage_metadata", None)  # langchain-core requires total_tokens
     total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
-    return total if isinstance(total, int) else 0
+    return reported_tokens(total, "usage_metadata.total_tokens") if isinstance(total, int) else 0
 
 
 class _Watch:
@@ -456,6 +459,9 @@ class _Watch:
         """The stop a limit the bridge set raised; any other error is raised unchanged."""
         from langgraph.errors import GraphRecursionError
 
+        if isinstance(exc, Unreadable):  # a usage no response can report: the run failed
+            self.ended = StopReason.ERROR.value
+            return unreadable(_FRAMEWORK, exc, output=self.output(), turns=self.turns, native=exc)
         if isinstance(exc, GraphRecursionError) and self.budget.value(BudgetName.MAX_STEPS):
             return self.stop(StopReason.MAX_STEPS, exc)
         if self.tally is not None:

@@ -47,6 +47,7 @@ from dataclasses import replace
 from typing import Any, Final  # the framework imports typing: nothing saved by waiting
 
 from budgetconf._loop_table import WARN_MESSAGE, BudgetName, LastTurn, StopReason
+from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
@@ -54,6 +55,7 @@ from budgetconf.integrations._bridge import (
     ended,
     refuse_conflicting,
     stopped,
+    unreadable,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
@@ -132,7 +134,7 @@ def run(
     try:
         try:
             native = Runner.run_sync(agent, input, **kwargs)
-        except (AgentsException, asyncio.CancelledError) as exc:
+        except (AgentsException, asyncio.CancelledError, Unreadable) as exc:
             return watch.end(watch.raised(exc))
         finally:
             if timer is not None:
@@ -165,7 +167,7 @@ async def arun(
                 raise
             watch.timed_out = True
             return watch.end(watch.raised(exc))
-        except AgentsException as exc:
+        except (AgentsException, Unreadable) as exc:
             return watch.end(watch.raised(exc))
         return watch.end(watch.finished(native))
     finally:
@@ -332,8 +334,8 @@ class _Watch(RunHooks[Any]):
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         self.turns += 1
-        usage = response.usage
-        used = usage.total_tokens if usage is not None else 0
+        usage = response.usage  # a count no response can report ends the run (Unreadable)
+        used = 0 if usage is None else reported_tokens(usage.total_tokens, "usage.total_tokens")
         self.tokens += used
         if self.tally is not None:  # the response replaces what its call held in the ledger
             self.tally.settle(used, 0.0)
@@ -397,6 +399,8 @@ class _Watch(RunHooks[Any]):
             return self._stopped(exc.reason, exc.budget, self._text(exc), exc)
         if isinstance(exc, _Refused):
             return exc.stop.result(_FRAMEWORK, self.budget, self._text(exc), self.turns, exc)
+        if isinstance(exc, Unreadable):
+            return unreadable(_FRAMEWORK, exc, output=self.output, turns=self.turns, native=exc)
         if isinstance(exc, MaxTurnsExceeded) and self._mine(exc):
             spent = self._spent()  # tokens or time spent too: the executor names them first
             reason = (spent.reason, spent.budget) if spent is not None else None

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from budgetconf._loop_table import BudgetName, StopReason
+from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import (
     BridgeResult,
@@ -46,6 +47,7 @@ from budgetconf.integrations._bridge import (
     ended,
     refuse_conflicting,
     stopped,
+    unreadable,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
@@ -117,8 +119,7 @@ def run(
     )
     _refuse_resumed(agent)
     watch = _Watch(checked.value(BudgetName.MAX_TOKENS), framework_kwargs.pop("cancel_token", None))
-    if watch.limit is not None:
-        framework_kwargs["cancel_token"] = watch
+    framework_kwargs["cancel_token"] = watch  # set by a budget spent or a usage unreadable
     framework_kwargs.setdefault("stream", False)
     framework_kwargs.setdefault("output", "silent")
     answer = _started(agent, input, _execution(agent, checked), watch, framework_kwargs)
@@ -194,11 +195,21 @@ class _Watch:
         self.turns = 0
         self.tokens = 0
         self.spent = False  # the token budget stopped the run
+        self.fault: Unreadable | None = None  # a usage no response can report stopped it
         self.text = ""  # the last text sent along with tool calls
 
     def response(self, tokens_in: Any = 0, tokens_out: Any = 0, **_: Any) -> None:
         self.turns += 1
-        self.tokens += int(tokens_in or 0) + int(tokens_out or 0)
+        try:
+            used = reported_tokens(
+                reported_tokens(tokens_in or 0, "usage.prompt_tokens")
+                + reported_tokens(tokens_out or 0, "usage.completion_tokens"),
+                "usage.prompt_tokens + usage.completion_tokens",
+            )
+        except Unreadable as exc:  # the framework stops at the token, before the tools
+            self.fault = self.fault or exc
+            return
+        self.tokens += used
         if self.limit is not None and self.tokens >= self.limit:
             self.spent = True
 
@@ -208,10 +219,13 @@ class _Watch:
 
     def is_set(self) -> bool:
         theirs = self.theirs
-        return self.spent or bool(theirs is not None and theirs.is_set())
+        stopped = self.spent or self.fault is not None
+        return stopped or bool(theirs is not None and theirs.is_set())
 
     @property
     def reason(self) -> str | None:
+        if self.fault is not None:
+            return "a response's usage cannot be read"
         return "the token budget is spent" if self.spent else getattr(self.theirs, "reason", None)
 
 
@@ -294,6 +308,8 @@ def _text(answer: object) -> str:
 def _result(budget: Budget, why: str, output: str, watch: _Watch, answer: object) -> BridgeResult:
     """The framework's stop reason, as budgetconf reports it."""
     turns = watch.turns
+    if watch.fault is not None:
+        return unreadable(FRAMEWORK, watch.fault, output=output, turns=turns, native=answer)
     if watch.spent:
         return stopped(
             FRAMEWORK, budget, StopReason.MAX_TOKENS, output=output, turns=turns, native=answer

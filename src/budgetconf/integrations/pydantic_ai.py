@@ -57,12 +57,14 @@ from types import FrameType
 from typing import Any
 
 from budgetconf._loop_table import StopReason
+from budgetconf._usage import Unreadable, reported_cost, reported_tokens
 from budgetconf.integrations._bridge import (
     BridgeResult,
     bridge_budget,
     ended,
     refuse_conflicting,
     stopped,
+    unreadable,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
@@ -192,6 +194,9 @@ class _Plan:
             return None
         responses = self._responses(messages)
         output = next((r.text for r in reversed(responses) if r.text), None) or ""
+        fault = _unreadable(responses)
+        if fault is not None:
+            return unreadable(_FRAMEWORK, fault, output=output, turns=len(responses), native=exc)
         return stopped(
             _FRAMEWORK, self.budget, reason, output=output, turns=len(responses), native=exc
         )
@@ -199,8 +204,12 @@ class _Plan:
     def completed(
         self, output: object, messages: list[ModelMessage], native: object
     ) -> BridgeResult:
-        turns = len(self._responses(messages))
+        responses = self._responses(messages)
+        turns = len(responses)
         text = output if isinstance(output, str) else pydantic_core.to_json(output).decode()
+        fault = _unreadable(responses)
+        if fault is not None:
+            return unreadable(_FRAMEWORK, fault, output=text, turns=turns, native=native)
         message = f"completed in {turns} turn{'' if turns == 1 else 's'}"
         return ended(
             _FRAMEWORK, StopReason.COMPLETED, message, output=text, turns=turns, native=native
@@ -220,6 +229,23 @@ class _Plan:
     def _responses(self, messages: Sequence[ModelMessage]) -> list[ModelResponse]:
         """This run's model responses: those no run of the history made."""
         return [m for m in messages if isinstance(m, ModelResponse) and m.run_id not in self.prior]
+
+
+def _unreadable(responses: Sequence[ModelResponse]) -> Unreadable | None:
+    """The first usage among ``responses`` that no response can report, if one is.
+
+    pydantic-ai counts usage itself, so the bridge reads it when the run has ended: such a
+    run fails, as the executor's does.
+    """
+    for response in responses:
+        usage = response.usage
+        try:
+            reported_tokens(usage.total_tokens, "usage.total_tokens")
+            if usage.cost is not None:
+                reported_cost(float(usage.cost), "usage.cost")
+        except Unreadable as exc:
+            return exc
+    return None
 
 
 def _native(plain: Mapping[str, Any], start: RunUsage) -> dict[str, Any]:

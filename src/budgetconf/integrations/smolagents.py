@@ -65,6 +65,7 @@ except ImportError:
     raise missing("smolagents", "smolagents", "smolagents") from None
 
 from budgetconf._loop_table import StopReason
+from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import BudgetConfWarning, UsageError, UsageTypeError
 from budgetconf.integrations._bridge import (
     BridgeResult,
@@ -72,6 +73,7 @@ from budgetconf.integrations._bridge import (
     ended,
     refuse_conflicting,
     stopped,
+    unreadable,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 
@@ -149,6 +151,8 @@ def _run(agent: Any, task: str, guard: _Guard, kwargs: dict[str, Any]) -> Bridge
             native = agent.run(task, **kwargs)
         except _Stop as exc:
             return guard.stopped(exc)
+        except Unreadable as exc:  # a usage no response can report: the run failed
+            return unreadable(_FRAMEWORK, exc, output=guard.text, turns=guard.turns, native=exc)
         except AgentError as exc:
             if guard.reason is None or not agent.interrupt_switch:
                 raise  # not the bridge's interrupt: smolagents' own error
@@ -249,8 +253,7 @@ class _Guard:
     def step(self, step: Any, agent: Any) -> None:
         """After each step: count it, and stop the run when a budget leaves no room."""
         self.turns += 1
-        usage = step.token_usage
-        used = 0 if usage is None else usage.total_tokens
+        used = _used(step)
         self.tokens += used
         if self.tally is not None:
             self._settle(step, used)
@@ -275,8 +278,7 @@ class _Guard:
 
     def gate(self, step: Any, calls: int) -> None:
         """Before a response's tool calls run: stop the run if a budget forbids them."""
-        usage = step.token_usage
-        tokens = self.tokens + (0 if usage is None else usage.total_tokens)
+        tokens = self.tokens + _used(step)
         reason = None
         if self.max_tokens is not None and tokens > self.max_tokens:
             reason = StopReason.MAX_TOKENS
@@ -385,6 +387,12 @@ def _gated(process: Any, guard: _Guard) -> Any:
         yield from process(chat_message, memory_step)
 
     return gated
+
+
+def _used(step: Any) -> int:
+    """The tokens a step's model call reports; `Unreadable` past what a response can use."""
+    usage = step.token_usage
+    return 0 if usage is None else reported_tokens(usage.total_tokens, "usage.total_tokens")
 
 
 def _text(content: object) -> str:

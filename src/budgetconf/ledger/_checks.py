@@ -13,6 +13,7 @@ import math
 
 from budgetconf._ledger_url import is_scope
 from budgetconf._record import Record, set_field
+from budgetconf._usage import MOST_COST_USD, MOST_TOKENS
 from budgetconf.errors import UsageError
 from budgetconf.ledger._base import KEPT_RUNS, RUN_KEYS, Reservation, iso, window_bounds, window_key
 
@@ -48,6 +49,18 @@ def check_tokens(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageError(f"{what} must be a whole number ≥ 0, not {value!r}")
     return value
+
+
+def check_used(tokens: object, cost_usd: object) -> tuple[int, int]:
+    """What one call holds or used: at most `MOST_TOKENS` tokens and `MOST_COST_USD` dollars,
+    as tokens and billionths of a dollar, the whole numbers every backend adds exactly."""
+    counted = check_tokens(tokens, "tokens")
+    nano = to_nano(cost_usd, "cost_usd")
+    if counted > MOST_TOKENS:
+        raise UsageError(f"tokens must be at most {MOST_TOKENS} (2**40), not {counted!r}")
+    if nano > MOST_COST_USD * NANO:
+        raise UsageError(f"cost_usd must be at most {MOST_COST_USD}, not {cost_usd!r}")
+    return counted, nano
 
 
 def to_nano(value: object, what: str) -> int:
@@ -134,8 +147,9 @@ class Asked(Record):
         import uuid
 
         set_field(self, "scope", check_scope(scope))
-        set_field(self, "tokens", check_tokens(tokens, "tokens"))
-        set_field(self, "nano", to_nano(cost_usd, "cost_usd"))
+        held, nano = check_used(tokens, cost_usd)
+        set_field(self, "tokens", held)
+        set_field(self, "nano", nano)
         set_field(self, "lease", check_lease(lease_seconds))
         set_field(self, "most_tokens", check_maximum_tokens(max_tokens))
         set_field(self, "most_nano", check_maximum_cost(max_cost_usd))
@@ -161,7 +175,7 @@ class Asked(Record):
 
 def checked_usage(tokens: object, cost_usd: object) -> tuple[int, int]:
     """What a call used, checked, as a settle writes it: tokens, and billionths of a dollar."""
-    return check_tokens(tokens, "tokens"), to_nano(cost_usd, "cost_usd")
+    return check_used(tokens, cost_usd)
 
 
 def run_record(record: object) -> tuple[str, str, _dt.datetime]:

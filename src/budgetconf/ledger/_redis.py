@@ -70,37 +70,41 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function add(key, field, n)
-  -- HINCRBY takes a whole number's text: never "-0" nor "1e+16"
-  if n ~= 0 then redis.call('HINCRBY', key, field, string.format('%d', n)) end
+-- a count is the text of a whole number, added by the server's HINCRBY as a 64-bit integer;
+-- never a Lua number, a double that formats past 2**63 as a wrapped, negative count
+local function add(key, field, text)
+  if text ~= '0' then redis.call('HINCRBY', key, field, text) end
+end
+
+local function take(key, field, text)
+  if text ~= '0' then redis.call('HINCRBY', key, field, '-' .. text) end
 end
 
 local function amounts(text)
   local _, _, tokens, nano = string.find(text, '^(%d+):(%d+)$')
-  return tonumber(tokens), tonumber(nano)
+  return tokens, nano
 end
 
 local function sweep(window, leases, held, now)
   local gone = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
   if #gone == 0 then return end
-  local tokens, nano = 0, 0
   for _, id in ipairs(gone) do
     local what = redis.call('HGET', held, id)
     if what then
       local t, n = amounts(what)
-      tokens, nano = tokens + t, nano + n
+      take(window, 'rt', t)
+      take(window, 'rn', n)
       redis.call('HDEL', held, id)
     end
   end
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  add(window, 'rt', -tokens)
-  add(window, 'rn', -nano)
 end
 
 local function reserve(window, leases, held, state, a, now)
   -- a: id, tokens, nano, lease_ms, max_tokens (-1: none), max_nano (-1: none), remember_ms
   sweep(window, leases, held, now)
   local v = redis.call('HMGET', window, 'st', 'sn', 'rt', 'rn')
+  -- compared as Lua numbers (doubles), exact while spent and reserved stay below 2**53
   local tokens, nano = tonumber(a[2]), tonumber(a[3])
   local most_tokens, most_nano = tonumber(a[5]), tonumber(a[6])
   if most_tokens >= 0 and (tonumber(v[1]) or 0) + (tonumber(v[3]) or 0) + tokens > most_tokens then
@@ -109,8 +113,8 @@ local function reserve(window, leases, held, state, a, now)
   if most_nano >= 0 and (tonumber(v[2]) or 0) + (tonumber(v[4]) or 0) + nano > most_nano then
     return 0
   end
-  add(window, 'rt', tonumber(a[2]))
-  add(window, 'rn', tonumber(a[3]))
+  add(window, 'rt', a[2])
+  add(window, 'rn', a[3])
   redis.call('ZADD', leases, now + tonumber(a[4]), a[1])
   redis.call('HSET', held, a[1], a[2] .. ':' .. a[3])
   redis.call('SET', state, 'held', 'PX', tonumber(a[4]) + tonumber(a[7]))
@@ -124,13 +128,13 @@ local function finish(window, leases, held, state, a, now)
   if redis.call('ZREM', leases, a[1]) == 1 then
     local t, n = amounts(redis.call('HGET', held, a[1]))
     redis.call('HDEL', held, a[1])
-    add(window, 'rt', -t)
-    add(window, 'rn', -n)
+    take(window, 'rt', t)
+    take(window, 'rn', n)
   end
   redis.call('SET', state, 'done', 'PX', a[5])
   if a[4] == '1' then
-    add(window, 'st', tonumber(a[2]))
-    add(window, 'sn', tonumber(a[3]))
+    add(window, 'st', a[2])
+    add(window, 'sn', a[3])
   end
   return 1
 end

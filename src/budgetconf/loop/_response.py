@@ -9,12 +9,11 @@ guessed at a broken response could run tools nobody asked for.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from budgetconf._schema import MAX_INT
+from budgetconf._usage import Unreadable, kind_of, reported_cost, reported_tokens
 
 __all__ = ["Call", "Malformed", "Response", "read_response", "tool_specs", "tool_text"]
 
@@ -86,11 +85,11 @@ def read_response(raw: object, turn: int) -> Response:
     elif isinstance(content, str):
         content = _exact(content)
     else:
-        raise Malformed(f"content: expected text or null, got {_kind(content)}")
+        raise Malformed(f"content: expected text or null, got {kind_of(content)}")
     if raw_calls is None:
         raw_calls = ()
     elif not isinstance(raw_calls, list | tuple):
-        raise Malformed(f"tool_calls: expected a list, got {_kind(raw_calls)}")
+        raise Malformed(f"tool_calls: expected a list, got {kind_of(raw_calls)}")
     calls = _calls(raw_calls, turn)
     finish = get("finish_reason")
     if isinstance(finish, str):
@@ -99,7 +98,7 @@ def read_response(raw: object, turn: int) -> Response:
         finish = "tool_calls" if calls else "stop"
     elif not isinstance(finish, str) or finish not in FINISH_REASONS:
         known = ", ".join(sorted(FINISH_REASONS))
-        raise Malformed(f"finish_reason: expected one of {known}, got {_kind(finish)}")
+        raise Malformed(f"finish_reason: expected one of {known}, got {kind_of(finish)}")
     elif finish == "tool_calls" and not calls:
         raise Malformed("finish_reason is tool_calls, but the response has no tool calls")
     return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
@@ -115,7 +114,7 @@ def _message_getter(raw: object) -> Callable[[str], Any]:
     get = _getter(raw)
     if get is None or not (isinstance(raw, Mapping) or _has_a_key(raw)):
         raise Malformed(
-            f"expected a dict or an object with content and tool_calls, got {_kind(raw)}"
+            f"expected a dict or an object with content and tool_calls, got {kind_of(raw)}"
         )
     return get
 
@@ -170,13 +169,13 @@ def _call(raw: object, index: int) -> Call:
     inner = get if function is None else _function_getter(where, function)
     name = inner("name")
     if not isinstance(name, str) or not name:
-        raise Malformed(f"{where}: expected a tool name, got {_kind(name)}")
+        raise Malformed(f"{where}: expected a tool name, got {kind_of(name)}")
     name = _exact(name)
     call_id = get("id")
     if call_id is None:
         call_id = ""
     elif not isinstance(call_id, str) or not call_id:
-        raise Malformed(f"{where}.id: expected text, got {_kind(call_id)}")
+        raise Malformed(f"{where}.id: expected text, got {kind_of(call_id)}")
     call_id = _exact(call_id)
     arguments = inner("arguments")
     if arguments is None:
@@ -186,7 +185,7 @@ def _call(raw: object, index: int) -> Call:
         return Call(call_id, name, arguments, _arguments_text(where, arguments))
     if not isinstance(arguments, str):
         raise Malformed(
-            f"{where}.arguments: expected an object or JSON text, got {_kind(arguments)}"
+            f"{where}.arguments: expected an object or JSON text, got {kind_of(arguments)}"
         )
     arguments = _exact(arguments)
     try:
@@ -202,7 +201,7 @@ def _call_getter(where: str, raw: object) -> Callable[[str], Any]:
     """How to read a call that is not a plain dict: a mapping's get, or an object's attributes."""
     get = _getter(raw)
     if get is None:
-        raise Malformed(f"{where}: expected a dict or an object, got {_kind(raw)}")
+        raise Malformed(f"{where}: expected a dict or an object, got {kind_of(raw)}")
     return get
 
 
@@ -210,7 +209,7 @@ def _function_getter(where: str, function: object) -> Callable[[str], Any]:
     """How to read the ``function`` that holds a call's name and arguments."""
     inner = _getter(function)
     if inner is None:
-        raise Malformed(f"{where}.function: expected a dict or an object, got {_kind(function)}")
+        raise Malformed(f"{where}.function: expected a dict or an object, got {kind_of(function)}")
     return inner
 
 
@@ -227,46 +226,28 @@ def _tokens(usage: object) -> int:
         return 0
     get = _getter(usage)
     if get is None:
-        raise Malformed(f"usage: expected a dict or an object, got {_kind(usage)}")
+        raise Malformed(f"usage: expected a dict or an object, got {kind_of(usage)}")
     total = get("total_tokens")
-    if total is not None:
-        return _count("usage.total_tokens", total)
-    parts = (
-        ("prompt_tokens", get("prompt_tokens")),
-        ("completion_tokens", get("completion_tokens")),
-    )
-    return sum(_count(f"usage.{key}", n) for key, n in parts if n is not None)
-
-
-def _count(where: str, value: object) -> int:
-    """A count of tokens: a whole number from 0 to 2**63 - 1, as every count in budgetconf."""
-    if type(value) is not int or not 0 <= value <= MAX_INT:
-        raise Malformed(f"{where}: expected a count, got {_kind(value)}")
-    return value
+    try:
+        if total is not None:
+            return reported_tokens(total, "usage.total_tokens")
+        parts = (
+            ("prompt_tokens", get("prompt_tokens")),
+            ("completion_tokens", get("completion_tokens")),
+        )
+        counted = sum(reported_tokens(n, f"usage.{key}") for key, n in parts if n is not None)
+        return reported_tokens(counted, "usage.prompt_tokens + usage.completion_tokens")
+    except Unreadable as exc:
+        raise Malformed(str(exc)) from None
 
 
 def _cost(cost: object) -> float:
     if cost is None:
         return 0.0
-    if isinstance(cost, bool) or not isinstance(cost, int | float):
-        raise Malformed(f"cost_usd: expected a non-negative number, got {_kind(cost)}")
-    try:  # the number itself: a subclass's __float__ and comparisons are its own
-        number = float.__float__(cost) if isinstance(cost, float) else float(int.__index__(cost))
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number) or number < 0:
-        raise Malformed(f"cost_usd: expected a non-negative number, got {_kind(cost)}")
-    return number
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of {value.bit_length()} bits"  # repr() stops at 4,300 digits
-    if value is None or isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value) if len(value) <= 40 else repr(value[:40]) + "…"
-    return type(value).__name__
+    try:
+        return reported_cost(cost, "cost_usd")
+    except Unreadable as exc:
+        raise Malformed(str(exc)) from None
 
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, default=str)
