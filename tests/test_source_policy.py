@@ -19,7 +19,7 @@ import pytest
 
 import budgetconf
 from budgetconf.cli import main
-from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
+from budgetconf.loop import Budget, LoopExecutor, ScriptedModel, current_run
 
 from conftest import Place
 from presetfiles import preset_file
@@ -662,6 +662,79 @@ def test_a_resume_takes_no_more_steps_than_the_policy_s_ceiling(place: Place) ->
     assert fewer.turns == 8
     assert fewer.limit is not None
     assert fewer.limit["locator"] == "resume(extra_steps=2)"
+
+
+def test_a_resume_past_a_rejecting_ceiling_is_refused_and_a_locked_step_budget_stays(
+    place: Place,
+) -> None:
+    """A ceiling that rejects refuses extra_steps past it, naming the rule; a locked value is
+    the resumed run's budget whatever extra_steps asks for."""
+    path = policy(place, {"loop": {"max_steps": {"max": 3, "on_exceed": "reject"}}})
+    model = ScriptedModel([{"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}])
+    executor = LoopExecutor(model, {"echo": lambda text: text}, budgetconf.resolve(env={}))
+    first = executor.run("go")
+    with pytest.raises(budgetconf.UsageError) as caught:
+        executor.resume(first, extra_steps=50)
+    assert str(caught.value) == (
+        f"resume(extra_steps=50): loop.max_steps may not be above the policy ceiling 3 ({path}:3)"
+    )
+    policy(place, {"loop": {"max_steps": {"value": 2}}})
+    executor = LoopExecutor(model, {"echo": lambda text: text}, budgetconf.resolve(env={}))
+    more = executor.resume(executor.run("go"), extra_steps=1)
+    assert (more.stop_reason, more.turns) == ("max_steps", 4)
+    assert more.limit is not None
+    assert (more.limit["source"], more.limit["locator"]) == ("policy", f"{path}:3")
+    assert "(locked; resume(extra_steps=1) asked for 1)" in more.message
+
+
+def _carving(res: budgetconf.Resolution, **caps: int) -> Any:
+    """What a tool of a run of ``res`` carves with ``caps``: the child's budget, or the error."""
+    found: list[Any] = []
+
+    def spawn() -> str:
+        handle = current_run()
+        assert handle is not None
+        try:
+            found.append(handle.carve(**caps))
+        except budgetconf.UsageError as exc:
+            found.append(exc)
+        return "spawned"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "spawn", "arguments": {}}]}, {"content": "ok"}])
+    LoopExecutor(model, {"spawn": spawn}, res).run("go")
+    (carved,) = found
+    return carved
+
+
+def test_a_carved_cap_is_held_to_the_policy_of_the_run_it_comes_from(place: Place) -> None:
+    """A tool in a 3-step run cannot start a 50-turn child past the policy's ceiling of 10: its
+    cap is lowered to it, naming the rule; a locked field keeps its value in the child."""
+    path = policy(
+        place, {"loop": {"max_steps": {"max": 10}}, "limits": {"max_tokens": {"value": 900}}}
+    )
+    res = budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "3"})
+    child = _carving(res, max_steps=50, max_tokens=100)
+    steps, tokens = child.limits["max_steps"], child.limits["max_tokens"]
+    assert (steps.value, steps.source, steps.locator) == (10, "policy", f"{path}:3")
+    assert steps.explain() == (
+        f"loop.max_steps = 10 from the policy {path}:3 (ceiling; carve(max_steps=50) asked"
+        " for 50); only the policy's administrator can raise it"
+    )
+    assert (tokens.value, tokens.source, tokens.locator) == (900, "policy", f"{path}:8")
+    assert tokens.policed == "locked; carve(max_tokens=100) asked for 100"
+    below = _carving(res, max_steps=4).limits["max_steps"]
+    assert (below.value, below.source, below.locator) == (4, "carve", "carve(max_steps=4)")
+
+
+def test_a_carved_cap_past_a_rejecting_ceiling_is_a_usage_error_naming_the_rule(
+    place: Place,
+) -> None:
+    path = policy(place, {"loop": {"max_steps": {"max": 10, "on_exceed": "reject"}}})
+    error = _carving(budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "3"}), max_steps=50)
+    assert isinstance(error, budgetconf.UsageError)
+    assert str(error) == (
+        f"carve(max_steps=50): loop.max_steps may not be above the policy ceiling 10 ({path}:3)"
+    )
 
 
 def test_a_stop_at_a_ceiling_names_the_policy_and_offers_no_way_to_raise_it(place: Place) -> None:

@@ -16,9 +16,10 @@ from budgetconf._ledger_url import shown_url
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
+from budgetconf._rules import Rule
 from budgetconf._schema import MASK, Field, show_value
 from budgetconf._trace import FieldTrace, shown_locator
-from budgetconf.errors import PresetError, UsageTypeError
+from budgetconf.errors import PresetError, UsageError, UsageTypeError
 from budgetconf.sources import KINDS
 
 __all__ = ["Budget", "LedgerSettings", "Limit"]
@@ -44,8 +45,8 @@ class Limit:
     via: str | None = None  # the field the value was taken from, when the budget's was unset
     # which rule of the policy set it, when the policy did: "ceiling; env:X asked for 500"
     policed: str | None = None
-    # the policy's highest value for it and where that is written: what a resume may not pass
-    ceiling: tuple[int | float, str] | None = None
+    # the policy's rule for the field, if it has one: what a value code asks for is held to
+    rule: Rule | None = None
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show a secret field's value
@@ -72,6 +73,52 @@ class Limit:
             "locator": self.locator,
             "raise_with": list(self.raise_with),
         }
+
+    def asked(
+        self, value: int | float, source: str, locator: str, raise_with: tuple[str, ...] = ()
+    ) -> Limit:
+        """This budget as code sets it (``resume``, ``carve``): ``value``, held to the policy.
+
+        A locked field keeps its value, and a value above the ceiling is lowered to it (both
+        then name the source ``policy`` and the rule's locator); where the ceiling rejects,
+        such a value is a `UsageError` naming the rule.
+        """
+        rule = self.rule
+        ruling = None
+        if rule is not None and rule.value is not None:
+            ruling = ("locked", rule.value)
+        elif rule is not None and rule.max is not None and value > _number(rule.max.value):
+            ruling = ("ceiling", rule.max)
+            if rule.max.reject:
+                raise UsageError(
+                    f"{locator}: {self.field} may not be above the policy ceiling"
+                    f" {self._shown(_number(rule.max.value))} ({rule.max.locator})"
+                )
+        if ruling is None:
+            return replace(
+                self,
+                value=value,
+                source=source,
+                locator=locator,
+                raise_with=raise_with,
+                raise_in=(),
+                via=None,
+                policed=None,
+            )
+        word, bound = ruling
+        return replace(
+            self,
+            value=_number(bound.value),
+            source="policy",
+            locator=bound.locator,
+            raise_with=(),
+            raise_in=(),
+            via=None,
+            policed=f"{word}; {locator} asked for {self._shown(value)}",
+        )
+
+    def _shown(self, value: int | float) -> str:
+        return MASK if self.secret else show_value(value)
 
     def explain(self) -> str:
         """Where the value came from and how to raise it, for a person.
@@ -211,42 +258,18 @@ class Budget:
         return self.spec.stop_reasons.get(reason.value, reason.value)
 
     def with_steps(self, steps: int) -> Budget:
-        """This budget with the step budget set by `LoopExecutor.resume`: ``steps``, or the
-        policy's ceiling when ``steps`` would pass it."""
-        base = self.limits["max_steps"]
-        locator = f"resume(extra_steps={steps})"
-        if base.ceiling is not None and steps > base.ceiling[0]:
-            highest, rule = base.ceiling
-            limit = replace(
-                base,
-                value=highest,
-                source="policy",
-                locator=rule,
-                raise_with=(),
-                raise_in=(),
-                via=None,
-                policed=f"ceiling; {locator} asked for {steps}",
-            )
-        else:
-            limit = replace(
-                base,
-                value=steps,
-                source="resume",
-                locator=locator,
-                raise_with=("extra_steps",),
-                via=None,
-                policed=None,
-            )
+        """This budget with the step budget set by `LoopExecutor.resume`: ``steps``, held to
+        the policy's rule for it (`Limit.asked`)."""
+        limit = self.limits["max_steps"].asked(
+            steps, "resume", f"resume(extra_steps={steps})", ("extra_steps",)
+        )
         return replace(self, limits={**self.limits, "max_steps": limit})
 
 
-def _ceiling(trace: FieldTrace) -> tuple[int | float, str] | None:
-    """The highest value the policy lets the field take, and where it says so; None if none."""
-    rule = trace.policy
-    bound = None if rule is None else (rule.value or rule.max)
-    if bound is None or isinstance(bound.value, bool) or not isinstance(bound.value, int | float):
-        return None
-    return bound.value, bound.locator
+def _number(value: object) -> int | float:
+    """A bound's value on a budget: a number, as the policy checks a rule on a number field."""
+    assert isinstance(value, int | float)
+    return value
 
 
 def _policed(trace: FieldTrace) -> str | None:
@@ -291,7 +314,7 @@ def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit
         raise_in=() if raise_with else _outranking(res, floor),
         via=trace.winner.derived_from,
         policed=policed,
-        ceiling=_ceiling(trace),
+        rule=trace.policy,
     )
 
 

@@ -93,7 +93,10 @@ class RunHandle:
         it, has left (a cap above that is lowered); ``max_steps`` and
         ``max_tool_calls_per_turn`` are the child's own, asked or else this
         run's. A cap asked has the source ``carve`` and the locator
-        ``carve(NAME=V)``.
+        ``carve(NAME=V)``, and is held to the policy of this run's
+        resolution as `Limit.asked` says: a locked field keeps its value, a
+        cap above a ceiling is lowered to it (a `UsageError` where the rule
+        rejects).
         """
         if self._ended:
             raise UsageError("carve: the run has ended; carve from current_run() while it runs")
@@ -110,9 +113,9 @@ class RunHandle:
         now = time.monotonic()
         for name in SHARED:
             left = _remainder(run, name, now)
-            mine = asked.get(name)
-            if mine is not None and (left is None or mine <= left[0]):
-                limits[name] = _carved(budget, name, mine)
+            mine = _carved(budget, name, asked[name]) if name in asked else None
+            if mine is not None and (left is None or mine.value <= left[0]):
+                limits[name] = mine
             elif left is not None:
                 value, owner = left  # the owner's evidence, with what is left of it
                 limits[name] = replace(owner.budget.limits[name], value=value)
@@ -171,10 +174,13 @@ def _asked(caps: Mapping[str, object], budget: Budget) -> dict[str, int | float]
 
 
 def _carved(budget: Budget, name: str, value: int | float) -> Limit:
-    """A cap the child was given: its own, set by ``carve``; raised where it is set."""
-    return Limit(
-        name, budget.spec.budgets[name], value, "carve", f"carve({name}={show_value(value)})", ()
-    )
+    """A cap the child was given: its own, set by ``carve`` and raised where it is set, unless
+    the policy's rule for the parent's field decides it (`Limit.asked`)."""
+    locator = f"carve({name}={show_value(value)})"
+    parent = budget.limits.get(name)
+    if parent is None:  # unset in the parent: no rule of the policy bounds it
+        return Limit(name, budget.spec.budgets[name], value, "carve", locator, ())
+    return parent.asked(value, "carve", locator)
 
 
 def _chain(run: Run) -> tuple[Run, ...]:
