@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from budgetconf._ledger_url import parse_url
+from budgetconf.cli import main
 from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
 from budgetconf.ledger._sqlite import SQLiteLedger
+from budgetconf.loop import LoopExecutor, ScriptedModel
 
 #: holds a write lock on the database named by argv[1] until it is killed
 LOCKER = """
@@ -83,6 +85,27 @@ def test_a_database_with_other_tables_is_not_a_ledger(tmp_path: Path) -> None:
         open_ledger(f"sqlite:///{path}")
     tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     assert [name for (name,) in tables] == ["users"]
+
+
+def test_a_database_that_is_not_a_ledger_keeps_its_journal_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger status, and a run, pointed at an application's database refuse it before they
+    change anything in it: its journal stays a rollback journal, no WAL file appears."""
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    url = f"sqlite:///{path}"
+    assert main(["ledger", "status", "--set", f"ledger.url={url}"]) == 1
+    assert "not a ledger: it holds other tables (users)" in capsys.readouterr().err
+    result = LoopExecutor(ScriptedModel([{"content": "x"}]), budget={"ledger.url": url}).run("go")
+    assert result.stop_reason == "error"
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("app.db")] == ["app.db"]
 
 
 def test_a_ledger_of_another_schema_is_not_opened(tmp_path: Path) -> None:

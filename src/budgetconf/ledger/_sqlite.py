@@ -134,9 +134,12 @@ class SQLiteLedger(Ledger):
                 self._path, timeout=self._busy, isolation_level=None, check_same_thread=False
             )
             try:
+                # judged before anything in it changes: another application's database is
+                # refused as it was found, its journal mode included
+                made = _transaction(conn, _check_schema, write=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                if not _transaction(conn, _check_schema, write=False):
+                if not made:
                     _transaction(conn, _make_schema)  # made by another process meanwhile?
             except BaseException:
                 conn.close()
