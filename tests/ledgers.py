@@ -58,3 +58,13 @@ def assert_stopped_before_the_third_call(result: Any, url: str) -> None:
     assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [
         (2, 2 * PER_CALL, "max_tokens")
     ]
+
+
+#: a lease shorter than the call that holds it, in the renewal tests: the call lasts `LINGER`
+LEASE, LINGER = "0.3", 0.9
+
+
+def assert_the_lease_outlived(seen: list[tuple[int, int]]) -> None:
+    """The first call, lasting `LINGER` under a `LEASE` of its reservation, still held its
+    `PER_CALL` tokens at its end: renewed at half its lease while it ran."""
+    assert seen[0] == (0, PER_CALL)

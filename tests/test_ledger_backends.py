@@ -153,6 +153,30 @@ def test_a_lease_expires_by_the_backends_clock_and_its_late_settle_still_counts(
     assert spent(ledger.status("team-a")) == (100, 0.1)
 
 
+def test_a_renewed_lease_holds_past_its_first_end_and_an_ended_one_is_renewed_no_more(
+    ledger: Ledger,
+) -> None:
+    """renew() holds a reservation for its lease again from now; one settled, released or
+    expired is not held again (False)."""
+    renewed = held(ledger, tokens=100, lease_seconds=0.4)
+    time.sleep(0.25)
+    assert ledger.renew(renewed, lease_seconds=0.4)
+    time.sleep(0.25)  # past its first end, within the renewed one
+    assert reserved(ledger.status("team-a"))[0] == 100
+    ledger.settle(renewed, tokens=50, cost_usd=0.0)
+    assert not ledger.renew(renewed, lease_seconds=60)
+    released = held(ledger, tokens=10)
+    ledger.release(released)
+    assert not ledger.renew(released, lease_seconds=60)
+    lapsed = held(ledger, tokens=10, lease_seconds=0.2)
+    time.sleep(0.4)
+    assert not ledger.renew(lapsed, lease_seconds=60)
+    assert (spent(ledger.status("team-a")), reserved(ledger.status("team-a"))) == (
+        (50, 0.0),
+        (0, 0.0),
+    )
+
+
 def test_a_settle_counts_in_the_reservations_window_after_it_ended(ledger: Ledger) -> None:
     """at= chooses the window; a settle lands in its reservation's window, not the current one."""
     before = dt.datetime(2026, 3, 14, 23, 59, 59, tzinfo=dt.UTC)
@@ -375,6 +399,8 @@ def test_a_malformed_run_record_is_refused(
         (lambda led: led.runs("bad scope"), "is not 1 to 128"),
         (lambda led: led.settle("r-1", tokens=1, cost_usd=0), "not a Reservation: str"),
         (lambda led: led.release(None), "not a Reservation: NoneType"),
+        (lambda led: led.renew("r-1", lease_seconds=1), "not a Reservation: str"),
+        (lambda led: led.renew(held(led), lease_seconds=0), "lease_seconds must be a finite"),
         (lambda led: led.settle(held(led), tokens=-1, cost_usd=0), "tokens must be a whole"),
         (lambda led: hold(led, tokens=2**40 + 1), "tokens must be at most 1099511627776"),
         (lambda led: hold(led, cost_usd=1e6 + 1), "cost_usd must be at most 1000000"),

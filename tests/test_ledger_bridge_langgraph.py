@@ -6,6 +6,7 @@ offline, with langchain-core's fake model, and a real SQLite ledger and redis-se
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,13 @@ from budgetconf.ledger import open_ledger
 from budgetconf.loop import RunStatus
 
 from ledgers import (
+    LEASE,
+    LINGER,
     MOST,
     PER_CALL,
     SCOPE,
     assert_stopped_before_the_third_call,
+    assert_the_lease_outlived,
     budget,
     sqlite_url,
     status_and_runs,
@@ -45,12 +49,14 @@ class Metered(GenericFakeChatModel):
 
     url: str = ""
     fail_at: int = 0
+    linger: float = 0.0  # how long each call lasts before it reads the scope
     seen: list[tuple[int, int]] = []  # (spent, reserved) tokens at each call
 
     def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
         return self
 
     def _note(self) -> None:
+        time.sleep(self.linger)
         if self.url.startswith("sqlite"):
             with open_ledger(self.url) as led:
                 status = led.status(SCOPE, window="day")
@@ -209,3 +215,11 @@ def test_a_graph_whose_middleware_draws_on_another_ledger_is_refused(tmp_path: P
     other = budget(f"sqlite:///{tmp_path / 'other.db'}")
     with pytest.raises(budgetconf.UsageError, match="draws on another shared ledger"):
         run(built, hi(), other)
+
+
+def test_a_call_that_outlives_its_lease_keeps_its_reservation(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url, ledger_reserve_tokens=str(PER_CALL), ledger_lease_seconds=LEASE)
+    fake = Metered(messages=script(PER_CALL, answer_at=1), url=url, seen=[], linger=LINGER)
+    assert run(agent(fake, res), hi(), res).status == RunStatus.OK
+    assert_the_lease_outlived(fake.seen)

@@ -21,10 +21,13 @@ from budgetconf.loop import RunStatus
 
 from agents_double import _default_loop_closed, _no_tracing, call, text  # noqa: F401  (fixtures)
 from ledgers import (
+    LEASE,
+    LINGER,
     MOST,
     PER_CALL,
     SCOPE,
     assert_stopped_before_the_third_call,
+    assert_the_lease_outlived,
     budget,
     sqlite_url,
     status_and_runs,
@@ -42,8 +45,17 @@ class Metered(Model):
     """A scripted model that reports ``tokens`` per response and, at each call, what the
     ledger's scope holds then; after ``answer_at`` calls it answers without tools."""
 
-    def __init__(self, url: str, *, tokens: int = 15, answer_at: int = 99, fail_at: int = 0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        tokens: int = 15,
+        answer_at: int = 99,
+        fail_at: int = 0,
+        linger: float = 0,
+    ):
         self.url = url
+        self.linger = linger  # how long each call lasts before it reads the scope
         self.tokens = tokens
         self.answer_at = answer_at
         self.fail_at = fail_at
@@ -51,6 +63,7 @@ class Metered(Model):
 
     async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
         n = len(self.seen) + 1
+        await asyncio.sleep(self.linger)
         if self.url.startswith("sqlite"):
             with open_ledger(self.url) as led:
                 status = led.status(SCOPE, window="day")
@@ -170,3 +183,11 @@ def test_a_ledger_cost_maximum_is_refused_the_framework_reports_no_cost(tmp_path
         " openai-agents: it reports no cost to settle with"
     )
     assert model.calls == 0
+
+
+def test_a_call_that_outlives_its_lease_keeps_its_reservation(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url, ledger_reserve_tokens=str(PER_CALL), ledger_lease_seconds=LEASE)
+    model = Metered(url, tokens=PER_CALL, answer_at=1, linger=LINGER)
+    assert openai_agents.run(agent(model), "go", res).status == RunStatus.OK
+    assert_the_lease_outlived(model.seen)

@@ -5,6 +5,7 @@ answer), each settled with its step's usage; against the real smolagents with a 
 
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,13 @@ from budgetconf.ledger import open_ledger
 from budgetconf.loop import RunStatus
 
 from ledgers import (
+    LEASE,
+    LINGER,
     MOST,
     PER_CALL,
     SCOPE,
     assert_stopped_before_the_third_call,
+    assert_the_lease_outlived,
     budget,
     sqlite_url,
     status_and_runs,
@@ -47,9 +51,18 @@ class Metered(Model):  # type: ignore[misc]
     """A scripted `Model` that reports ``tokens`` per call and, at each call, what the ledger's
     scope holds then; it calls ``add`` until ``answer_at``, then gives the final answer."""
 
-    def __init__(self, url: str, *, tokens: int = 15, answer_at: int = 99, fail_at: int = 0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        tokens: int = 15,
+        answer_at: int = 99,
+        fail_at: int = 0,
+        linger: float = 0,
+    ):
         super().__init__(model_id="metered")
         self.url = url
+        self.linger = linger  # how long each call lasts before it reads the scope
         self.tokens = tokens
         self.answer_at = answer_at
         self.fail_at = fail_at
@@ -57,6 +70,7 @@ class Metered(Model):  # type: ignore[misc]
 
     def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
         n = len(self.seen) + 1
+        time.sleep(self.linger)
         if self.url.startswith("sqlite"):
             with open_ledger(self.url) as led:
                 status = led.status(SCOPE, window="day")
@@ -205,3 +219,11 @@ def test_a_ledger_cost_maximum_is_refused_smolagents_reports_no_cost(tmp_path: P
     url = sqlite_url(tmp_path)
     with pytest.raises(budgetconf.UsageError, match=r"ledger\.max_cost_usd = 5\.0 from env:"):
         bridge.run(agent(Metered(url)), "go", budget(url, ledger_max_cost_usd="5"))
+
+
+def test_a_call_that_outlives_its_lease_keeps_its_reservation(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    res = budget(url, ledger_reserve_tokens=str(PER_CALL), ledger_lease_seconds=LEASE)
+    model = Metered(url, tokens=PER_CALL, answer_at=1, linger=LINGER)
+    assert bridge.run(agent(model), "go", res).status == RunStatus.OK
+    assert_the_lease_outlived(model.seen)

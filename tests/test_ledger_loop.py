@@ -502,3 +502,77 @@ def test_a_response_reporting_a_count_near_2_63_fails_its_run_and_spends_nothing
             "default", tokens=10**6, cost_usd=0, lease_seconds=60, max_tokens=1000
         )
     assert refused is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_call_that_outlives_its_lease_keeps_it_and_the_scope_is_not_overspent(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The reservation is renewed at half its lease while the call runs: another run asking for
+    the whole maximum meanwhile is refused, and 200 settle under a maximum of 200, not 400."""
+    url = url_of(tmp_path) if backend == "sqlite" else request.getfixturevalue("redis_url")
+    env = {"BUDGETCONF_LEDGER_URL": url, "BUDGETCONF_LEDGER_MAX_TOKENS": "200"}
+    env.update(BUDGETCONF_LEDGER_RESERVE_TOKENS="200", BUDGETCONF_LEDGER_LEASE_SECONDS="0.3")
+    probes: list[bool] = []
+
+    def slow(messages: object, tools: object) -> dict[str, Any]:
+        time.sleep(0.9)  # three leases
+        with open_ledger(url) as led:  # another run, asking for the scope's whole maximum
+            other = led.reserve("default", tokens=200, cost_usd=0, lease_seconds=60, max_tokens=200)
+            probes.append(other is not None)
+            if other is not None:
+                led.settle(other, tokens=200, cost_usd=0)
+        return answer(200, 0.0, tool=False)
+
+    result = LoopExecutor(slow, budget=budgetconf.resolve(env=env)).run("go")
+    assert (result.status.value, probes) == ("ok", [False])
+    assert "ledger_unavailable" not in types(result.events)
+    with open_ledger(url) as led:
+        status = led.status("default", window="day")
+    assert (status.spent_tokens, status.reserved_tokens) == (200, 0)
+
+
+def _stopped_in_the_call(server: RedisServer) -> Any:
+    """A model whose first call stops the server for two half-leases (a renewal fails), then
+    starts it again and answers with a tool call; the next answers."""
+    calls = [0]
+
+    def model(messages: object, tools: object) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 1:
+            server.stop()
+            time.sleep(0.5)
+            server.start()
+        return answer(10, 0.0, tool=calls[0] == 1)
+
+    return model
+
+
+def test_a_failed_renewal_is_the_ledger_unavailable_and_stop_ends_the_run(
+    restartable_redis: RedisServer,
+) -> None:
+    env = {"BUDGETCONF_LEDGER_URL": restartable_redis.url, "BUDGETCONF_LEDGER_LEASE_SECONDS": "0.3"}
+    model = _stopped_in_the_call(restartable_redis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stop says it in the result, not in a warning
+        result = LoopExecutor(model, {"t": lambda: "ok"}, budgetconf.resolve(env=env)).run("go")
+    assert (result.status.value, result.stop_reason, result.turns) == ("failed", "error", 1)
+    assert result.message.startswith(f"failed: ledger {restartable_redis.url}")
+    events = [e for e in result.events if e["type"] == "ledger_unavailable"]
+    assert [(e["during"], e["on_unavailable"]) for e in events] == [("renew", "stop")]
+
+
+def test_a_failed_renewal_under_continue_warns_and_the_run_goes_on(
+    restartable_redis: RedisServer,
+) -> None:
+    env = {
+        "BUDGETCONF_LEDGER_URL": restartable_redis.url,
+        "BUDGETCONF_LEDGER_LEASE_SECONDS": "0.3",
+        "BUDGETCONF_LEDGER_ON_UNAVAILABLE": "continue",
+    }
+    model = _stopped_in_the_call(restartable_redis)
+    with pytest.warns(BudgetConfWarning, match="may have expired before it settled"):
+        result = LoopExecutor(model, {"t": lambda: "ok"}, budgetconf.resolve(env=env)).run("go")
+    assert (result.status.value, result.turns) == ("ok", 2)
+    events = [e for e in result.events if e["type"] == "ledger_unavailable"]
+    assert [e["during"] for e in events] == ["renew"]

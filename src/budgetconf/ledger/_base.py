@@ -285,6 +285,12 @@ class Ledger(ABC):
     def release(self, reservation: Reservation) -> None:
         """Give ``reservation`` back unused; releasing or settling twice counts once."""
 
+    @abstractmethod
+    def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
+        """Hold ``reservation`` for ``lease_seconds`` more from now, by the backend's clock, so
+        that a call outliving its lease keeps what it holds. False when it is held no more
+        (settled, released, or its lease ended first)."""
+
     def settle_and_reserve(
         self,
         reservation: Reservation,

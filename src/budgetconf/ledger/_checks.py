@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = [
     "NANO",
     "Asked",
+    "check_lease",
     "check_limit",
+    "check_reservation",
     "check_scope",
     "checked_usage",
     "from_nano",
@@ -94,6 +96,13 @@ def check_maximum_tokens(value: object) -> int | None:
 def check_maximum_cost(value: object) -> int | None:
     """``max_cost_usd`` in billionths: None (no maximum) or a number ≥ 0."""
     return None if value is None else to_nano(value, "max_cost_usd")
+
+
+def check_reservation(value: object) -> Reservation:
+    """``value`` if it is a `Reservation`; `UsageError` if not."""
+    if not isinstance(value, Reservation):
+        raise UsageError(f"not a Reservation: {type(value).__name__}")
+    return value
 
 
 def check_limit(value: object) -> int:

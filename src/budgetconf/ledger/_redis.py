@@ -25,7 +25,6 @@ connection dropped (a restarted server) is tried again once at once.
 
 from __future__ import annotations
 
-from budgetconf.errors import UsageError
 from budgetconf.ledger._base import (
     KEPT_RUNS,
     REMEMBERED_SECONDS,
@@ -41,7 +40,9 @@ from budgetconf.ledger._base import (
 )
 from budgetconf.ledger._checks import (
     Asked,
+    check_lease,
     check_limit,
+    check_reservation,
     check_scope,
     checked_usage,
     from_nano,
@@ -140,6 +141,18 @@ local function finish(window, leases, held, state, a, now)
 end
 """
 RESERVE: Final = LIBRARY + "return reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, now_ms())"
+# ARGV: id, lease_ms, remember_ms; a lease that has ended (swept here) is renewed no more
+RENEW: Final = (
+    LIBRARY
+    + """
+local now = now_ms()
+sweep(KEYS[1], KEYS[2], KEYS[3], now)
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+redis.call('SET', KEYS[4], 'held', 'PX', tonumber(ARGV[2]) + tonumber(ARGV[3]))
+return 1
+"""
+)
 FINISH: Final = LIBRARY + "return finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, now_ms())"
 # the settle's arguments, then the reservation's
 SETTLE_AND_RESERVE: Final = (
@@ -200,6 +213,7 @@ class RedisLedger(Ledger):
         register = self._client.register_script
         self._reserve, self._finish = register(RESERVE), register(FINISH)
         self._settle_and_reserve = register(SETTLE_AND_RESERVE)
+        self._renew = register(RENEW)
         self._status, self._record_run = register(STATUS), register(RECORD_RUN)
         self._call(self._client.ping)
 
@@ -286,13 +300,21 @@ class RedisLedger(Ledger):
         self, reservation: Reservation, used: tuple[int, int] | None
     ) -> tuple[list[str], list[Any]]:
         """The keys and arguments of the finish script for ``reservation``."""
-        if not isinstance(reservation, Reservation):
-            raise UsageError(f"not a Reservation: {type(reservation).__name__}")
-        scope, rid = reservation.scope, reservation.id
-        key = window_key(reservation.window, reservation.window_start)
-        keys = [*self._keys(scope, key), self._state(scope, rid)]
+        keys = self._holding(reservation)
         tokens, nano = used or (0, 0)
-        return keys, [rid, tokens, nano, 0 if used is None else 1, REMEMBERED_MS]
+        return keys, [reservation.id, tokens, nano, 0 if used is None else 1, REMEMBERED_MS]
+
+    def _holding(self, reservation: Reservation) -> list[str]:
+        """The keys of ``reservation``'s window, its leases and holdings, and its state."""
+        scope, rid = check_reservation(reservation).scope, reservation.id
+        key = window_key(reservation.window, reservation.window_start)
+        return [*self._keys(scope, key), self._state(scope, rid)]
+
+    def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
+        keys = self._holding(reservation)
+        lease_ms = max(1, round(check_lease(lease_seconds) * 1000))
+        args: list[Any] = [reservation.id, lease_ms, REMEMBERED_MS]
+        return bool(self._call(lambda: self._renew(keys=keys, args=args)) == 1)
 
     def settle(self, reservation: Reservation, *, tokens: int, cost_usd: float) -> None:
         used = checked_usage(tokens, cost_usd)

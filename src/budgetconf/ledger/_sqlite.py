@@ -23,7 +23,6 @@ import sqlite3
 import threading
 import time
 
-from budgetconf.errors import UsageError
 from budgetconf.ledger._base import (
     KEPT_RUNS,
     REMEMBERED_SECONDS,
@@ -39,7 +38,9 @@ from budgetconf.ledger._base import (
 )
 from budgetconf.ledger._checks import (
     Asked,
+    check_lease,
     check_limit,
+    check_reservation,
     check_scope,
     checked_usage,
     from_nano,
@@ -222,10 +223,23 @@ class SQLiteLedger(Ledger):
     def release(self, reservation: Reservation) -> None:
         self._finish(reservation, None)
 
+    def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
+        held = check_reservation(reservation)
+        lease = check_lease(lease_seconds)
+
+        def step(conn: sqlite3.Connection) -> bool:
+            now = time.time()
+            found = conn.execute(
+                "UPDATE ledger_leases SET expires = ? WHERE id = ? AND held = 1 AND expires > ?",
+                (now + lease, held.id, now),
+            )
+            return found.rowcount == 1
+
+        return self._run(step)
+
     def _finish(self, reservation: Reservation, used: tuple[int, int] | None) -> None:
         """End ``reservation``: add what it ``used`` to its window, or nothing when released."""
-        if not isinstance(reservation, Reservation):
-            raise UsageError(f"not a Reservation: {type(reservation).__name__}")
+        check_reservation(reservation)
         key = window_key(reservation.window, reservation.window_start)
 
         def step(conn: sqlite3.Connection) -> None:

@@ -15,6 +15,12 @@ response settles the reservation with what it reported. Whatever the run
 still holds when it ends (a call that raised, timed out or was cancelled; a
 response that could not be read) is released then, at once. The run's
 record is written as it ends.
+
+While a call runs, its reservation is renewed at half its lease, on a thread
+of the draw's own (`Renewal`), so a call that outlives ``ledger.lease_seconds``
+keeps what it holds and another run cannot be granted it meanwhile. A renewal
+that fails is reported when the call ends, as the ledger being unavailable
+(``during`` ``renew``), and ``on_unavailable`` applies.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
+import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -30,7 +38,7 @@ from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
-from budgetconf.ledger._base import iso
+from budgetconf.ledger._base import iso, unavailable
 from budgetconf.ledger._checks import to_nano
 from budgetconf.loop._faults import PASSING, describe
 
@@ -84,6 +92,7 @@ class Draw(Generic[_Result]):
         # nor its sub-agents' (charged to its totals, but each writes a record of its own)
         self.first_turn = run.turns
         self.used: tuple[int, float] = (0, 0.0)
+        self.renewal: Renewal | None = None  # started at the first reservation granted
 
     def _open(self) -> Ledger:
         if self.ledger is None:
@@ -129,6 +138,9 @@ class Draw(Generic[_Result]):
         if held is None:
             return self._refused(turn)
         self.held = held
+        if self.renewal is None:
+            self.renewal = Renewal(self._open(), s)
+        self.renewal.hold(held)
         self.run.emit(
             "ledger_reserve",
             turn=turn,
@@ -145,6 +157,7 @@ class Draw(Generic[_Result]):
         held, self.held = self.held, None
         if held is None:  # the ledger could not be reached, and the run went on without it
             return
+        self._renewed(self.run.turns)
         try:
             self._use("settle", _settle, held, tokens, cost_usd)
         except LedgerUnavailable as exc:
@@ -170,6 +183,7 @@ class Draw(Generic[_Result]):
         run = self.run
         if held is None:
             return
+        self._renewed(run.turns)
         try:
             self._use("release", _release, held)
         except LedgerUnavailable as exc:
@@ -189,6 +203,8 @@ class Draw(Generic[_Result]):
         """The run has ended: give back what it holds, write its record, close the ledger."""
         run = self.run
         self.release()  # its call raised, timed out, was cancelled, or was unreadable
+        if self.renewal is not None:
+            self.renewal.close()
         if self.ledger is not None and not self.down:
             try:
                 self._use("record", _record, self.record(stop_reason))
@@ -218,6 +234,19 @@ class Draw(Generic[_Result]):
             "stop_reason": stop_reason,
         }
 
+    def _renewed(self, turn: int) -> None:
+        """The call has ended: its reservation is renewed no more, and a renewal that failed
+        while it ran is reported, as the ledger being unavailable."""
+        assert self.renewal is not None, "a reservation granted starts the renewals"
+        failed = self.renewal.release()
+        if failed is None:
+            return
+        if self.settings.on_unavailable == "continue":
+            self._warn(failed, turn, "renew")
+        else:  # the run ends before its next call, saying why
+            self.fault = self._line(failed)
+            self._event(self.fault, turn, "renew")
+
     def _line(self, exc: BaseException) -> str:
         """The error's text on one line, the ledger's password hidden wherever it appears."""
         return conceal_in(self.settings.url, " ".join(str(exc).split()) or type(exc).__name__)
@@ -233,7 +262,10 @@ class Draw(Generic[_Result]):
 
     def _warn(self, exc: LedgerUnavailable, turn: int, what: str) -> None:
         cause = self._line(exc)
-        goes_on = "the run goes on without it" if what == "reserve" else f"its {what} is lost"
+        goes_on = {
+            "reserve": "the run goes on without it",
+            "renew": "the call's reservation may have expired before it settled",
+        }.get(what, f"its {what} is lost")
         warnings.warn(f"{cause}; {goes_on}", BudgetConfWarning, stacklevel=2)
         self._event(cause, turn, what)
 
@@ -281,6 +313,75 @@ class Draw(Generic[_Result]):
         stop = run.budget.stop_name(reason)
         run.emit("budget_exhausted", turn=run.turns, stop_reason=stop, **document)
         return run.finish(reason, message + spend, None, document)
+
+
+class Renewal:
+    """The renewals of a run's reservations: each is held for ``lease_seconds`` more every half
+    lease while its call runs, on a daemon thread of its own (one a run, idle between calls).
+
+    `hold` starts them for a call's reservation, `release` ends them when the call ends and
+    gives what the last renewal met if it failed; `close` ends the thread, after a renewal in
+    flight, so that nothing uses the ledger once the run has closed it.
+    """
+
+    def __init__(self, ledger: Ledger, settings: LedgerSettings) -> None:
+        self.ledger = ledger
+        self.shown = settings.shown
+        self.lease = settings.lease_seconds
+        self.cond = threading.Condition()
+        self.held: Reservation | None = None
+        self.due = 0.0  # when, by the monotonic clock, the held reservation is renewed next
+        self.busy = False  # a renewal is in flight
+        self.closed = False
+        self.failed: LedgerUnavailable | None = None
+        threading.Thread(target=self._renewals, name="budgetconf-lease", daemon=True).start()
+
+    def hold(self, held: Reservation) -> None:
+        with self.cond:
+            self.held, self.due = held, time.monotonic() + self.lease / 2
+            self.cond.notify()
+
+    def release(self) -> LedgerUnavailable | None:
+        with self.cond:
+            self.held = None
+            failed, self.failed = self.failed, None
+        return failed
+
+    def close(self) -> None:
+        with self.cond:
+            self.held, self.closed = None, True
+            self.cond.notify()
+            while self.busy:
+                self.cond.wait()
+
+    def _renewals(self) -> None:
+        cond = self.cond
+        while True:
+            with cond:
+                while not self.closed and (self.held is None or time.monotonic() < self.due):
+                    cond.wait(None if self.held is None else self.due - time.monotonic())
+                if self.closed:
+                    return
+                held, self.busy = self.held, True
+                self.due = time.monotonic() + self.lease / 2
+            assert held is not None, "the wait ends at a held reservation's renewal, or closed"
+            failed = self._renew(held)
+            with cond:
+                self.busy = False
+                if failed is not None and self.held is held:  # not a call that ended meanwhile
+                    self.failed = self.failed or failed
+                cond.notify_all()
+
+    def _renew(self, held: Reservation) -> LedgerUnavailable | None:
+        """What a renewal of ``held`` met, if it failed: the ledger's fault, or a lease ended."""
+        try:
+            if self.ledger.renew(held, lease_seconds=self.lease):
+                return None
+            return unavailable(self.shown, "the reservation's lease ended before it was renewed")
+        except LedgerUnavailable as exc:
+            return exc
+        except Exception as exc:  # a backend's unforeseen fault: one line, never a traceback
+            return LedgerUnavailable(f"ledger {self.shown}: renew failed: {describe(exc)}")
 
 
 def now() -> _dt.datetime:
