@@ -328,3 +328,14 @@ def test_the_ledgers_amounts_are_bounded_where_it_counts_them_exactly(
     with pytest.warns(BudgetConfWarning, match=f"^{field} from env:{variable}: must be"):
         res = budgetconf.resolve(env={variable: value})
     assert res.trace(field).source == "default"
+
+
+@pytest.mark.parametrize(
+    "url", [f"agent:{SECRET}@127.0.0.1:9/0", f"redis:/agent:{SECRET}@127.0.0.1:9/0"]
+)
+def test_an_address_that_lost_its_slashes_hides_its_password_in_the_error(url: str) -> None:
+    """No ``://``, yet user:password@: refused, and quoted with the password hidden."""
+    with pytest.raises(ConfigError) as caught:
+        budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": url})
+    assert SECRET not in str(caught.value)
+    assert ":***@127.0.0.1:9/0" in str(caught.value)

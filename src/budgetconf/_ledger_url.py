@@ -125,12 +125,15 @@ def conceal(value: object) -> object:
 
 def _credentials(text: str) -> tuple[str, str | None, str]:
     """``text`` cut where a URL's credentials are: what comes before them (the scheme and its
-    ``://``), the credentials (None when there are none) and what comes after their ``@``."""
+    ``://``), the credentials (None when there are none) and what comes after their ``@``.
+
+    An address that lost its ``//`` (``user:pw@host``, ``redis:/user:pw@host``) is cut the
+    same way from its start: its password is hidden as any other's.
+    """
     scheme, sep, rest = text.partition("://")
-    if not sep:
-        return text, None, ""
-    credentials, at, tail = rest.rpartition("@")  # a password may hold / ? # or @
-    return scheme + sep, credentials if at else None, tail if at else rest
+    head = scheme + sep if sep else ""
+    credentials, at, tail = (rest if sep else text).rpartition("@")  # a password may hold @
+    return head, credentials if at else None, tail if at else (rest if sep else text)
 
 
 def _masked(head: str, credentials: str | None, tail: str) -> str:
