@@ -21,6 +21,7 @@ PUBLIC = (
     "budgetconf.sources",
     "budgetconf.errors",
     "budgetconf.ledger",
+    "budgetconf.events",
 )
 INTEGRATIONS = (  # the package and each integration: every public module in it
     "budgetconf.integrations",

@@ -430,6 +430,7 @@ def test_events_tell_the_run_in_order_and_stream_as_they_happen(drive: Driver) -
         "run_started",
         "turn_started",
         "model_response",
+        "tool_started",
         "tool_executed",
         "turn_started",
         "model_response",

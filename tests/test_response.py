@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from budgetconf.loop import Usage
 from budgetconf.loop._response import (
     Call,
     Malformed,
@@ -62,8 +63,7 @@ def test_a_dict_with_every_key_is_read() -> None:
         "thinking",
         (Call("c1", "echo", {"text": "hi"}, '{"text": "hi"}'),),
         "tool_calls",
-        15,
-        0.25,
+        Usage(10, 0, 5, 15, 0.25, "reported"),
     )
 
 
@@ -78,7 +78,7 @@ def test_a_plain_object_is_read_by_attribute() -> None:
             cost_usd=1,
         )
     )
-    assert response == Response("done", (), "stop", 7, 1.0)
+    assert response == Response("done", (), "stop", Usage(0, 0, 0, 7, 1.0, "reported"))
     assert isinstance(response.cost, float)
 
 
@@ -87,7 +87,33 @@ def test_a_plain_object_is_read_by_attribute() -> None:
 )
 def test_every_key_is_optional(raw: object) -> None:
     """An empty response is a final answer with no content, no tokens and no cost."""
-    assert read(raw) == Response(None, (), "stop", 0, 0.0)
+    assert read(raw) == Response(None, (), "stop", Usage())
+
+
+def test_usage_is_read_split_with_its_cached_tokens_and_model() -> None:
+    """prompt_tokens (cached ones included), completion_tokens and total_tokens, the cached
+    count from prompt_tokens_details, and the model the response names, from a dict or an
+    object such as the OpenAI client's."""
+    usage = {
+        "prompt_tokens": 1200,
+        "completion_tokens": 300,
+        "total_tokens": 1500,
+        "prompt_tokens_details": {"cached_tokens": 1024},
+    }
+    expected = Usage(1200, 1024, 300, 1500, 0.0, "none", "gpt-4o-mini")
+    assert read({"content": "x", "usage": usage, "model": "gpt-4o-mini"}).usage == expected
+    details = SimpleNamespace(cached_tokens=1024)
+    parts = {k: v for k, v in usage.items() if k != "prompt_tokens_details"}
+    shaped = SimpleNamespace(**parts, prompt_tokens_details=details)
+    assert read(SimpleNamespace(content="x", usage=shaped, model="gpt-4o-mini")).usage == expected
+    assert read({"content": "x", "usage": {"total_tokens": 9}}).usage == Usage(0, 0, 0, 9)
+    assert read({"content": "x", "usage": {"prompt_tokens": 4}}).usage.total_tokens == 4
+
+
+def test_a_cached_count_that_is_no_count_is_malformed() -> None:
+    details = {"cached_tokens": -1}
+    problem = malformed({"usage": {"total_tokens": 3, "prompt_tokens_details": details}})
+    assert problem == "usage.prompt_tokens_details.cached_tokens: expected a count, got -1"
 
 
 @pytest.mark.parametrize("raw", [SimpleNamespace(), object(), {1}], ids=repr)

@@ -8,26 +8,34 @@
 """
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
+from budgetconf._usage import Usage
 from budgetconf.loop._budget import Budget, LedgerSettings, Limit
 from budgetconf.loop._children import RunHandle, current_run
 from budgetconf.loop._executor import LoopExecutor
+from budgetconf.loop._meter import Meter
+from budgetconf.loop._plan import Plan
+from budgetconf.loop._response import Call
 from budgetconf.loop._result import RunResult, Totals
 from budgetconf.loop._scripted import ScriptedModel
 
 __all__ = [
     "Budget",
     "BudgetName",
+    "Call",
     "LastTurn",
     "LedgerSettings",
     "Limit",
     "LoopExecutor",
     "LoopSpec",
+    "Meter",
     "OverCap",
+    "Plan",
     "RunHandle",
     "RunResult",
     "RunStatus",
     "ScriptedModel",
     "StopReason",
     "Totals",
+    "Usage",
     "current_run",
 ]

@@ -2,10 +2,11 @@
 
 `current_run()` is the handle of the innermost run in the calling context (a
 context variable, which the drivers set for the length of a run and which
-worker threads inherit). ``handle.carve(**caps)`` gives a `ChildBudget`: for
-each shared budget the smaller of the cap asked and what the run (and every
-run enclosing it) has left. A `LoopExecutor` given such a budget runs a
-`ChildRun`, which charges what it consumes to its parent as it happens and
+worker threads inherit; a bridge sets it around each tool it wraps).
+``handle.carve(**caps)`` gives a `ChildBudget`: for each shared budget the
+smaller of the cap asked and what the run (and every run enclosing it) has
+left. A run on such a budget, the executor's or a bridge's, is a child
+`Meter`, which charges what it consumes to its parent as it happens and
 checks every enclosing run's own limits as well as its own. A run whose
 budget was not carved draws from nothing: it is not a child.
 """
@@ -15,20 +16,40 @@ from __future__ import annotations
 import contextvars
 import math
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from budgetconf._loop_table import BudgetName, StopReason
+from budgetconf._loop_table import BudgetName
 from budgetconf._schema import MASK, show_value
 from budgetconf._spelling import did_you_mean
 from budgetconf.errors import UsageError, UsageTypeError
+from budgetconf.events import BUDGET_EXHAUSTED, CHILD_END, CHILD_START
 from budgetconf.loop._budget import Budget, Limit
-from budgetconf.loop._response import Call, Response
-from budgetconf.loop._run import Event, Message, Run, RunResult, Totals
+from budgetconf.loop._meter import Meter, add_usage
+from budgetconf.loop._reasons import StopReason
+from budgetconf.loop._result import RunResult, Totals
 
-__all__ = ["ChildBudget", "ChildRun", "RunHandle", "current_run", "enter", "leave", "run_class"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from budgetconf._usage import Usage
+
+__all__ = [
+    "ChildBudget",
+    "ChildMeter",
+    "RunHandle",
+    "current_run",
+    "enter",
+    "leave",
+    "meter_for",
+    "task_now",
+    "using",
+]
+
 
 #: the budgets a child shares with its parent: its limit is at most what the parent has left
 SHARED: Final = ("max_tokens", "max_cost_usd", "max_tool_calls", "timeout_seconds")
@@ -49,7 +70,7 @@ def current_run() -> RunHandle | None:
     return _CURRENT.get()
 
 
-def _task() -> object:
+def task_now() -> object:
     """The asyncio task running now, or None: in a sync program, asyncio is never loaded."""
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
@@ -64,22 +85,21 @@ class RunHandle:
     """A run in progress, as a tool it calls sees it: what it has used, and `carve`."""
 
     __module__ = "budgetconf.loop"
-    __slots__ = ("_ended", "_run", "_task")
+    __slots__ = ("_ended", "_meter", "task")
 
-    def __init__(self, run: Run) -> None:
-        self._run = run
+    def __init__(self, meter: Meter) -> None:
+        self._meter = meter
         self._ended = False
-        self._task = _task()  # the asyncio task the run is driven in, if any
+        self.task = task_now()  # the asyncio task the run is driven in, if any
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "running"
-        return f"<RunHandle {self._run.budget.preset} {state}, turn {self._run.turns}>"
+        return f"<RunHandle {self._meter.budget.preset} {state}, turn {self._meter.turns}>"
 
     @property
     def totals(self) -> Totals:
         """What the run has consumed so far, its children's consumption included."""
-        run = self._run
-        return Totals(run.turns, run.executed, run.tokens, run.cost)
+        return self._meter.totals
 
     @property
     def ended(self) -> bool:
@@ -100,7 +120,7 @@ class RunHandle:
         """
         if self._ended:
             raise UsageError("carve: the run has ended; carve from current_run() while it runs")
-        run = self._run
+        run = self._meter
         budget = run.budget
         asked = _asked(caps, budget)
         limits: dict[str, Limit] = {}
@@ -121,6 +141,9 @@ class RunHandle:
                 limits[name] = replace(owner.budget.limits[name], value=value)
                 inherited.add(name)
         ordered = {name: limits[name] for name in budget.spec.budgets if name in limits}
+        root = run.chain[-1] if isinstance(run, ChildMeter) else run
+        if root.lock is None:  # the tree's first child: from now on its counts are shared
+            root.lock = threading.Lock()
         return ChildBudget(
             budget.preset,
             ordered,
@@ -183,36 +206,12 @@ def _carved(budget: Budget, name: str, value: int | float) -> Limit:
     return parent.asked(value, "carve", locator)
 
 
-def _chain(run: Run) -> tuple[Run, ...]:
-    """``run`` and the runs enclosing it, nearest first."""
-    return (run, *run.chain) if isinstance(run, ChildRun) else (run,)
-
-
-def _own_deadline(run: Run) -> float | None:
-    return run.own_deadline if isinstance(run, ChildRun) else run.deadline
-
-
-def _pending(run: Run) -> int:
-    """The calls ``run`` admitted that have not finished: the one running now among them."""
-    return _runnable(run, run.batch[run.at :]) if run.batch else 0
-
-
-def _runnable(run: Run, calls: tuple[Call, ...]) -> int:
-    """`Run._runnable` without a generator, which costs a child turn more than the count."""
-    tools = run.tools
-    count = 0
-    for call in calls:
-        if call.name in tools and call.arguments is not None:
-            count += 1
-    return count
-
-
-def _left(run: Run, name: str, now: float) -> int | float | None:
+def _left(run: Meter, name: str, now: float) -> int | float | None:
     """What ``run`` has left of its own limit ``name`` at ``now``; None when it has none."""
-    return _left_of(run, name, (run.tokens, run.cost, run.executed + _pending(run)), now)
+    return _left_of(run, name, (run.tokens, run.cost, run.executed + run.pending), now)
 
 
-def _left_of(run: Run, name: str, used: tuple[int, float, int], now: float) -> int | float | None:
+def _left_of(run: Meter, name: str, used: tuple[int, float, int], now: float) -> int | float | None:
     """What ``run``'s own limit ``name`` leaves after ``used`` (tokens, cost, calls) at ``now``."""
     limit = run.limits.get(name)
     if limit is None:
@@ -229,14 +228,18 @@ def _left_of(run: Run, name: str, used: tuple[int, float, int], now: float) -> i
     return max(0.0, round(deadline - now, 6))
 
 
-def _bounded(runs: tuple[Run, ...], name: str) -> tuple[tuple[Run, int | float], ...]:
-    """Each of ``runs`` that has its own limit ``name``, with that limit."""
-    return tuple((r, r.limits[name]) for r in runs if name in r.limits)
+def _own_deadline(run: Meter) -> float | None:
+    return run.own_deadline if isinstance(run, ChildMeter) else run.deadline
 
 
-def _remainder(run: Run, name: str, now: float) -> tuple[int | float, Run] | None:
+def _chain(run: Meter) -> tuple[Meter, ...]:
+    """``run`` and the runs enclosing it, nearest first."""
+    return (run, *run.chain) if isinstance(run, ChildMeter) else (run,)
+
+
+def _remainder(run: Meter, name: str, now: float) -> tuple[int | float, Meter] | None:
     """The least that ``run`` or a run around it has left of ``name``, and whose that is."""
-    best: tuple[int | float, Run] | None = None
+    best: tuple[int | float, Meter] | None = None
     for r in _chain(run):
         left = _left(r, name, now)
         if left is not None and (best is None or left < best[0]):
@@ -244,107 +247,153 @@ def _remainder(run: Run, name: str, now: float) -> tuple[int | float, Run] | Non
     return best
 
 
-class ChildRun(Run):
+Entry = tuple["RunHandle", "contextvars.Token[RunHandle | None]"]
+
+
+def enter(run: Meter) -> Entry:
+    """Make ``run`` the current run, until `leave`: `current_run()` gives its handle."""
+    handle = run.handle
+    if handle is None:
+        handle = run.handle = RunHandle(run)
+    return handle, _CURRENT.set(handle)
+
+
+def leave(entry: Entry) -> None:
+    """The run has ended: its handle carves no more, and the run around it is current again."""
+    handle, token = entry
+    handle._ended = True
+    _CURRENT.reset(token)
+
+
+@contextmanager
+def using(run: Meter) -> Iterator[None]:
+    """Within: ``run`` is the current run (a bridge's tool wrapper, on whatever thread the
+    framework runs the tool), without ending its handle afterwards."""
+    handle = run.handle
+    if handle is None:
+        handle = run.handle = RunHandle(run)
+    token = _CURRENT.set(handle)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def meter_for(
+    budget: Budget,
+    *args: Any,
+    root: type[Meter] = Meter,
+    child: type[ChildMeter] | None = None,
+    **kwargs: Any,
+) -> Meter:
+    """The meter of a run on ``budget``: ``root(budget, *args, **kwargs)``, or ``child`` (a
+    `ChildMeter`, by default) for a budget carved from a running parent, made its child."""
+    if not isinstance(budget, ChildBudget):
+        return root(budget, *args, **kwargs)
+    handle = budget.parent
+    if handle.ended:
+        raise UsageError("the run this budget was carved from has ended")
+    parent = handle._meter
+    made = (ChildMeter if child is None else child)(budget, *args, parent=parent.info, **kwargs)
+    made._adopt(parent, budget.inherited)
+    return made
+
+
+class ChildMeter(Meter):
     """A run whose budget was carved from a running parent.
 
-    What it consumes (tokens, cost, tool calls executed) is added to its
-    parent's counters as it happens, and so on up. Beside its own limits it
-    checks, at every check, each enclosing run's own limits against that
-    run's counters: the nearest one spent stops it, and its stop names that
-    run's limit with ``"scope": "parent"``.
+    What it consumes (tokens, cost, tool calls) is added to its parent's
+    counts as it happens, and so on up, under the tree's lock. Beside its own
+    limits it checks each enclosing run's own limits against that run's
+    counts: the nearest one spent stops it, naming that run's limit with
+    ``"scope": "parent"``. The tool calls it admits come out of every
+    enclosing run's remainder at once.
     """
 
-    # slots, not the instance dict: more keys than a dict shares would slow every attribute
-    # of the run's, in the base class's code too
-    __slots__ = (
-        "blame",
-        "calls_by",
-        "chain",
-        "cost_by",
-        "deadline_by",
-        "handle",
-        "own_deadline",
-        "parent",
-        "reported",
-        "started",
-        "tokens_by",
-        "used_at_start",
-    )
+    __slots__ = ()  # a child's attributes are the Meter's last slots
+    # the checks and the charges call the base class by name: super() costs more each turn
 
-    def __init__(
-        self,
-        budget: ChildBudget,
-        model: Callable[..., Any],
-        tools: Mapping[str, Callable[..., Any]],
-        specs: list[dict[str, Any]],
-        messages: list[Message],
-        totals: Totals,
-        steps: int,
-        on_event: Callable[[Event], None] | None,
-    ) -> None:
-        handle = budget.parent
-        if handle.ended:
-            raise UsageError("the run this budget was carved from has ended")
-        parent = handle._run
-        self.handle = handle
+    parent: Meter
+    chain: tuple[Meter, ...]
+    line: tuple[Meter, ...]  # the run and the chain: what each charge goes to
+    blame: tuple[StopReason, Meter] | None
+    started: float
+    used_at_start: tuple[tuple[int, float, int], ...]
+    tokens_by: tuple[tuple[Meter, int | float], ...]
+    cost_by: tuple[tuple[Meter, int | float], ...]
+    own_deadline: float | None
+    deadline_by: Meter | None
+
+    def _adopt(self, parent: Meter, inherited: frozenset[str]) -> None:
+        """Become a child of ``parent`` (``inherited`` names the limits that are what a run
+        around it had left: enforced there, not here)."""
         self.parent = parent
-        self.chain: tuple[Run, ...] = _chain(parent)
-        self.blame: tuple[StopReason, Run] | None = None
-        self.reported = False
-        now = time.monotonic()
-        self.started = now
-        self.used_at_start = tuple((r.tokens, r.cost, r.executed + _pending(r)) for r in self.chain)
-        shown = {name: limit.public_value for name, limit in budget.limits.items()}
-        super().__init__(budget, model, tools, specs, messages, totals, steps, on_event)
-        parent.emit("child_start", turn=parent.turns, child_run_id=self.run_id, limits=shown)
-        # enforced here: the child's own caps; what an enclosing run has left is checked there
-        self.limits = {n: v for n, v in self.limits.items() if n not in budget.inherited}
+        self.chain = chain = _chain(parent)
+        self.line = (self, *chain)
+        self.lock = parent.lock
+        self.blame = None
+        self.started = now = time.monotonic()
+        self.used_at_start = tuple((r.tokens, r.cost, r.executed + r.pending) for r in chain)
+        shown = {n: limit.public_value for n, limit in self.budget.limits.items()}
+        parent.emit(CHILD_START, turn=parent.turns, child_run_id=self.run_id, limits=shown)
+        self.limits = {n: v for n, v in self.limits.items() if n not in inherited}
         # the enclosing runs' own limits, each with its run: what every check goes through
-        self.tokens_by = _bounded(self.chain, "max_tokens")
-        self.cost_by = _bounded(self.chain, "max_cost_usd")
-        # less the calls each has admitted and not finished: that stays so while the child runs,
-        # since each is waiting on one of them
-        calls_by = _bounded(self.chain, "max_tool_calls")
-        self.calls_by = tuple((r, cap - _pending(r)) for r, cap in calls_by)
+        self.tokens_by = _bounded(chain, "max_tokens")
+        self.cost_by = _bounded(chain, "max_cost_usd")
         own = self.limits.get("timeout_seconds")
         self.own_deadline = None if own is None else now + own
         self.deadline, self.deadline_by = self.own_deadline, None
         outer = parent.deadline
         if outer is not None and (self.own_deadline is None or outer < self.own_deadline):
             self.deadline = outer
-            self.deadline_by = next(r for r in self.chain if _own_deadline(r) == outer)
+            self.deadline_by = next(r for r in chain if _own_deadline(r) == outer)
 
-    # the charges: what the child consumes, every enclosing run has consumed too. Each turn
-    # goes through these, so they call the base class by name: super() costs more
+    # -- the charges: what the child consumes, every enclosing run has consumed too
 
-    def _record(self, response: Response, turn: int) -> None:
-        Run._record(self, response, turn)
-        if response.tokens:
+    def _count(self, usage: Usage) -> None:
+        if usage.cost_source != "none":
+            for r in self.line:
+                r.cost_sources.add(usage.cost_source)
+        assert self.lock is not None, "a tree with a child shares a lock"
+        with self.lock:
+            add_usage(self, usage)
             for r in self.chain:
-                r.tokens += response.tokens
-        if response.cost:
-            for r in self.chain:
-                r.cost = round(r.cost + response.cost, 12)
+                add_usage(r, usage)
 
-    def _returned(self, call: Call, value: object, turn: int) -> None:
-        Run._returned(self, call, value, turn)
-        for r in self.chain:
-            r.executed += 1
+    def _admit(self, need: int) -> str | None:
+        if not need:
+            return None
+        assert self.lock is not None, "a tree with a child shares a lock"
+        line = self.line
+        with self.lock:
+            for r in line:
+                cap = r.limits.get("max_tool_calls")
+                if cap is not None and r.executed + r.pending + need > cap:
+                    if r is self:
+                        return "the run's tool-call budget would be exceeded"
+                    self.blame = (StopReason.MAX_TOOL_CALLS, r)
+                    return "the enclosing run's tool-call budget would be exceeded"
+            for r in line:
+                r.pending += need
+        return None
 
-    def _tool_raised(
-        self, exc: Exception, call: Call, rest: tuple[Call, ...], turn: int
-    ) -> RunResult | None:
-        executed = self.executed
-        stop = Run._tool_raised(self, exc, call, rest, turn)
-        if self.executed != executed:  # it ran (and raised), or was abandoned: it counts
-            for r in self.chain:
+    def _finished(self) -> None:
+        assert self.lock is not None, "a tree with a child shares a lock"
+        with self.lock:
+            for r in self.line:
+                r.pending -= 1
                 r.executed += 1
-        return stop
 
-    # the checks: the run's own first, then each enclosing run's, nearest first
+    def _release(self, count: int) -> None:
+        assert self.lock is not None, "a tree with a child shares a lock"
+        with self.lock:
+            for r in self.line:
+                r.pending -= count
+
+    # -- the checks: the run's own first, then each enclosing run's, nearest first
 
     def _spent(self) -> StopReason | None:
-        own = Run._spent(self)
+        own = Meter._spent(self)
         if own is not None:
             return own
         for r in self.chain:
@@ -359,7 +408,7 @@ class ChildRun(Run):
         return None
 
     def _over(self) -> StopReason | None:
-        own = Run._over(self)
+        own = Meter._over(self)
         if own is not None:
             return own
         for r, cap in self.tokens_by:
@@ -370,43 +419,29 @@ class ChildRun(Run):
                 return self._blamed(StopReason.MAX_COST, r)
         return None
 
-    def _plan(
-        self, calls: tuple[Call, ...], turn: int, per_turn: Limit | None
-    ) -> tuple[tuple[Call, ...], tuple[Call, ...]] | RunResult | None:
-        plan = Run._plan(self, calls, turn, per_turn)
-        if not self.calls_by or not isinstance(plan, tuple):
-            return plan
-        need = _runnable(self, plan[0])
-        if not need:
-            return plan
-        for r, cap in self.calls_by:
-            if r.executed + need > cap:
-                self._refuse(calls, turn, "the enclosing run's tool-call budget would be exceeded")
-                return self._budget_stop(self._blamed(StopReason.MAX_TOOL_CALLS, r))
-        return plan
-
-    def _blamed(self, reason: StopReason, run: Run) -> StopReason:
+    def _blamed(self, reason: StopReason, run: Meter) -> StopReason:
         self.blame = (reason, run)
         return reason
 
-    def _budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
+    def budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult:
         if reason is StopReason.CANCELLED:  # an interrupt handed up: no budget's stop
-            return Run._budget_stop(self, reason, output)
+            return Meter.budget_stop(self, reason, output)
         if reason is StopReason.TIMEOUT:
             by = self.deadline_by
         else:
-            by = self.blame[1] if self.blame is not None and self.blame[0] is reason else None
+            blame = self.blame
+            by = blame[1] if blame is not None and blame[0] is reason else None
         if by is None:
-            return super()._budget_stop(reason, output)
+            return Meter.budget_stop(self, reason, output)
         if by.stop_next is None:
             by.stop_next = reason  # sticky: that run stops at its next check, with this budget
         stop, message, limit = by.budget.stop(reason)
         message = self._parent_message(message, reason, by)
         limit = {**limit, "scope": "parent"}
-        self.emit("budget_exhausted", turn=self.turns, stop_reason=stop, **limit)
+        self.emit(BUDGET_EXHAUSTED, turn=self.turns, stop_reason=stop, **limit)
         return self.finish(reason, message, output, limit)
 
-    def _parent_message(self, message: str, reason: StopReason, by: Run) -> str:
+    def _parent_message(self, message: str, reason: StopReason, by: Meter) -> str:
         """``message`` of the enclosing run ``by``, saying whose it is and what was left."""
         budget = reason.budget
         assert budget is not None
@@ -425,51 +460,29 @@ class ChildRun(Run):
             return head + tail + message[len(head) :]
         return f"{message} ({tail.strip()})"  # pragma: no cover - a stop message of another shape
 
-    def finish(
-        self,
-        reason: StopReason,
-        message: str | None = None,
-        output: str | None = None,
-        limit: dict[str, Any] | None = None,
-    ) -> RunResult:
-        result = super().finish(reason, message, output, limit)
-        if not self.reported and not self.handle.ended:  # a parent that ended hears no more
-            self.reported = True
-            parent = self.parent
-            if reason is StopReason.CANCELLED and _task() is self.handle._task:
-                # interrupted where the parent runs (a KeyboardInterrupt, the task cancelled,
-                # not a task of the tool's own): the parent is, too
-                parent.stop_next = parent.stop_next or reason
-            parent.emit(
-                "child_end",
-                turn=parent.turns,
-                child_run_id=self.run_id,
-                status=result.status.value,
-                stop_reason=result.stop_reason,
-                turns=result.turns,
-                tokens=result.tokens,
-                cost_usd=result.cost_usd,
-                tool_calls_executed=result.tool_calls_executed,
-            )
-        return result
+    def _ended(self, result: RunResult) -> None:
+        """Tell the parent how this child ended, unless the parent has ended first."""
+        parent = self.parent
+        handle: RunHandle = parent.handle
+        if handle.ended:  # a parent that ended hears no more
+            return
+        if result.stop_kind is StopReason.CANCELLED and task_now() is handle.task:
+            # interrupted where the parent runs (a KeyboardInterrupt, the task cancelled, not a
+            # task of the tool's own): the parent is, too
+            parent.stop_next = parent.stop_next or StopReason.CANCELLED
+        parent.emit(
+            CHILD_END,
+            turn=parent.turns,
+            child_run_id=self.run_id,
+            status=result.status.value,
+            stop_reason=result.stop_reason,
+            turns=result.turns,
+            tokens=result.tokens,
+            cost_usd=result.cost_usd,
+            tool_calls_executed=result.tool_calls_executed,
+        )
 
 
-def run_class(budget: Budget) -> type[Run]:
-    """The run a budget is enforced by: a `ChildRun` for a carved one."""
-    return ChildRun if isinstance(budget, ChildBudget) else Run
-
-
-Entry = tuple["RunHandle", "contextvars.Token[RunHandle | None]"]
-
-
-def enter(run: Run) -> Entry:
-    """Make ``run`` the current run, until `leave`: `current_run()` gives its handle."""
-    handle = RunHandle(run)
-    return handle, _CURRENT.set(handle)
-
-
-def leave(entry: Entry) -> None:
-    """The run has ended: its handle carves no more, and the run around it is current again."""
-    handle, token = entry
-    handle._ended = True
-    _CURRENT.reset(token)
+def _bounded(runs: tuple[Meter, ...], name: str) -> tuple[tuple[Meter, int | float], ...]:
+    """Each of ``runs`` that has its own limit ``name``, with that limit."""
+    return tuple((r, r.limits[name]) for r in runs if name in r.limits)

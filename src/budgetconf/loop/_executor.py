@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.loop._budget import Budget, budget_of
-from budgetconf.loop._children import enter, leave, run_class
+from budgetconf.loop._children import enter, leave, meter_for
 from budgetconf.loop._faults import Deadline, Interrupted, Raised, describe, received
 from budgetconf.loop._response import tool_specs
-from budgetconf.loop._run import Event, Invoke, Message, Run, RunResult, Totals
+from budgetconf.loop._run import ChildRun, Event, Invoke, Message, Run, RunResult, Totals
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -43,7 +43,8 @@ class LoopExecutor:
     keywords. ``budget`` is a `Resolution`, a preset name or path (resolved
     now, from the process environment), a mapping of field values for the
     default preset's ``explicit`` source, or a `Budget`. ``on_event`` is called with each
-    event as it happens.
+    event as it happens (a `budgetconf.events.Sink`); ``name`` names its runs (default the
+    preset's name).
     """
 
     __module__ = "budgetconf.loop"
@@ -55,6 +56,7 @@ class LoopExecutor:
         budget: Budget | Resolution | str | os.PathLike[str] | Mapping[str, object] | None = None,
         *,
         on_event: Callable[[Event], None] | None = None,
+        name: str | None = None,
     ) -> None:
         if not callable(model):
             raise UsageTypeError(f"model: expected a callable, got {type(model).__name__}")
@@ -65,11 +67,16 @@ class LoopExecutor:
                 raise UsageTypeError(f"tools: expected names mapped to callables, got {name!r}")
         self.budget: Budget = budget_of(budget)
         self.on_event = on_event
+        if name is not None and (not isinstance(name, str) or not name):
+            raise UsageTypeError(f"name: expected a non-empty string, got {name!r}")
+        self.name = name
         self._specs = tool_specs(self.tools) if self.tools else []
 
-    def _start(self, messages: Messages, totals: Totals, budget: Budget) -> Run:
+    def _start(
+        self, messages: Messages, totals: Totals, budget: Budget, resumed: str | None = None
+    ) -> Run:
         steps = budget.limits["max_steps"].value
-        return run_class(budget)(
+        made = meter_for(
             budget,
             self.model,
             self.tools,
@@ -78,7 +85,13 @@ class LoopExecutor:
             totals,
             int(steps),
             self.on_event,
+            name=self.name,
+            resumed_from=resumed,
+            root=Run,
+            child=ChildRun,
         )
+        assert isinstance(made, Run)
+        return made
 
     def run(self, messages: Messages) -> RunResult:
         """Run the loop to its end: a final answer, a budget, a fault or an interrupt.
@@ -108,14 +121,16 @@ class LoopExecutor:
         """
         self._refuse_async()
         messages, budget = self._resumed(result, extra_steps, prompt)
-        return self._drive(self._start(messages, result.totals, budget))
+        return self._drive(self._start(messages, result.totals, budget, result.run_id or None))
 
     async def aresume(
         self, result: RunResult, extra_steps: int | None = None, prompt: str | None = None
     ) -> RunResult:
         """`resume`, awaiting async models and tools."""
         messages, budget = self._resumed(result, extra_steps, prompt)
-        return await self._adrive(self._start(messages, result.totals, budget))
+        return await self._adrive(
+            self._start(messages, result.totals, budget, result.run_id or None)
+        )
 
     def _refuse_async(self) -> None:
         for name, fn in (("model", self.model), *self.tools.items()):

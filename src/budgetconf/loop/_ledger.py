@@ -1,12 +1,11 @@
 """The shared ledger's part of one run: reserve before each model call, settle after, record.
 
-A `Draw` is made by a `Run` whose budget names a ledger (``ledger.url``), and
-only then: a run without one never imports `budgetconf.ledger`. A framework
-bridge that sees each model call draws the same way through a stand-in for
-its run (`budgetconf.integrations._draw.Tally`): anything with a budget, a run
-id, its counts, ``emit`` and a ``finish`` that makes the stop its result. The ledger is
-opened at the run's first call and closed when the run ends, so a run holds
-one connection, and a process that forks between runs shares none.
+A `Draw` is made by a `Meter` whose budget names a ledger (``ledger.url``),
+and only then: a run without one never imports `budgetconf.ledger`. The
+executor and every bridge draw through their Meter, so each draws the same
+way. The ledger is opened at the run's first call and closed when the run
+ends, so a run holds one connection, and a process that forks between runs
+shares none.
 
 Before each model call the run reserves ``ledger.reserve_tokens`` and
 ``ledger.reserve_cost_usd``; a refusal stops it before the call with
@@ -31,7 +30,7 @@ import os
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from budgetconf._ledger_url import conceal_in
 from budgetconf._loop_table import StopReason
@@ -42,18 +41,16 @@ from budgetconf.ledger._base import iso, unavailable
 from budgetconf.ledger._checks import to_nano
 from budgetconf.loop._faults import PASSING, describe
 
-#: what the run's ``finish`` makes of a stop: a `RunResult`, or a bridge's stop
-_Result = TypeVar("_Result")
-_Result_co = TypeVar("_Result_co", covariant=True)
-
 if TYPE_CHECKING:
     from typing import Protocol
 
     from budgetconf.ledger import Ledger, Reservation
     from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+    from budgetconf.loop._result import RunResult
 
-    class _Run(Protocol[_Result_co]):
-        """What a `Draw` needs of its run (`budgetconf.loop._run.Run`, or a bridge's `Tally`)."""
+    class Meter(Protocol):
+        """What a `Draw` needs of its run: `budgetconf.loop.Meter` (named so here, since the
+        Meter imports this module)."""
 
         budget: Budget
         run_id: str
@@ -69,16 +66,16 @@ if TYPE_CHECKING:
             message: str | None = None,
             output: str | None = None,
             limit: dict[str, Any] | None = None,
-        ) -> _Result_co: ...
+        ) -> RunResult: ...
 
 
 __all__ = ["Draw"]
 
 
-class Draw(Generic[_Result]):
+class Draw:
     """One run's use of the shared ledger its budget names."""
 
-    def __init__(self, run: _Run[_Result], settings: LedgerSettings) -> None:
+    def __init__(self, run: Meter, settings: LedgerSettings) -> None:
         self.run = run
         self.settings = settings
         self.ledger: Ledger | None = None
@@ -117,7 +114,7 @@ class Draw(Generic[_Result]):
         self.down = False
         return result
 
-    def reserve(self) -> _Result | None:
+    def reserve(self) -> RunResult | None:
         """Hold the next model call's share; the run's result when the ledger stops it."""
         s = self.settings
         turn = self.run.turns + 1
@@ -251,7 +248,7 @@ class Draw(Generic[_Result]):
         """The error's text on one line, the ledger's password hidden wherever it appears."""
         return conceal_in(self.settings.url, " ".join(str(exc).split()) or type(exc).__name__)
 
-    def _unavailable(self, exc: LedgerUnavailable, turn: int) -> _Result | None:
+    def _unavailable(self, exc: LedgerUnavailable, turn: int) -> RunResult | None:
         """``on_unavailable``: the run fails before the call (``stop``), or it goes on."""
         if self.settings.on_unavailable == "continue":
             self._warn(exc, turn, "reserve")
@@ -279,7 +276,7 @@ class Draw(Generic[_Result]):
             during=what,
         )
 
-    def _refused(self, turn: int) -> _Result:
+    def _refused(self, turn: int) -> RunResult:
         """The stop before the call: the scope's maximum would be passed."""
         s = self.settings
         try:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final
 
-from budgetconf._usage import Unreadable, kind_of, reported_cost, reported_tokens
+from budgetconf._usage import NO_USAGE, Unreadable, Usage, kind_of, read_usage
 
 __all__ = ["Call", "Malformed", "Response", "read_response", "tool_specs", "tool_text"]
 
@@ -28,12 +29,18 @@ class Malformed(Exception):
 # cheaper to build than frozen ones.
 @dataclass(slots=True)
 class Call:
-    """One tool call: ``arguments`` is None when they could not be read (``problem`` says why)."""
+    """One tool call: ``arguments`` is None when they could not be read (``problem`` says why).
+
+    A bridge describes the calls of a framework's response to its `Meter` as these:
+    ``Call(id, name, arguments)``.
+    """
+
+    __module__ = "budgetconf.loop"
 
     id: str
     name: str
     arguments: dict[str, Any] | None
-    raw_arguments: str
+    raw_arguments: str = "{}"
     problem: str | None = None
 
     def message(self) -> dict[str, Any]:
@@ -49,8 +56,15 @@ class Response:
     content: str | None
     calls: tuple[Call, ...]
     finish_reason: str
-    tokens: int
-    cost: float
+    usage: Usage
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost_usd
 
     def message(self) -> dict[str, Any]:
         """The response as an assistant message of the conversation (OpenAI chat format)."""
@@ -101,7 +115,7 @@ def read_response(raw: object, turn: int) -> Response:
         raise Malformed(f"finish_reason: expected one of {known}, got {kind_of(finish)}")
     elif finish == "tool_calls" and not calls:
         raise Malformed("finish_reason is tool_calls, but the response has no tool calls")
-    return Response(content, calls, finish, _tokens(get("usage")), _cost(get("cost_usd")))
+    return Response(content, calls, finish, _usage(get("usage"), get("cost_usd"), get("model")))
 
 
 def _exact(text: str) -> str:
@@ -216,44 +230,52 @@ def _function_getter(where: str, function: object) -> Callable[[str], Any]:
 def _arguments_text(where: str, arguments: Mapping[Any, Any]) -> str:
     """Arguments given as an object, as the JSON text the conversation records for them."""
     try:
-        return _ENCODER.encode(arguments)
+        return _dumps(arguments)
     except (TypeError, ValueError, RecursionError) as exc:
         raise Malformed(f"{where}.arguments: not a JSON object: {exc}") from None
 
 
-def _tokens(usage: object) -> int:
-    if usage is None:
-        return 0
-    get = _getter(usage)
-    if get is None:
-        raise Malformed(f"usage: expected a dict or an object, got {kind_of(usage)}")
-    total = get("total_tokens")
+def _usage(usage: object, cost: object, model: object) -> Usage:
+    """The response's usage (`read_usage`), from a dict or an object; `Malformed` if unreadable."""
+    if usage is None and cost is None and model is None:
+        return NO_USAGE
+    counts = None
+    if usage is not None:
+        get = _getter(usage)
+        if get is None:
+            raise Malformed(f"usage: expected a dict or an object, got {kind_of(usage)}")
+        details = get("prompt_tokens_details")
+        found = None if details is None else _getter(details)
+        counts = {key: get(key) for key in _COUNTS}
+        counts["prompt_tokens_details"] = {"cached_tokens": found and found("cached_tokens")}
     try:
-        if total is not None:
-            return reported_tokens(total, "usage.total_tokens")
-        parts = (
-            ("prompt_tokens", get("prompt_tokens")),
-            ("completion_tokens", get("completion_tokens")),
-        )
-        counted = sum(reported_tokens(n, f"usage.{key}") for key, n in parts if n is not None)
-        return reported_tokens(counted, "usage.prompt_tokens + usage.completion_tokens")
+        return read_usage(counts, cost, model if isinstance(model, str) else None)
     except Unreadable as exc:
         raise Malformed(str(exc)) from None
 
 
-def _cost(cost: object) -> float:
-    if cost is None:
-        return 0.0
-    try:
-        return reported_cost(cost, "cost_usd")
-    except Unreadable as exc:
-        raise Malformed(str(exc)) from None
+#: the counts a response's usage is read from, as the OpenAI API names them
+_COUNTS: Final = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, default=str)
+#: `_ENCODER`'s C encoder, made once: `JSONEncoder.encode` makes one at every call, which
+#: costs more than the text. It checks no circle (``markers`` None): one ends in a
+#: RecursionError, and `_ENCODER` then says what it is.
+_FAST: Final = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
+)
 
 
 def _dumps(value: object) -> str:
+    """``value`` as JSON text: `_FAST`, and `_ENCODER` to say why when that fails."""
+    if _FAST is not None:
+        try:
+            return "".join(_FAST(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            pass  # the encoder below raises why, a circle included
     return _ENCODER.encode(value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetconf._usage import NO_USAGE, Usage
 from budgetconf.loop._reasons import RunStatus, StopReason
 
 __all__ = ["Event", "Message", "RunResult", "Totals"]
@@ -15,7 +16,11 @@ Event = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Totals:
-    """What a conversation has consumed; a resumed run carries these over."""
+    """What a conversation has consumed; a resumed run carries these over.
+
+    ``tokens`` is the responses' total; ``input_tokens`` (cached ones included),
+    ``cached_input_tokens`` and ``output_tokens`` its parts, where they said.
+    """
 
     __module__ = "budgetconf.loop"
 
@@ -23,6 +28,9 @@ class Totals:
     tool_calls_executed: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +38,10 @@ class RunResult:
     """How a run ended, and everything it did.
 
     ``turns``, ``tool_calls_executed``, ``tokens`` and ``cost_usd`` count the
-    whole conversation, so they include the runs it resumes. ``events`` are
-    this run's own. ``limit`` is set when a budget stopped the run; ``run_id``
-    is the id every one of its events carries.
+    whole conversation, so they include the runs it resumes, and so does
+    ``usage``, the same with the tokens split (input, cached, output) and how
+    the cost is known. ``events`` are this run's own. ``limit`` is set when a
+    budget stopped the run; ``run_id`` is the id every one of its events carries.
     """
 
     __module__ = "budgetconf.loop"
@@ -51,10 +60,20 @@ class RunResult:
     events: list[Event] = field(repr=False)
     limit: dict[str, Any] | None = None
     run_id: str = ""  # the ``run_id`` of every event of the run
+    usage: Usage = NO_USAGE
 
     @property
     def totals(self) -> Totals:
-        return Totals(self.turns, self.tool_calls_executed, self.tokens, self.cost_usd)
+        usage = self.usage
+        return Totals(
+            self.turns,
+            self.tool_calls_executed,
+            self.tokens,
+            self.cost_usd,
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.output_tokens,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The run as ``budgetconf run --output json`` prints it."""
