@@ -87,6 +87,25 @@ def test_no_module_imports_itself_through_others() -> None:
     assert circles == []
 
 
+def test_the_loop_imports_nothing_of_the_sources() -> None:
+    """loop/ reads a resolution (its sources' reports carry how a limit is raised), never the
+    source kinds themselves."""
+    found = {
+        (name, imported)
+        for name in MODULES
+        if name.startswith("budgetconf.loop")
+        for imported in _imports(name)
+        if imported.startswith("budgetconf.sources")
+    }
+    assert found == set()
+
+
+def test_the_events_are_upstream_of_the_loop_the_bridges_and_the_report() -> None:
+    """budgetconf.events imports none of the rooms that record or read events."""
+    rooms = ("budgetconf.loop", "budgetconf.integrations", "budgetconf._report", "budgetconf.cli")
+    assert {m for m in _reached("budgetconf.events") if m.startswith(rooms)} == set()
+
+
 def test_the_preset_reader_builds_no_source_and_resolves_nothing() -> None:
     """_presets reaches neither sources/ nor the engine, the merge or the resolver."""
     reached = _reached("budgetconf._presets")

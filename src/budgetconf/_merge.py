@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from budgetconf._description import Description, MergeMode, Policy, SourceSpec
+from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
 from budgetconf._resolution import Resolution
 from budgetconf._schema import Field, Invalid, Schema, Unusable, Value, show_value
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
@@ -67,7 +67,8 @@ def merge(preset: Description, sources: Sequence[Source], ctx: Context) -> Resol
     """Load every source and merge what they offer."""
     merging = _Merging(preset)
     for spec, source in zip(preset.stack, sources, strict=True):
-        merging.add(spec, source.load(ctx))
+        kind: SourceKind = type(source).KIND  # type: ignore[attr-defined]  # a SourceClass's
+        merging.add(spec, source.load(ctx), kind)
     return merging.resolution()
 
 
@@ -85,8 +86,8 @@ class _Merging:
         self.errors: list[ConfigError] = []
         self.rules: dict[str, Rule] = {}
 
-    def add(self, spec: SourceSpec, layer: Layer) -> None:
-        """One more source's layer, above those added before it."""
+    def add(self, spec: SourceSpec, layer: Layer, kind: SourceKind) -> None:
+        """One more source's layer, above those added before it; ``kind`` is its declaration."""
         errors = self.errors
         for error in layer.errors:
             # the yaml and step sources read one workflow file: say what is wrong with it once
@@ -94,8 +95,12 @@ class _Merging:
                 errors.append(error)
         error_text = "; ".join(str(e) for e in layer.errors) or None
         offered = sum(not offer.empty for offer in layer.offers) + len(layer.rules)
+        place = kind.label
+        if place is not None and kind.names_file and layer.locator:
+            place = f"{place} {layer.locator}"
+        option = None if kind.argument is None else kind.argument.option
         self.reports.append(
-            SourceReport(spec.kind, layer.status, layer.locator, offered, error_text)
+            SourceReport(spec.kind, layer.status, layer.locator, offered, error_text, place, option)
         )
         self.warnings.extend(layer.warnings)
         self.rules.update(layer.rules)

@@ -196,16 +196,24 @@ class FieldTrace(Record):
 
 
 class SourceReport(Record):
-    """How one source of the stack fared: its status, where it read, what it offered."""
+    """How one source of the stack fared: its status, where it read, what it offered.
+
+    ``place`` is how a message names the place a person edits to raise a value
+    there (``the project file ./settings.toml``), None for a source no person
+    edits; ``option`` is the command line's option that feeds the source
+    (``--set`` for code's), if it has one.
+    """
 
     __module__ = "budgetconf"
-    __slots__ = ("error", "locator", "offered", "source", "status")
+    __slots__ = ("error", "locator", "offered", "option", "place", "source", "status")
 
     source: str
     status: SourceStatus
     locator: str | None
     offered: int
     error: str | None
+    place: str | None
+    option: str | None
 
     def __init__(
         self,
@@ -214,12 +222,16 @@ class SourceReport(Record):
         locator: str | None = None,
         offered: int = 0,
         error: str | None = None,
+        place: str | None = None,
+        option: str | None = None,
     ) -> None:
         set_field(self, "source", source)
         set_field(self, "status", status)
         set_field(self, "locator", locator)
         set_field(self, "offered", offered)
         set_field(self, "error", error)
+        set_field(self, "place", place)
+        set_field(self, "option", option)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "locator": self.locator}

@@ -15,6 +15,28 @@ from typing import Any, Final
 
 from budgetconf._files import read_limited
 from budgetconf._text import clipped, escape
+from budgetconf.events import (
+    BATCH_REJECTED,
+    BATCH_TRUNCATED,
+    BUDGET_EXHAUSTED,
+    CALLS_NOT_EXECUTED,
+    CHILD_END,
+    CHILD_START,
+    LAST_TURN_NOTICE,
+    LEDGER_REFUSED,
+    LEDGER_RESERVE,
+    LEDGER_SETTLE,
+    LEDGER_UNAVAILABLE,
+    MODEL_RESPONSE,
+    RUN_STARTED,
+    STOPPED,
+    TOOL_ABANDONED,
+    TOOL_EXECUTED,
+    TOOL_REFUSED,
+    TOOL_STARTED,
+    TURN_STARTED,
+    version_of,
+)
 
 __all__ = [
     "MAX_EVENTS_BYTES",
@@ -39,16 +61,21 @@ _OBJECTS: Final = ("limits", "budgets", "carried_over")
 #: the events that belong to one turn, and what each tells of it
 _TURN_EVENTS: Final = frozenset(
     {
-        "turn_started",
-        "last_turn_notice",
-        "model_response",
-        "tool_executed",
-        "tool_refused",
-        "tool_abandoned",
-        "batch_rejected",
-        "batch_truncated",
-        "calls_not_executed",
+        TURN_STARTED,
+        LAST_TURN_NOTICE,
+        MODEL_RESPONSE,
+        TOOL_STARTED,
+        TOOL_EXECUTED,
+        TOOL_REFUSED,
+        TOOL_ABANDONED,
+        BATCH_REJECTED,
+        BATCH_TRUNCATED,
+        CALLS_NOT_EXECUTED,
     }
+)
+#: the ledger's events, which the page lists as they came
+_LEDGER_EVENTS: Final = frozenset(
+    {LEDGER_RESERVE, LEDGER_SETTLE, LEDGER_REFUSED, LEDGER_UNAVAILABLE}
 )
 
 
@@ -106,6 +133,11 @@ class RunView:
         if found is None:
             found = self.turns[number] = Turn(number)
         return found
+
+    @property
+    def version(self) -> int:
+        """The vocabulary its events were recorded in: 1 for a run that says none."""
+        return version_of(self.started or {})
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -242,23 +274,23 @@ class _Builder:
         kind = event["type"]
         if kind in _TURN_EVENTS:
             _turn_event(run, event)
-        elif kind == "run_started":
+        elif kind == RUN_STARTED:
             run.started = run.started or event
-        elif kind == "stopped":
+        elif kind == STOPPED:
             run.stopped = event
-        elif kind == "budget_exhausted":
+        elif kind == BUDGET_EXHAUSTED:
             run.exhausted = event
-        elif kind == "child_start":
+        elif kind == CHILD_START:
             run.children.append(Child(event))
-        elif kind == "child_end":
+        elif kind == CHILD_END:
             _child_end(run, event)
-        elif kind.startswith("ledger_"):
+        elif kind in _LEDGER_EVENTS:
             run.ledger.append(event)
 
     def _run_of(self, event: dict[str, Any], line: int) -> RunView:
         run_id = event.get("run_id")
         if run_id is None:  # a file written before events carried their run's id
-            if self._anonymous is None or event["type"] == "run_started":
+            if self._anonymous is None or event["type"] == RUN_STARTED:
                 self._anonymous = self._new(None, line)
             return self._anonymous
         run = self._by_id.get(run_id)
@@ -278,20 +310,20 @@ def _turn_event(run: RunView, event: dict[str, Any]) -> None:
         return
     turn = run.turn(number)
     kind = event["type"]
-    if kind == "model_response":
+    if kind == MODEL_RESPONSE:
         _response(turn, event)
-    elif kind in ("tool_executed", "tool_abandoned"):
+    elif kind in (TOOL_EXECUTED, TOOL_ABANDONED):
         turn.executed += 1
-    elif kind == "tool_refused":
+    elif kind == TOOL_REFUSED:
         turn.refused += 1
-    elif kind == "calls_not_executed":
+    elif kind == CALLS_NOT_EXECUTED:
         ids = event.get("ids")
         turn.refused += len(ids) if isinstance(ids, list) else 0
-    elif kind == "batch_rejected":
+    elif kind == BATCH_REJECTED:
         turn.rejected = event
-    elif kind == "batch_truncated":
+    elif kind == BATCH_TRUNCATED:
         turn.truncated = event
-    elif kind == "last_turn_notice":
+    elif kind == LAST_TURN_NOTICE:
         notice = event.get("kind")
         turn.notice = notice if isinstance(notice, str) else "notice"
 

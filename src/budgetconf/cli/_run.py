@@ -8,8 +8,6 @@ not be written), 2 truncated, 3 blocked; 64 is a usage error.
 from __future__ import annotations
 
 import argparse
-import errno
-import json
 import math
 import os
 import re
@@ -25,6 +23,7 @@ from budgetconf.cli._output import say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
+from budgetconf.events import EventsFile
 from budgetconf.integrations._urls import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 
@@ -214,7 +213,7 @@ def run(
         result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
         lost = None
     else:
-        with _EventLog(events_path) as log:
+        with EventsFile(events_path, label=f"--events {events_path}") as log:
             result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
         lost = log.lost
     if lost is not None:  # the run stopped when it could not record an event: say where
@@ -251,53 +250,6 @@ def _written(write: Callable[[], None], err: TextIO) -> bool:
         say(err, f"budgetconf: error: cannot write to standard output: {_reason(exc)}")
         return False
     return True
-
-
-class _EventLog:
-    """The events file, opened to append (an earlier run's log is never lost), as on_event.
-
-    A write that fails is told once, naming the file; the executor then ends
-    the run, failed.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lost: str | None = None
-        self._file = _opened(path)
-
-    def __enter__(self) -> _EventLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self._file.close()
-        except OSError as problem:  # the last lines could not be flushed
-            self._lose(problem)
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        try:
-            # ASCII: a model's text may hold lone surrogates, which no file encoding takes
-            self._file.write(json.dumps(event, default=str) + "\n")
-            self._file.flush()
-        except OSError as exc:
-            self._lose(exc)
-            raise OSError(exc.errno, exc.strerror, self.path) from None
-
-    def _lose(self, exc: OSError) -> None:
-        if self.lost is None:
-            self.lost = f"--events {self.path}: cannot write: {_reason(exc)}"
-
-
-def _opened(path: str) -> TextIO:
-    """``path`` opened to append; a FIFO no process reads is refused rather than waited for."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as exc:
-        why = "a FIFO that no process reads" if exc.errno == errno.ENXIO else _reason(exc)
-        raise UsageError(f"--events {path}: {why}") from None
-    os.set_blocking(fd, True)  # a pipe's reader may be slow: each write waits for it
-    return open(fd, "a", encoding="utf-8", closefd=True)
 
 
 def _reason(exc: OSError) -> str:

@@ -20,7 +20,6 @@ from budgetconf._rules import Rule
 from budgetconf._schema import MASK, Field, show_value
 from budgetconf._trace import FieldTrace, shown_locator
 from budgetconf.errors import PresetError, UsageError, UsageTypeError
-from budgetconf.sources import KINDS
 
 __all__ = ["Budget", "LedgerSettings", "Limit"]
 
@@ -302,7 +301,7 @@ def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit
         decided = trace.candidates[at - 1]
     floor = ranks.get(decided.source, 0)
     policed = _policed(trace)
-    raise_with = () if policed else _raise_with(field, ranks, floor, command_line)
+    raise_with = () if policed else _raise_with(res, field, ranks, floor, command_line)
     return Limit(
         budget,
         path,
@@ -342,7 +341,7 @@ def _ledger(res: Resolution, command_line: bool) -> LedgerSettings | None:
 
 
 def _raise_with(
-    field: Field, ranks: Mapping[str, int], floor: int, command_line: bool
+    res: Resolution, field: Field, ranks: Mapping[str, int], floor: int, command_line: bool
 ) -> tuple[str, ...]:
     """What a person types to raise ``field``: its variables and flags that rank at or above
     ``floor``; on the command line, when there are none, ``--set FIELD=N`` if that does."""
@@ -350,22 +349,16 @@ def _raise_with(
         *(field.env if ranks.get("env", -1) >= floor else ()),
         *(field.flags if ranks.get("cli", -1) >= floor else ()),
     )
-    explicit = KINDS["explicit"].KIND.argument
-    if found or not command_line or ranks.get("explicit", -1) < floor or explicit is None:
+    explicit = ranks.get("explicit", -1)
+    if found or not command_line or explicit < floor:
         return found
-    return (f"{explicit.option} {field.path}=N",)
+    option = res.sources[explicit].option
+    return () if option is None else (f"{option} {field.path}=N",)
 
 
 def _outranking(res: Resolution, floor: int) -> tuple[str, ...]:
     """The sources above rank ``floor`` that read files or code, as a person names them."""
-    found = []
-    for report in res.sources[floor + 1 :]:
-        kind = KINDS[report.source].KIND
-        if kind.label is None:
-            continue
-        names_file = kind.names_file and report.locator
-        found.append(f"{kind.label} {report.locator}" if names_file else kind.label)
-    return tuple(found)
+    return tuple(r.place for r in res.sources[floor + 1 :] if r.place is not None)
 
 
 def budget_of(budget: object) -> Budget:

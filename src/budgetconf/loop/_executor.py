@@ -62,9 +62,11 @@ class LoopExecutor:
             raise UsageTypeError(f"model: expected a callable, got {type(model).__name__}")
         self.model = model
         self.tools = dict(tools or {})
-        for name, tool in self.tools.items():
-            if not isinstance(name, str) or not name or not callable(tool):
-                raise UsageTypeError(f"tools: expected names mapped to callables, got {name!r}")
+        for tool_name, tool in self.tools.items():
+            if not isinstance(tool_name, str) or not tool_name or not callable(tool):
+                raise UsageTypeError(
+                    f"tools: expected names mapped to callables, got {tool_name!r}"
+                )
         self.budget: Budget = budget_of(budget)
         self.on_event = on_event
         if name is not None and (not isinstance(name, str) or not name):

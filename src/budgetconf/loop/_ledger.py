@@ -37,6 +37,13 @@ from budgetconf._loop_table import StopReason
 from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
+from budgetconf.events import (
+    BUDGET_EXHAUSTED,
+    LEDGER_REFUSED,
+    LEDGER_RESERVE,
+    LEDGER_SETTLE,
+    LEDGER_UNAVAILABLE,
+)
 from budgetconf.ledger._base import iso, unavailable
 from budgetconf.ledger._checks import to_nano
 from budgetconf.loop._faults import PASSING, describe
@@ -139,7 +146,7 @@ class Draw:
             self.renewal = Renewal(self._open(), s)
         self.renewal.hold(held)
         self.run.emit(
-            "ledger_reserve",
+            LEDGER_RESERVE,
             turn=turn,
             scope=s.scope,
             reservation=held.id,
@@ -165,7 +172,7 @@ class Draw:
                 self._event(self.fault, self.run.turns, "settle")
             return
         self.run.emit(
-            "ledger_settle",
+            LEDGER_SETTLE,
             turn=self.run.turns,
             scope=held.scope,
             reservation=held.id,
@@ -187,7 +194,7 @@ class Draw:
             self._warn(exc, run.turns, "release")
         else:
             run.emit(
-                "ledger_settle",
+                LEDGER_SETTLE,
                 turn=run.turns,
                 scope=held.scope,
                 reservation=held.id,
@@ -268,7 +275,7 @@ class Draw:
 
     def _event(self, cause: str, turn: int, what: str) -> None:
         self.run.emit(
-            "ledger_unavailable",
+            LEDGER_UNAVAILABLE,
             turn=turn,
             url=self.settings.shown,
             error=cause,
@@ -306,9 +313,9 @@ class Draw:
         if ends is not None:
             document["window_ends"] = iso(ends)
         run = self.run
-        run.emit("ledger_refused", turn=turn, scope=name, **_refusal(s, reason))
+        run.emit(LEDGER_REFUSED, turn=turn, scope=name, **_refusal(s, reason))
         stop = run.budget.stop_name(reason)
-        run.emit("budget_exhausted", turn=run.turns, stop_reason=stop, **document)
+        run.emit(BUDGET_EXHAUSTED, turn=run.turns, stop_reason=stop, **document)
         return run.finish(reason, message + spend, None, document)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from budgetconf.errors import ModelError
-from budgetconf.events import RunInfo
+from budgetconf.events import STOPPED, TOOL_REFUSED, RunInfo
 from budgetconf.loop._budget import Budget
 from budgetconf.loop._children import ChildMeter
 from budgetconf.loop._faults import PASSING, Deadline, Interrupted, Raised, describe
@@ -186,7 +186,7 @@ class Run(Meter):
         else:
             why = call.problem or "the arguments cannot be read"
         self._answer(call, f"error: {why}")
-        self.emit("tool_refused", turn=turn, id=call.id, name=call.name, reason=why)
+        self.emit(TOOL_REFUSED, turn=turn, id=call.id, name=call.name, reason=why)
 
     def _tool_raised(
         self,
@@ -237,7 +237,7 @@ class Run(Meter):
 
     def cancelled(self) -> RunResult:
         """The result of a run interrupted between calls: its state is whole, so it ends there."""
-        if self.events and self.events[-1]["type"] == "stopped":  # interrupted as it was told
+        if self.events and self.events[-1]["type"] == STOPPED:  # interrupted as it was told
             self.events.pop()
             self.ended = None
         return self.finish(StopReason.CANCELLED, f"cancelled on turn {self.turns}")
