@@ -33,7 +33,7 @@ def busy_run(tmp_path: Path, sink: Any = None) -> Any:
         child = ScriptedModel([{"content": "done"}])
         return LoopExecutor(child, budget=handle.carve(max_steps=2)).run("go").output
 
-    script = [
+    script: list[dict[str, Any]] = [
         {"tool_calls": [call("a"), call("b"), call("c")]},  # over the cap of 2: rejected
         {"tool_calls": [call("d"), call("e", "nope")]},
         {"tool_calls": [call("f", "spawn")], "usage": {"total_tokens": 5}},
@@ -44,7 +44,7 @@ def busy_run(tmp_path: Path, sink: Any = None) -> Any:
         "BUDGETCONF_MAX_TOOL_CALLS_PER_TURN": "2",
         "BUDGETCONF_LEDGER_URL": f"sqlite:///{tmp_path / 'ledger.db'}",
     }
-    tools = {"echo": lambda text: text, "spawn": spawn}
+    tools: dict[str, Any] = {"echo": lambda text: text, "spawn": spawn}
     ex = LoopExecutor(ScriptedModel(script), tools, budgetconf.resolve(env=env), on_event=sink)
     return ex.run("go")
 
