@@ -1,6 +1,7 @@
 """A chat-completions server on 127.0.0.1 for the OpenAI adapter's tests.
 
-It plays a script of replies, one per request (the last one repeats), and
+It plays a script of replies, one per request (the last one repeats), or
+asks a function for each reply (`Respond`: the request's number and body), and
 records every request it receives: its path, its headers and its JSON body.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,8 @@ class Trickle:
 
 
 Reply = dict[str, Any] | Failure | Silence | Trickle
+#: a reply made for each request: its number (1 for the first) and its JSON body
+Respond = Callable[[int, dict[str, Any]], Reply]
 
 
 def reply(
@@ -91,17 +94,21 @@ class Received:
 class ChatServer:
     """The script of replies and what the server received; ``url`` is the base URL (``/v1``)."""
 
-    replies: list[Reply]
+    replies: list[Reply] | Respond
     url: str = ""
     received: list[Received] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)
+    delay: float = 0.0  # seconds before each reply
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.received]
 
     def _next(self) -> Reply:
-        return self.replies[min(len(self.received), len(self.replies)) - 1]
+        replies = self.replies
+        if callable(replies):
+            return replies(len(self.received), self.received[-1].body)
+        return replies[min(len(self.received), len(replies)) - 1]
 
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
@@ -118,6 +125,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(answer, Silence):
                 server.stopping.wait(30)
                 return
+            if server.delay and server.stopping.wait(server.delay):
+                return  # the test is over
             if isinstance(answer, Trickle):
                 self._trickle(answer)
                 return
@@ -157,9 +166,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(replies: Sequence[Reply]) -> Iterator[ChatServer]:
+def serving(replies: Sequence[Reply] | Respond, *, delay: float = 0.0) -> Iterator[ChatServer]:
     """A `ChatServer` listening on a free port of 127.0.0.1 while the block runs."""
-    chat = ChatServer(list(replies))
+    chat = ChatServer(replies if callable(replies) else list(replies), delay=delay)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(chat))
     httpd.daemon_threads = True
     chat.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -19,9 +19,9 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bri
     from typing import Any, ClassVar, Literal, TypeAlias
 
     from budgetconf._loop_table import BudgetName, RunStatus, StopReason
-    from budgetconf._usage import Unreadable
+    from budgetconf._usage import Unreadable, Usage
     from budgetconf.integrations._frameworks import Framework
-    from budgetconf.loop._budget import Budget
+    from budgetconf.loop import Budget, RunResult
 
     #: what a bridge does with a budget it cannot enforce: refuse it, or warn and run
     Unenforced: TypeAlias = Literal["error", "warn"]
@@ -40,16 +40,17 @@ class BridgeResult(Record):
     """How a framework's run ended, with `RunResult`'s names, its own result and its name.
 
     ``native`` is the framework's result object, or the exception it raised;
-    ``framework`` the bridge module's last name (``openai_agents``). A plain
-    record, not a dataclass: importing a bridge adds next to nothing to
-    importing its framework.
+    ``framework`` the bridge module's last name (``openai_agents``). ``usage``
+    is the run's `Usage`; ``events`` what it recorded (the executor's
+    vocabulary), ``run_id`` the id they carry. A plain record, not a dataclass:
+    importing a bridge adds next to nothing to importing its framework.
     """
 
     __module__ = "budgetconf.integrations"
     #: the fields, in the constructor's order (``__slots__`` is kept sorted)
     _FIELDS: ClassVar[tuple[str, ...]] = (
         "status", "stop_reason", "stop_kind", "message", "output", "turns", "limit",
-        "framework", "native",
+        "framework", "native", "usage", "tool_calls_executed", "events", "run_id",
     )  # fmt: skip
     __slots__ = _FIELDS  # fmt: skip
 
@@ -62,6 +63,10 @@ class BridgeResult(Record):
     limit: dict[str, Any] | None
     framework: str
     native: Any
+    usage: Usage
+    tool_calls_executed: int
+    events: list[dict[str, Any]]
+    run_id: str
 
     def __init__(
         self,
@@ -74,14 +79,44 @@ class BridgeResult(Record):
         limit: dict[str, Any] | None,
         framework: str,
         native: Any = None,
+        usage: Usage | None = None,
+        tool_calls_executed: int = 0,
+        events: list[dict[str, Any]] | None = None,
+        run_id: str = "",
     ) -> None:
+        if usage is None:
+            from budgetconf._usage import NO_USAGE
+
+            usage = NO_USAGE
         for name, value in zip(self._FIELDS, (
             status, stop_reason, stop_kind, message, output, turns, limit, framework, native,
+            usage, tool_calls_executed, [] if events is None else events, run_id,
         ), strict=True):  # fmt: skip
             set_field(self, name, value)
 
-    def __repr__(self) -> str:  # without the framework's own result: no summary of the run
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS[:-1])
+    @classmethod
+    def of(
+        cls, result: RunResult, framework: Framework, native: object, output: str | None = None
+    ) -> BridgeResult:
+        """The bridge's result for the run its Meter ended with ``result``."""
+        return cls(
+            result.status,
+            result.stop_reason,
+            result.stop_kind,
+            result.message,
+            result.output if output is None else output,
+            result.turns,
+            result.limit,
+            framework.name,
+            native,
+            result.usage,
+            result.tool_calls_executed,
+            result.events,
+            result.run_id,
+        )
+
+    def __repr__(self) -> str:  # without the framework's result or the events: no summary
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS[:8])
         return f"BridgeResult({shown})"
 
 
@@ -104,7 +139,7 @@ def bridge_budget(
     is the preset's own default is left unenforced without a word, as the
     framework's table says.
     """
-    from budgetconf.loop._budget import Budget, budget_of
+    from budgetconf.loop import Budget
 
     if unenforced not in ("error", "warn"):
         raise UsageError(f'unenforced: expected "error" or "warn", got {unenforced!r}')
@@ -116,7 +151,7 @@ def bridge_budget(
     elif resolve_kwargs:
         raise UsageError("resolve keywords are for budget=None: the budget given is resolved")
     else:
-        checked = budget_of(budget)
+        checked = Budget.of(budget)
     missed = _unenforced(framework, checked, through)
     if missed:
         what = "; ".join(phrase for phrase, _ in missed)

@@ -229,6 +229,7 @@ def _response(completion: Any) -> dict[str, Any]:
         "tool_calls": calls,
         "finish_reason": finish,
         "usage": getattr(completion, "usage", None),
+        "model": getattr(completion, "model", None),
     }
 
 

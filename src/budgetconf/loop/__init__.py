@@ -10,7 +10,14 @@
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf._usage import Usage
 from budgetconf.loop._budget import Budget, LedgerSettings, Limit
-from budgetconf.loop._children import RunHandle, current_run
+from budgetconf.loop._children import (
+    ChildBudget,
+    ChildMeter,
+    RunHandle,
+    current_run,
+    meter_for,
+    running,
+)
 from budgetconf.loop._executor import LoopExecutor
 from budgetconf.loop._meter import Meter
 from budgetconf.loop._plan import Plan
@@ -22,6 +29,8 @@ __all__ = [
     "Budget",
     "BudgetName",
     "Call",
+    "ChildBudget",
+    "ChildMeter",
     "LastTurn",
     "LedgerSettings",
     "Limit",
@@ -38,4 +47,6 @@ __all__ = [
     "Totals",
     "Usage",
     "current_run",
+    "meter_for",
+    "running",
 ]

@@ -231,6 +231,13 @@ class Budget:
         last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
         return cls(res.preset, limits, last_turn, over_cap, spec, _ledger(res, command_line))
 
+    @classmethod
+    def of(cls, budget: object) -> Budget:
+        """A `Budget` from what `LoopExecutor` accepts as its ``budget``: a `Budget`, a
+        `Resolution`, a preset's name or path, a mapping of field values, or None (the
+        default preset)."""
+        return budget_of(budget)
+
     def value(self, budget: str) -> int | float | None:
         limit = self.limits.get(budget)
         return None if limit is None else limit.value

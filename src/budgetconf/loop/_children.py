@@ -46,8 +46,8 @@ __all__ = [
     "enter",
     "leave",
     "meter_for",
+    "running",
     "task_now",
-    "using",
 ]
 
 
@@ -161,6 +161,8 @@ class ChildBudget(Budget):
     """A `Budget` carved from a running parent: ``inherited`` names the limits that are what
     an enclosing run had left (enforced there, as it is spent), not caps of the child's own."""
 
+    __module__ = "budgetconf.loop"
+
     parent: RunHandle
     inherited: frozenset[str]
 
@@ -266,7 +268,7 @@ def leave(entry: Entry) -> None:
 
 
 @contextmanager
-def using(run: Meter) -> Iterator[None]:
+def running(run: Meter) -> Iterator[None]:
     """Within: ``run`` is the current run (a bridge's tool wrapper, on whatever thread the
     framework runs the tool), without ending its handle afterwards."""
     handle = run.handle
@@ -310,6 +312,7 @@ class ChildMeter(Meter):
     enclosing run's remainder at once.
     """
 
+    __module__ = "budgetconf.loop"
     __slots__ = ()  # a child's attributes are the Meter's last slots
     # the checks and the charges call the base class by name: super() costs more each turn
 

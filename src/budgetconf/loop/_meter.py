@@ -380,6 +380,10 @@ class Meter(Planning):
         """The run failed: ``failed: DETAIL (turn N)``."""
         return self.finish(StopReason.ERROR, f"failed: {detail} (turn {self.turns})")
 
+    def raised(self, exc: BaseException) -> RunResult:
+        """The run failed with ``exc`` (its model, or its framework): ``failed: Type: message``."""
+        return self.fail(describe(exc))
+
     def _sink_failed(self) -> RunResult:
         assert self.sink_fault is not None
         return self.fail(f"on_event raised {describe(self.sink_fault)}")

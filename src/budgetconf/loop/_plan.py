@@ -26,6 +26,7 @@ from budgetconf.events import (
     TOOL_EXECUTED,
     TOOL_STARTED,
 )
+from budgetconf.loop._faults import describe
 from budgetconf.loop._reasons import BLOCKS, StopReason, blocked_message
 from budgetconf.loop._response import Call
 from budgetconf.loop._result import Event, RunResult
@@ -55,7 +56,7 @@ class Plan:
     """
 
     __module__ = "budgetconf.loop"
-    __slots__ = ("_taken", "answers", "calls", "final", "run", "skipped", "stop")
+    __slots__ = ("_taken", "admitted", "answers", "calls", "final", "run", "skipped", "stop")
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class Plan:
         stop: RunResult | None,
         final: bool = False,
         skipped: tuple[Call, ...] = (),
+        admitted: int = 0,
     ) -> None:
         self.calls = calls
         self.run = run
@@ -72,6 +74,7 @@ class Plan:
         self.stop = stop
         self.final = final
         self.skipped = skipped
+        self.admitted = admitted  # the calls of ``run`` counted against the tool-call budgets
         self._taken: list[bool] | None = None
 
     def __repr__(self) -> str:
@@ -221,7 +224,7 @@ class Planning:
         if self.deadline is not None and _monotonic() >= self.deadline:
             self._release(need)
             return self._refused(calls, turn, "the run's deadline has passed", StopReason.TIMEOUT)
-        return Plan(calls, batch, answers, None, False, skipped)
+        return Plan(calls, batch, answers, None, False, skipped, need)
 
     def _reject(self, calls: tuple[Call, ...], turn: int, per_turn: Limit) -> tuple[str, ...]:
         """The answers of a response over the per-response cap, which the preset rejects whole."""
@@ -268,9 +271,12 @@ class Planning:
             }
         )
 
-    def tool_returned(self, call: Call, error: str | None = None) -> None:
-        """A call ran: it returned, or raised (``error`` says what); either way it counts."""
+    def tool_returned(self, call: Call, error: str | BaseException | None = None) -> None:
+        """A call ran: it returned, or raised (``error`` says what, or is what it raised);
+        either way it counts."""
         self._finished()
+        if isinstance(error, BaseException):
+            error = describe(error)
         event = {
             "type": TOOL_EXECUTED,
             "run_id": self.run_id,
@@ -288,3 +294,10 @@ class Planning:
         """A call started and was left running (a deadline, an interrupt): it counts."""
         self._finished()
         self.emit(TOOL_ABANDONED, turn=self.turns, id=call.id, name=call.name, reason=why)
+
+    def batch_ended(self, plan: Plan, started: int) -> None:
+        """A framework has run ``started`` of the calls ``plan`` admitted, and will run no more
+        of them (it stopped, or skipped some): the others are counted no longer."""
+        left = plan.admitted - started
+        if left > 0:
+            self._release(left)

@@ -1,0 +1,175 @@
+"""A bridged run: a framework's hooks driving a `Meter`, as the executor's loop drives its own.
+
+A bridge makes one `Bridged` per run and calls it where its framework lets it:
+
+- `call` before each model call: None lets the call go, a result ends the run
+  there (the bridge stops the framework, its way);
+- `notice` for the last-turn notice that call may carry;
+- `answered` with each response's usage, text and calls: the `Plan` of them;
+- `tool` (or `atool`) around each tool call the framework makes, through the
+  wrapper the bridge put in the tool's place: it runs the tool when the plan
+  says so, else returns the plan's answer (not executed, rejected, skipped)
+  without running it; the tool sees the bridged run as ``current_run()``;
+- `result`, `failed`, `stopped` when the framework's run ends.
+
+So every budget means in a bridge what it means in the executor, decided by
+the same rules, with the same events, stops and messages.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from budgetconf.integrations._bridge import BridgeResult
+from budgetconf.loop import Call, Meter, Plan, RunResult, StopReason, Usage, meter_for, running
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Container, Sequence
+
+    from budgetconf.events import Sink
+    from budgetconf.integrations._frameworks import Framework
+    from budgetconf.loop import Budget
+
+__all__ = ["UNSEEN", "Bridged"]
+
+#: the answer of a call the framework makes that no response the bridge saw asked for
+UNSEEN = "not executed: no model response this run has seen asked for this call"
+
+
+class Bridged:
+    """One bridged run of ``framework`` within ``budget`` (see above).
+
+    ``tools`` names the tools the bridge wraps (the calls it can run);
+    ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
+    """
+
+    __slots__ = ("framework", "meter", "plan", "started", "stop")
+
+    def __init__(
+        self,
+        framework: Framework,
+        budget: Budget,
+        *,
+        tools: Container[str] = (),
+        on_event: Sink | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.framework = framework
+        self.meter: Meter = meter_for(
+            budget, tools=tools, on_event=on_event, name=name, framework=framework.name
+        )
+        self.plan: Plan | None = None
+        self.started = 0  # the calls of the plan the framework has started
+        self.stop: RunResult | None = None  # the run's end, once the Meter has decided it
+
+    # -- the model calls -------------------------------------------------------------------
+
+    def call(self) -> RunResult | None:
+        """Before a model call: None when it may go, else the run's end (the framework's run
+        must end here, without the call)."""
+        self._batch_ended()
+        stop = self.meter.next_call()
+        if stop is not None:
+            self.stop = stop
+        return stop
+
+    def notice(self, has_tools: bool = True) -> str | None:
+        """The last-turn notice the call carries, if any (the driver adds it to the input)."""
+        notice = self.meter.notice(has_tools)
+        return None if notice is None else notice[1]
+
+    def answered(
+        self,
+        usage: Usage,
+        content: str | None,
+        calls: Sequence[Call] = (),
+        finish_reason: str | None = None,
+    ) -> Plan:
+        """After a model call: the `Plan` of its response's calls."""
+        finish = finish_reason or ("tool_calls" if calls else "stop")
+        plan = self.meter.response(usage, content, tuple(calls), finish)
+        self.plan, self.started = plan, 0
+        if plan.stop is not None:
+            self.stop = plan.stop
+        return plan
+
+    def call_failed(self, exc: BaseException) -> RunResult:
+        """The model call raised ``exc`` (after the framework's own retries): the run failed."""
+        return self._end(self.meter.raised(exc))
+
+    # -- the tool calls --------------------------------------------------------------------
+
+    def tool(self, call_id: str | None, name: str, invoke: Callable[[], Any]) -> Any:
+        """Run ``invoke`` (the tool the framework called) if the plan runs the call, else its
+        answer; what the tool returns or raises is the framework's."""
+        call = self._decided(call_id, name)
+        if isinstance(call, str):
+            return call
+        try:
+            with running(self.meter):
+                value = invoke()
+        except BaseException as exc:
+            self.meter.tool_returned(call, exc)
+            raise
+        self.meter.tool_returned(call)
+        return value
+
+    async def atool(
+        self, call_id: str | None, name: str, invoke: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """`tool`, awaiting an async tool."""
+        call = self._decided(call_id, name)
+        if isinstance(call, str):
+            return call
+        try:
+            with running(self.meter):
+                value = await invoke()
+        except BaseException as exc:
+            self.meter.tool_returned(call, exc)
+            raise
+        self.meter.tool_returned(call)
+        return value
+
+    def _decided(self, call_id: str | None, name: str) -> Call | str:
+        """The call to run, started; or the answer to give the framework in its place."""
+        plan = self.plan
+        decided = None if plan is None else plan.decide(call_id, name)
+        if decided is None:
+            return UNSEEN
+        call, answer = decided
+        if answer is not None:
+            return answer
+        self.started += 1
+        self.meter.tool_started(call)
+        return call
+
+    def _batch_ended(self) -> None:
+        """The calls of the last plan the framework did not start will not run."""
+        plan = self.plan
+        if plan is not None:
+            self.meter.batch_ended(plan, self.started)
+            self.plan = None
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def result(self, native: object, output: str | None = None) -> BridgeResult:
+        """The framework ended its run (``native``, its answer ``output``): completed, or the
+        end the Meter decided on the way."""
+        self._batch_ended()
+        end = self.stop or self.meter.ended or self.meter.completed(output)
+        return BridgeResult.of(end, self.framework, native, output)
+
+    def failed(self, exc: BaseException) -> BridgeResult:
+        """The framework's run raised ``exc``: the end the Meter decided, else failed."""
+        end = self.stop or self.meter.ended or self.meter.raised(exc)
+        return BridgeResult.of(self._end(end), self.framework, exc)
+
+    def stopped(self, reason: StopReason, native: object) -> BridgeResult:
+        """A budget the bridge enforces by other means (a deadline) stopped the run."""
+        end = self.stop or self.meter.ended or self.meter.budget_stop(reason)
+        return BridgeResult.of(self._end(end), self.framework, native)
+
+    def _end(self, end: RunResult) -> RunResult:
+        self._batch_ended()
+        self.stop = end
+        return end

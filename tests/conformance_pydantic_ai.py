@@ -1,0 +1,2 @@
+"""The conformance suite's driver for the pydantic-ai bridge: its framework's standard
+OpenAI client against the suite's loopback server (tests/conformance.py)."""
