@@ -66,8 +66,11 @@ def asking(calls: int = 1, *, same_id: bool = False) -> Callable[[int, dict[str,
     def respond(n: int, body: dict[str, Any]) -> Reply:
         if not offered(body):
             return reply("done", usage=(60, 40))
-        made = [
-            ("same" if same_id else f"call_{n}_{i}", "add", {"a": n, "b": i}) for i in range(calls)
+        made = [  # the same call, word for word, when the model reuses its id
+            ("same", "add", {"a": 1, "b": 1})
+            if same_id
+            else (f"call_{n}_{i}", "add", {"a": n, "b": i})
+            for i in range(calls)
         ]
         return reply(f"step {n}", calls=made, usage=(60, 40))
 
@@ -172,16 +175,24 @@ def executor(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
 DRIVERS: dict[str, Driver] = {}
 #: driver -> scenario -> what the UsageError says: the refusals BRIDGES.md allows
 REFUSALS: dict[str, dict[str, str]] = {}
+#: driver -> scenario -> (what the bridge does, the framework's reason as docs/frameworks.md
+#: words it): where the framework itself does otherwise, and the bridge stays within budget
+DIFFERENCES: dict[str, dict[str, tuple[Outcome, str]]] = {}
 
 
-def driver(name: str, refuses: dict[str, str] | None = None) -> Callable[[Driver], Driver]:
+def driver(
+    name: str,
+    refuses: dict[str, str] | None = None,
+    differs: dict[str, tuple[Outcome, str]] | None = None,
+) -> Callable[[Driver], Driver]:
     """Register a bridge's driver under ``name``; ``refuses`` names the scenarios its bridge
-    refuses (a `UsageError` matching the text), each with the framework's reason in
-    docs/frameworks.md."""
+    refuses (a `UsageError` matching the text), ``differs`` those where its framework does
+    otherwise, each with the framework's reason, which docs/frameworks.md gives."""
 
     def register(fn: Driver) -> Driver:
         DRIVERS[name] = fn
         REFUSALS[name] = refuses or {}
+        DIFFERENCES[name] = differs or {}
         return fn
 
     return register

@@ -24,6 +24,7 @@ from agents import (
     Runner,
     RunState,
     Usage,
+    UserError,
     function_tool,
 )
 
@@ -85,7 +86,8 @@ def env(**values: str) -> budgetconf.Resolution:
 
 
 def test_the_step_budget_stops_the_run_with_its_provenance_and_the_exact_call_count() -> None:
-    """max_steps = 3: three model responses, all their tools run, then the executor's stop."""
+    """max_steps = 3: three model responses, the tools of the first two run and the last's are
+    answered as not executed, as in the executor; then the executor's stop."""
     model = Scripted()
     result = openai_agents.run(agent(model), "go", env(max_steps="3"))
     assert (result.status, result.stop_reason, result.stop_kind) == (
@@ -99,10 +101,15 @@ def test_the_step_budget_stops_the_run_with_its_provenance_and_the_exact_call_co
     )
     assert result.limit is not None
     assert result.limit["value"] == 3
-    assert (model.calls, result.turns, len(ran)) == (3, 3, 3)
-    assert result.output == "working 3"  # the last text, from the run's data
-    assert isinstance(result.native, MaxTurnsExceeded)
+    assert (model.calls, result.turns, len(ran)) == (3, 3, 2)
+    assert result.output == "working 3"  # the last text the run saw
+    assert isinstance(result.native, AgentsException)
     assert result.framework == "openai_agents"
+    (refused,) = [e for e in result.events if e["type"] == "calls_not_executed"]
+    assert (refused["turn"], refused["reason"]) == (
+        3,
+        "this was the last turn the step budget allows",
+    )
 
 
 def test_a_completed_run_gives_the_final_answer() -> None:
@@ -128,11 +135,14 @@ def test_the_last_turn_carries_the_wrap_up_notice_and_an_answer_to_it_is_truncat
     assert (result.stop_reason, result.output, result.turns) == ("max_steps", "best so far", 2)
 
 
-def test_warn_sends_a_notice_that_does_not_promise_the_tools_will_not_run() -> None:
+def test_warn_sends_the_presets_warning_since_the_last_turns_tools_do_not_run() -> None:
+    """The last turn's calls are answered as not executed, so the preset's own warning (that
+    they will not run) holds here as in the executor."""
     model = Scripted([[call("c1")], [text("done")]])
     result = openai_agents.run(agent(model), "go", env(max_steps="2", last_turn="warn"))
-    assert model.inputs[1][-1]["content"] == openai_agents.LAST_TURN_NOTICE
-    assert "will not run" not in openai_agents.LAST_TURN_NOTICE
+    warning = budgetconf.resolve().loop
+    assert warning is not None
+    assert model.inputs[1][-1]["content"] == warning.warn_message
     assert (result.stop_reason, result.output) == ("completed", "done")
 
 
@@ -157,9 +167,8 @@ def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run(
     model = Scripted(tokens=2**63 - 1)
     result = openai_agents.run(agent(model), "go", env(max_steps="3"))
     assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
-    assert result.message.startswith(
-        "failed: malformed model response: usage.total_tokens: more tokens than one response"
-    )
+    assert result.message.startswith("failed: malformed model response: usage.")
+    assert "more tokens than one response can use" in result.message
     assert (model.calls, len(ran)) == (1, 0)
 
 
@@ -177,21 +186,28 @@ def test_the_run_wide_tool_call_budget_stops_before_a_batch_that_would_pass_it()
     assert result.message.startswith("stopped: hit max_tool_calls (3): limits.max_tool_calls")
 
 
-def test_a_response_over_the_per_response_cap_stops_the_run_before_any_call_runs() -> None:
-    model = Scripted([[call("a", 1), call("b", 2), call("c", 3)]])
+def test_a_response_over_the_per_response_cap_is_rejected_whole_and_the_run_goes_on() -> None:
+    """As in the executor (over_cap = reject): none of its calls runs, each is answered with
+    why, and the model is asked again."""
+    model = Scripted([[call("a", 1), call("b", 2), call("c", 3)], [text("fewer then")]])
     result = openai_agents.run(agent(model), "go", env(max_tool_calls_per_turn="2"))
-    assert (result.stop_reason, result.stop_kind, ran) == (
-        "max_tool_calls",
-        StopReason.MAX_TOOL_CALLS,
+    assert (result.stop_reason, result.stop_kind, ran, model.calls) == (
+        "completed",
+        StopReason.COMPLETED,
         [],
+        2,
     )
-    assert result.message == (
-        "stopped: hit max_tool_calls_per_turn (2): loop.max_tool_calls_per_turn = 2 from"
-        " env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN; raise it with"
-        " BUDGETCONF_MAX_TOOL_CALLS_PER_TURN or --max-tool-calls-per-turn"
+    answers = [i["output"] for i in model.inputs[1] if i.get("type") == "function_call_output"]
+    assert (
+        answers
+        == [
+            "not executed: this response has 3 tool calls and at most 2 are accepted in one"
+            " response (loop.max_tool_calls_per_turn = 2), so none ran. Send at most 2 calls in a"
+            " response."
+        ]
+        * 3
     )
-    assert result.limit is not None
-    assert result.limit["field"] == "loop.max_tool_calls_per_turn"
+    assert [e["type"] for e in result.events].count("batch_rejected") == 1
 
 
 def test_handoffs_are_not_counted_as_tool_calls() -> None:
@@ -215,7 +231,7 @@ def test_handoffs_are_not_counted_as_tool_calls() -> None:
 def test_the_deadline_stops_a_sync_run_in_the_middle_of_a_call() -> None:
     model = Scripted(sleep=0.2)
     result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.3"))
-    assert (result.stop_reason, model.calls, result.turns) == ("timeout", 2, 1)
+    assert (result.stop_reason, model.calls, result.turns) == ("timeout", 2, 2)  # as the executor
     assert result.output == "working 1"
     assert result.message.startswith("stopped: hit timeout_seconds (0.3)")
 
@@ -229,7 +245,7 @@ def test_the_deadline_stops_an_async_run_and_not_the_callers_task() -> None:
         return result, task is not None and task.cancelling() == 0
 
     result, alive = asyncio.run(main())
-    assert (result.stop_reason, result.turns, alive) == ("timeout", 1, True)
+    assert (result.stop_reason, result.turns, alive) == ("timeout", 2, True)
 
 
 def test_arun_completes_and_stops_like_run() -> None:
@@ -291,34 +307,52 @@ def test_the_callers_hooks_filter_and_config_still_work() -> None:
     assert config.call_model_input_filter is tag  # the caller's config is not changed
 
 
-def test_an_error_handlers_output_is_kept_and_the_stop_is_the_budgets() -> None:
+def test_a_max_turns_error_handler_is_refused_since_the_budget_stops_the_run_first() -> None:
+    """The Meter ends the run before the framework's max_turns: such a handler would never run."""
+
     def handle(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
         return RunErrorHandlerResult(final_output="handled")
 
-    result = openai_agents.run(
-        agent(Scripted()), "go", env(max_steps="2"), error_handlers={"max_turns": handle}
-    )
-    assert (result.stop_reason, result.output, result.turns) == ("max_steps", "handled", 2)
+    with pytest.raises(budgetconf.UsageError, match=r'error_handlers\["max_turns"\] would never'):
+        openai_agents.run(
+            agent(Scripted()), "go", env(max_steps="2"), error_handlers={"max_turns": handle}
+        )
 
 
-def test_other_framework_errors_are_raised_unchanged() -> None:
+def test_a_model_that_fails_fails_the_run_as_in_the_executor() -> None:
+    """Failed, stop reason error, the framework's exception as native; never re-raised."""
+
     class Broken(Scripted):
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
             raise AgentsException("provider down")
 
-    with pytest.raises(AgentsException, match="provider down"):
-        openai_agents.run(agent(Broken()), "go", env(max_steps="2"))
+    result = openai_agents.run(agent(Broken()), "go", env(max_steps="2"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert result.message == "failed: AgentsException: provider down (turn 1)"
+    assert isinstance(result.native, AgentsException)
 
 
-def test_a_nested_runs_max_turns_is_not_the_budgets() -> None:
-    """A MaxTurnsExceeded whose limit is not the one the bridge set is re-raised."""
+def test_a_nested_runs_max_turns_is_a_failure_not_the_budgets_stop() -> None:
+    """A MaxTurnsExceeded that is not the bridge's own (it set none that fires) fails the run."""
 
     class Nested(Scripted):
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
             raise MaxTurnsExceeded("Max turns (10) exceeded")
 
-    with pytest.raises(MaxTurnsExceeded, match=r"\(10\)"):
-        openai_agents.run(agent(Nested()), "go", env(max_steps="2"))
+    result = openai_agents.run(agent(Nested()), "go", env(max_steps="2"))
+    assert (result.status, result.stop_reason, result.limit) == (RunStatus.FAILED, "error", None)
+    assert isinstance(result.native, MaxTurnsExceeded)
+
+
+def test_a_caller_error_of_the_framework_is_raised() -> None:
+    """A UserError is the caller's own mistake: raised, as the framework raises it."""
+
+    class Misused(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise UserError("the model was set up wrong")
+
+    with pytest.raises(UserError, match="set up wrong"):
+        openai_agents.run(agent(Misused()), "go", env(max_steps="2"))
 
 
 def test_a_secret_cap_stays_masked_in_the_stop(place: Place) -> None:
@@ -333,11 +367,13 @@ def test_a_secret_cap_stays_masked_in_the_stop(place: Place) -> None:
     )
     model = Scripted([[call("a", 1), call("b", 2), call("c", 3)]])
     result = openai_agents.run(agent(model), "go", budgetconf.resolve(str(path)))
-    assert result.stop_reason == "max_tool_calls"
-    assert result.limit is not None
-    assert result.limit["value"] == "***"
-    assert "(***)" in result.message
-    assert "2" not in result.message.replace("agent.cap", "")
+    assert result.stop_reason == "max_steps"  # the batch was rejected, each call answered
+    answers = [i["output"] for i in model.inputs[1] if i.get("type") == "function_call_output"]
+    assert answers
+    assert all("at most *** are accepted" in a for a in answers)
+    assert not any("2" in a.replace("agent.cap", "") for a in answers)
+    (rejected,) = [e for e in result.events if e["type"] == "batch_rejected"]
+    assert rejected["cap"] == "***"
 
 
 def test_the_callers_config_is_unchanged_when_the_run_raises() -> None:
@@ -349,8 +385,8 @@ def test_the_callers_config_is_unchanged_when_the_run_raises() -> None:
 
     config = RunConfig(tracing_disabled=True)
     hooks = RunHooks[Any]()
-    with pytest.raises(ValueError, match="bad model"):
-        openai_agents.run(agent(Broken()), "go", env(), run_config=config, hooks=hooks)
+    result = openai_agents.run(agent(Broken()), "go", env(), run_config=config, hooks=hooks)
+    assert (result.stop_reason, str(result.native)) == ("error", "bad model")
     assert config.call_model_input_filter is None
 
 
@@ -399,13 +435,16 @@ def test_a_deadline_passed_while_the_loop_was_held_stops_before_the_next_call() 
     assert (result.stop_reason, model.calls) == ("timeout", 1)
 
 
-def test_a_timeout_error_that_is_not_the_deadline_is_raised_unchanged() -> None:
+def test_a_timeout_error_that_is_not_the_deadline_fails_the_run() -> None:
+    """The provider's own timeout is the model's failure, not the budget's deadline."""
+
     class Slow(Scripted):
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
             raise TimeoutError("provider timed out")
 
-    with pytest.raises(TimeoutError, match="provider timed out"):
-        asyncio.run(openai_agents.arun(agent(Slow()), "go", env(timeout_seconds="60")))
+    result = asyncio.run(openai_agents.arun(agent(Slow()), "go", env(timeout_seconds="60")))
+    assert (result.stop_reason, result.limit) == ("error", None)
+    assert isinstance(result.native, TimeoutError)
 
 
 def test_a_deadline_passed_in_the_callers_hook_stops_before_the_tools_run() -> None:

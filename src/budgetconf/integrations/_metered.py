@@ -93,6 +93,11 @@ class Bridged:
             self.stop = plan.stop
         return plan
 
+    def unreadable(self, exc: BaseException) -> RunResult:
+        """A response's usage no response can report (`Unreadable`): the run failed, as the
+        executor's fails on a response it cannot read."""
+        return self._end(self.meter.fail(f"malformed model response: {exc}"))
+
     def call_failed(self, exc: BaseException) -> RunResult:
         """The model call raised ``exc`` (after the framework's own retries): the run failed."""
         return self._end(self.meter.raised(exc))

@@ -2,108 +2,86 @@
 
 ``Runner.run(agent, text, **limits(res))`` carries the step budget into the
 framework's own keyword; ``run(agent, text, res)`` (``Runner.run_sync``) and
-``await arun(agent, text, res)`` (``Runner.run``) enforce the whole budget and
-return a `BridgeResult` whose ``message`` and ``limit`` are the executor's.
+``await arun(agent, text, res)`` (``Runner.run``) enforce the whole budget
+through the executor's `Meter`, and return a `BridgeResult` whose ``message``,
+``limit``, ``usage`` and ``events`` are the executor's.
 
 =========================== ================================================
 budget                      enforced by
 =========================== ================================================
-``max_steps``               the framework: ``max_turns`` (its N responses'
-                            tools run; turn N+1 raises ``MaxTurnsExceeded``)
-``max_tool_calls_per_turn`` the bridge, ``RunHooks.on_llm_end``: a response
-                            with more tool calls stops the run before any of
-                            them runs (a hook cannot answer a call unrun)
-``max_tool_calls``          the bridge, ``RunHooks.on_llm_end``: a response
-                            whose calls would pass the cap stops the run
-                            before any of them runs; ``on_tool_start`` counts
-``max_tokens``              the bridge, from the usage each response reports:
-                            a response past the cap stops the run before its
-                            tools run; a spent budget stops the next call
+``max_steps``               the bridge: ``RunConfig.call_model_input_filter``
+                            refuses a model call past it, and the calls of
+                            the last permitted response are answered as not
+                            executed, as in the executor (``max_turns`` is
+                            set one higher, never reached)
+``max_tool_calls_per_turn`` the bridge: each function tool runs through a
+                            wrapper, so calls past the cap are rejected (or
+                            skipped) with the executor's answer
+``max_tool_calls``          the bridge: the wrapper, against every call run
+``max_tokens``              the bridge, from the usage each response reports
+                            (``RunHooks.on_llm_end``)
 ``timeout_seconds``         the bridge: a deadline that cancels the run, and
-                            checks before each model call and tool batch
+                            the Meter's checks before each call and batch
 ``max_cost_usd``            cannot be: the framework reports no cost
-``ledger.url``              the bridge: ``RunHooks.on_llm_start`` reserves
-                            before each model call (a refusal stops the run
-                            before it), ``on_llm_end`` settles with the usage
-                            the response reports (its tokens; a
-                            ``ledger.max_cost_usd`` is refused: no cost)
+``ledger.url``              the bridge: reserved before each model call (the
+                            input filter), settled with the response's tokens
+                            (``ledger.max_cost_usd`` is refused: no cost)
 =========================== ================================================
 
-The last-turn notice (the preset's ``last_turn``) goes to the model with the
-last permitted call, through ``RunConfig.call_model_input_filter``, when the
-agent has tools or handoffs. The framework still runs the tools that call asks
-for, so ``warn`` sends a notice that promises nothing about them (the preset's
-own ``warn_message`` when it has one); ``wrap_up`` sends the preset's text, and
-a final answer to it ends the run ``truncated`` (``max_steps``), as in the
-executor.
+The bridge runs a copy of the agent, and of every agent reachable by handoff,
+whose function tools are wrapped; the caller's agents are left as they were,
+so runs of one agent may overlap. A hosted tool (run by the provider), an MCP
+server's tools and an ``Agent.as_tool`` tool (a nested run the budget cannot
+count) are refused by name. The last-turn notice (the preset's
+``last_turn``) goes with the last permitted call, through the input filter,
+when the agent has tools or handoffs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
+import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Final  # the framework imports typing: nothing saved by waiting
 
-from budgetconf._loop_table import WARN_MESSAGE, BudgetName, LastTurn, StopReason
+from budgetconf._loop_table import StopReason
 from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import (
-    BridgeResult,
-    bridge_budget,
-    ended,
-    refuse_conflicting,
-    stopped,
-    unreadable,
-)
+from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
-    from budgetconf.integrations._draw import LedgerStop, Tally
-    from budgetconf.loop._budget import Budget
+    from budgetconf.integrations._metered import Bridged
+    from budgetconf.loop import Budget, RunResult
 
 try:
     from agents import (
+        Agent,
         AgentsException,
+        FunctionTool,
         Handoff,
         ItemHelpers,
-        MaxTurnsExceeded,
-        MessageOutputItem,
         RunConfig,
         RunHooks,
         Runner,
-        RunResult,
         RunState,
+        UserError,
     )
     from agents.run import AgentRunner
     from agents.run_config import CallModelData, ModelInputData
+    from agents.tool import ToolOriginType, get_function_tool_origin
 except ImportError:
     raise missing("openai_agents", "openai-agents", "openai-agents") from None
 
 __all__ = ["arun", "limits", "run"]
 
 _FRAMEWORK: Final = FRAMEWORKS["openai_agents"]
-
-#: the notice ``last_turn = "warn"`` sends here: the framework runs the tools this call asks for
-LAST_TURN_NOTICE: Final = (
-    "This is your last turn. Give your final answer now, without calling tools."
-)
-
-#: the output items of tool calls the framework runs itself (hosted tools run at the provider)
-_LOCAL_CALLS: Final = frozenset(
-    {
-        "function_call",
-        "computer_call",
-        "local_shell_call",
-        "shell_call",
-        "apply_patch_call",
-        "custom_tool_call",
-    }
-)
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -122,26 +100,33 @@ def run(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """``Runner.run_sync`` within ``budget``; a budget stop is a result, never an exception.
 
     ``framework_kwargs`` go to ``Runner.run_sync`` (``context``, ``hooks``,
-    ``run_config``, ...); ``max_turns`` is refused: the budget sets it.
+    ``run_config``, ...); ``max_turns`` is refused: the budget sets it. A model
+    or tool failure is a ``failed`` result whose ``native`` is the exception;
+    an error of the caller's (a framework ``UserError``) is raised.
     """
-    watch, kwargs = _prepare(input, budget, unenforced, framework_kwargs)
-    timer = None if watch.timeout is None else _arm(watch)
+    watch, start, kwargs = _prepare(
+        agent, input, budget, unenforced, on_event, name, framework_kwargs
+    )
+    loop = _default_loop()
+    deadline = watch.deadline
+    timer = None if deadline is None else loop.call_at(deadline, watch.expire, loop)
     try:
-        try:
-            native = Runner.run_sync(agent, input, **kwargs)
-        except (AgentsException, asyncio.CancelledError, Unreadable) as exc:
-            return watch.end(watch.raised(exc))
-        finally:
-            if timer is not None:
-                timer.cancel()
-        return watch.end(watch.finished(native))
+        native = Runner.run_sync(start, input, **kwargs)
+    except UserError:  # the caller's own mistake, as the framework says it
+        raise
+    except (Exception, asyncio.CancelledError) as exc:
+        return watch.ended(exc)
     finally:
-        watch.close("error")  # an error re-raised: what the run holds goes back at once
+        if timer is not None:
+            timer.cancel()
+    return watch.finished(native)
 
 
 async def arun(
@@ -150,34 +135,36 @@ async def arun(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """`run`, awaiting ``Runner.run``; the deadline cancels the run, not the caller's task."""
-    watch, kwargs = _prepare(input, budget, unenforced, framework_kwargs)
-    watch.start()
+    watch, start, kwargs = _prepare(
+        agent, input, budget, unenforced, on_event, name, framework_kwargs
+    )
+    seconds = watch.seconds_left()
     try:
-        try:
-            if watch.timeout is None:
-                native = await Runner.run(agent, input, **kwargs)
-            else:
-                async with asyncio.timeout(watch.timeout) as scope:
-                    native = await Runner.run(agent, input, **kwargs)
-        except TimeoutError as exc:
-            if watch.timeout is None or not scope.expired():
-                raise
-            watch.timed_out = True
-            return watch.end(watch.raised(exc))
-        except (AgentsException, Unreadable) as exc:
-            return watch.end(watch.raised(exc))
-        return watch.end(watch.finished(native))
-    finally:
-        watch.close("error")  # an error re-raised: what the run holds goes back at once
+        async with asyncio.timeout(seconds) as scope:
+            native = await Runner.run(start, input, **kwargs)
+    except UserError:  # the caller's own mistake, as the framework says it
+        raise
+    except Exception as exc:
+        watch.timed_out = isinstance(exc, TimeoutError) and scope.expired()
+        return watch.ended(exc)
+    return watch.finished(native)
 
 
 def _prepare(
-    input: object, budget: object, unenforced: Unenforced, kwargs: dict[str, Any]
-) -> tuple[_Watch, dict[str, Any]]:
-    """The run's watch, and the keywords that carry it and the budget into the framework."""
+    agent: Any,
+    input: object,
+    budget: object,
+    unenforced: Unenforced,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: dict[str, Any],
+) -> tuple[_Watch, Any, dict[str, Any]]:
+    """The run's watch, its copy of the agent, and the keywords that carry both."""
     refuse_conflicting(_FRAMEWORK, kwargs)
     if isinstance(input, RunState):
         # a resumed run keeps the max_turns of the run that made it, whatever is passed
@@ -186,106 +173,118 @@ def _prepare(
             " the budget: start a new run, and set the budget through budgetconf instead"
             " (explicit=, --set or its variable)"
         )
-    checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
-    watch = _Watch(checked, kwargs.get("hooks"))
-    config = kwargs.get("run_config")
-    config = RunConfig() if config is None else config
-    handlers = dict(kwargs.get("error_handlers") or {})
+    handlers = kwargs.get("error_handlers") or {}
     if "max_turns" in handlers:
-        handlers["max_turns"] = watch.handler(handlers["max_turns"])
+        raise UsageError(
+            'error_handlers["max_turns"] would never run: the budget stops the run before'
+            " max_turns, and reports it as a result"
+        )
+    if not isinstance(agent, Agent):
+        raise UsageError(f"agent: expected an openai-agents Agent, got {type(agent).__name__}")
+    checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+    watch = _Watch(checked, kwargs.get("hooks"), on_event, name)
+    start = watch.copy(agent)
+    config = kwargs.get("run_config")
+    if config is None:
+        config = RunConfig()
+    elif isinstance(config, dict):  # the framework takes one, as RunConfig's fields
+        config = RunConfig(**config)
     given = config.call_model_input_filter
-    return watch, {
-        **kwargs,
-        **_FRAMEWORK.keywords(checked, {}),
-        "hooks": watch,
-        "run_config": replace(config, call_model_input_filter=watch.filter(given)),
-        **({"error_handlers": handlers} if handlers else {}),
-    }
+    steps = checked.value("max_steps")
+    return (
+        watch,
+        start,
+        {
+            **kwargs,
+            "max_turns": None if steps is None else int(steps) + 1,  # the Meter stops it first
+            "hooks": watch,
+            "run_config": dataclasses.replace(config, call_model_input_filter=watch.filter(given)),
+        },
+    )
 
 
-class _Stop(AgentsException):
-    """The bridge's own stop, raised inside the run so that the framework attaches its run_data."""
+class _Ended(AgentsException):
+    """The Meter's end of the run, decided before a model call: raised inside the run, which
+    the framework then leaves."""
 
-    def __init__(self, reason: StopReason, budget: BudgetName) -> None:
-        super().__init__(f"budget stop: {budget}")
-        self.reason = reason
-        self.budget = budget
-
-
-class _Refused(AgentsException):
-    """The shared ledger's stop before a model call, raised inside the run (for its run_data)."""
-
-    def __init__(self, stop: LedgerStop) -> None:
-        super().__init__(f"ledger stop: {stop.reason.value}")
-        self.stop = stop
+    def __init__(self, end: RunResult) -> None:
+        super().__init__(end.message)
+        self.end = end
 
 
 class _Watch(RunHooks[Any]):
-    """The run's counters and checks, fed by the framework's hooks and its input filter."""
+    """The run's hooks and input filter, feeding its `Bridged` Meter; and its agents' copies."""
 
-    def __init__(self, budget: Budget, inner: RunHooks[Any] | None) -> None:
+    def __init__(
+        self, budget: Budget, inner: RunHooks[Any] | None, on_event: Sink | None, name: str | None
+    ) -> None:
+        from budgetconf.integrations._metered import Bridged
+
         super().__init__()
         self.budget = budget
         self.inner = inner
-        self.limits = {name: limit.value for name, limit in budget.limits.items()}
-        timeout = budget.value(BudgetName.TIMEOUT_SECONDS)
-        self.timeout = None if timeout is None else float(timeout)
-        self.deadline: float | None = None
+        self.tools: set[str] = set()
+        self.copies: dict[int, Any] = {}  # the caller's agent's id -> its copy for this run
+        self.bridged: Bridged = Bridged(
+            _FRAMEWORK, budget, tools=self.tools, on_event=on_event, name=name
+        )
+        self.deadline = self._deadline()
         self.timed_out = False
-        self.calls = 0  # model calls let through the input filter
-        self.turns = 0  # model responses seen
-        self.executed = 0
-        self.tokens = 0
-        self.output = ""  # the last non-empty assistant text
-        self.wrapped = 0  # the call the wrap-up notice went with
-        self.handled = False  # whether the caller's max_turns error handler made the output
-        self.tally: Tally | None = None  # the shared ledger's draw, when the budget names one
-        if budget.ledger is not None:
-            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
 
-            self.tally = Tally(budget)
+    def _deadline(self) -> float | None:
+        """The run's deadline on the default event loop's clock, for `run`'s timer."""
+        left = self.seconds_left()
+        return None if left is None else _default_loop().time() + left
 
-    # -- checks -----------------------------------------------------------------------------
+    def seconds_left(self) -> float | None:
+        """What is left of the Meter's deadline, in seconds; None without one."""
+        deadline = self.bridged.meter.deadline
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
 
-    def start(self) -> None:
-        """Start the deadline's clock: the running loop's, as the framework's own timers use."""
-        if self.timeout is not None:
-            self.deadline = asyncio.get_running_loop().time() + self.timeout
+    # -- the agents' copies, their tools wrapped ----------------------------------------------
 
-    def _late(self) -> bool:
-        return self.deadline is not None and asyncio.get_running_loop().time() >= self.deadline
+    def copy(self, agent: Any) -> Any:
+        """The run's copy of ``agent``: its function tools wrapped, its handoffs copied too."""
+        found = self.copies.get(id(agent))
+        if found is not None:
+            return found
+        refused = _unwrappable(agent)
+        if refused:
+            raise UsageError(
+                f"the agent {agent.name!r} has {refused}: the bridge cannot answer a call in"
+                " its place, as the budget may need; give it function tools only"
+            )
+        copy = agent.clone()
+        self.copies[id(agent)] = copy  # before its handoffs: one may lead back to it
+        copy.tools = [self._wrapped(tool) for tool in agent.tools]
+        copy.handoffs = [self._handoff(h) for h in agent.handoffs]
+        return copy
 
-    def _spent(self) -> _Stop | None:
-        """A budget that leaves no room for another model call, in the executor's order."""
-        cap = self.limits.get(BudgetName.MAX_TOKENS)
-        if cap is not None and self.tokens >= cap:
-            return _Stop(StopReason.MAX_TOKENS, BudgetName.MAX_TOKENS)
-        if self._late():
-            return _Stop(StopReason.TIMEOUT, BudgetName.TIMEOUT_SECONDS)
-        return None
+    def _wrapped(self, tool: FunctionTool) -> FunctionTool:
+        self.tools.add(tool.name)
+        invoke = tool.on_invoke_tool
+        bridged = self.bridged
 
-    def _judge(self, calls: int) -> _Stop | None:
-        """A budget this response's tool calls would break, before any of them runs."""
-        if not calls:
-            return None  # a final answer: the framework ends the run with it
-        limits = self.limits
-        cap = limits.get(BudgetName.MAX_TOKENS)
-        if cap is not None and self.tokens > cap:
-            return _Stop(StopReason.MAX_TOKENS, BudgetName.MAX_TOKENS)
-        per_turn = limits.get(BudgetName.MAX_TOOL_CALLS_PER_TURN)
-        if per_turn is not None and calls > per_turn:
-            return _Stop(StopReason.MAX_TOOL_CALLS, BudgetName.MAX_TOOL_CALLS_PER_TURN)
-        total = limits.get(BudgetName.MAX_TOOL_CALLS)
-        if total is not None and self.executed + calls > total:
-            return _Stop(StopReason.MAX_TOOL_CALLS, BudgetName.MAX_TOOL_CALLS)
-        if self._late():
-            return _Stop(StopReason.TIMEOUT, BudgetName.TIMEOUT_SECONDS)
-        return None
+        async def on_invoke_tool(context: Any, arguments: str) -> Any:
+            call_id = getattr(context, "tool_call_id", None)
+            return await bridged.atool(call_id, tool.name, lambda: invoke(context, arguments))
+
+        return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+    def _handoff(self, handoff: Any) -> Any:
+        if not isinstance(handoff, Handoff):
+            return self.copy(handoff)
+        given = handoff.on_invoke_handoff
+
+        async def on_invoke_handoff(context: Any, arguments: str) -> Any:
+            return self.copy(await given(context, arguments))
+
+        return dataclasses.replace(handoff, on_invoke_handoff=on_invoke_handoff)
 
     # -- the input filter: before each model call ---------------------------------------------
 
     def filter(self, given: Callable[[CallModelData[Any]], Any] | None) -> Callable[..., Any]:
-        """The run's ``call_model_input_filter``: the caller's, then the checks and the notice."""
+        """The run's ``call_model_input_filter``: the caller's, then the Meter, then the notice."""
 
         async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
             model_data = data.model_data
@@ -293,11 +292,12 @@ class _Watch(RunHooks[Any]):
                 model_data = given(data)
                 if inspect.isawaitable(model_data):
                     model_data = await model_data
-            spent = self._spent()  # after the caller's filter: its time is the run's
-            if spent is not None:
-                raise spent
-            self.calls += 1
-            notice = self._notice(data.agent)
+            end = self.bridged.call()  # after the caller's filter: its time is the run's
+            if end is not None:
+                raise _Ended(end)
+            agent = data.agent
+            has_tools = bool(agent.tools or agent.handoffs)
+            notice = self.bridged.notice(has_tools)
             if notice is None:
                 return model_data
             notice_item: Any = {"role": "user", "content": notice}
@@ -305,49 +305,31 @@ class _Watch(RunHooks[Any]):
 
         return call_model_input_filter
 
-    def _notice(self, agent: Any) -> str | None:
-        """The last-turn notice this call carries, if it is the last and the agent has tools."""
-        steps = self.limits.get(BudgetName.MAX_STEPS)
-        behaviour = self.budget.last_turn
-        if steps is None or self.calls < steps or behaviour is LastTurn.NONE:
-            return None
-        if not (agent.tools or agent.handoffs or getattr(agent, "mcp_servers", None)):
-            return None
-        spec = self.budget.spec
-        if behaviour is LastTurn.WRAP_UP:
-            self.wrapped = self.calls
-            return spec.wrap_up_message
-        # the built-in warning says the tools will not run: here they do
-        return LAST_TURN_NOTICE if spec.warn_message == WARN_MESSAGE else spec.warn_message
-
     # -- hooks --------------------------------------------------------------------------------
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, items: Any) -> None:
-        # the last thing before the model call: the framework calls it when nothing can stop
-        # the call but this hook raising
-        if self.tally is not None:
-            refused = self.tally.reserve()
-            if refused is not None:
-                raise _Refused(refused)
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        self.turns += 1
-        usage = response.usage  # a count no response can report ends the run (Unreadable)
-        used = 0 if usage is None else reported_tokens(usage.total_tokens, "usage.total_tokens")
-        self.tokens += used
-        if self.tally is not None:  # the response replaces what its call held in the ledger
-            self.tally.settle(used, 0.0)
+        from budgetconf.loop import Call
+
+        handoffs = _handoff_names(agent)
+        calls = [
+            Call(item.call_id, item.name, {}, item.arguments)
+            for item in response.output
+            if getattr(item, "type", None) == "function_call" and item.name not in handoffs
+        ]
+        text = ""
         for item in response.output:
-            text = ItemHelpers.extract_last_text(item)
-            if text:
-                self.output = text
+            text = ItemHelpers.extract_last_text(item) or text
+        try:
+            usage = _usage(response.usage, agent)
+        except Unreadable as exc:  # the run ends here, as the executor's does
+            raise _Ended(self.bridged.unreadable(exc)) from None
+        self.bridged.answered(usage, text or None, calls)
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
-        stop = self._judge(_tool_calls(agent, response.output))
-        if stop is not None:
-            raise stop
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
@@ -362,7 +344,6 @@ class _Watch(RunHooks[Any]):
             await self.inner.on_handoff(context, from_agent, to_agent)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        self.executed += 1
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
@@ -370,113 +351,76 @@ class _Watch(RunHooks[Any]):
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
-    # -- results ------------------------------------------------------------------------------
+    # -- the end ------------------------------------------------------------------------------
 
-    def handler(self, given: Callable[..., Any]) -> Callable[..., Any]:
-        """The caller's ``max_turns`` error handler, noting that it made the run's output."""
-
-        def max_turns(data: Any) -> Any:
-            self.handled = True
-            return given(data)
-
-        return max_turns
-
-    def finished(self, native: RunResult) -> BridgeResult:
-        """The result of a run the framework ended normally."""
-        output = native.final_output
-        text = output if isinstance(output, str) else ("" if output is None else str(output))
-        if self.handled or (self.wrapped and self.wrapped == self.turns):
-            # the step budget ended it: the caller's handler, or an answer to the wrap-up
-            return self._stopped(StopReason.MAX_STEPS, BudgetName.MAX_STEPS, text, native)
-        turns = self.turns
-        message = f"completed in {turns} turn{'' if turns == 1 else 's'}"
-        completed = StopReason.COMPLETED
-        return ended(_FRAMEWORK, completed, message, output=text, turns=turns, native=native)
-
-    def raised(self, exc: BaseException) -> BridgeResult:
-        """The result of a run that a budget the bridge set stopped; any other error re-raised."""
-        if isinstance(exc, _Stop):
-            return self._stopped(exc.reason, exc.budget, self._text(exc), exc)
-        if isinstance(exc, _Refused):
-            return exc.stop.result(_FRAMEWORK, self.budget, self._text(exc), self.turns, exc)
-        if isinstance(exc, Unreadable):
-            return unreadable(_FRAMEWORK, exc, output=self.output, turns=self.turns, native=exc)
-        if isinstance(exc, MaxTurnsExceeded) and self._mine(exc):
-            spent = self._spent()  # tokens or time spent too: the executor names them first
-            reason = (spent.reason, spent.budget) if spent is not None else None
-            reason = reason or (StopReason.MAX_STEPS, BudgetName.MAX_STEPS)
-            return self._stopped(*reason, self._text(exc), exc)
-        if self.timed_out:
-            return self._stopped(StopReason.TIMEOUT, BudgetName.TIMEOUT_SECONDS, self.output, exc)
-        raise exc
-
-    def end(self, result: BridgeResult) -> BridgeResult:
-        """The run has ended with ``result``: the ledger's draw ends with it."""
-        self.close(result.stop_reason)
-        return result
-
-    def close(self, stop_reason: str) -> None:
-        """End the ledger's draw, once: what the run holds goes back, its record is written."""
-        tally, self.tally = self.tally, None
-        if tally is not None:
-            tally.end(stop_reason)
-
-    def _mine(self, exc: MaxTurnsExceeded) -> bool:
-        """Whether the run's own max_turns, the one the bridge set, raised ``exc``."""
-        steps = self.limits.get(BudgetName.MAX_STEPS)
-        return steps is not None and exc.message == f"Max turns ({steps}) exceeded"
-
-    def _text(self, exc: AgentsException) -> str:
-        """The last assistant text of the run: its run_data's, else the last the hooks saw."""
-        data = exc.run_data
-        items = [] if data is None else data.new_items
-        texts = [
-            ItemHelpers.text_message_output(i) for i in items if isinstance(i, MessageOutputItem)
-        ]
-        kept = [text for text in texts if text]
-        # the hooks saw a response the run's data has not kept (one a hook stopped the run at)
-        return kept[-1] if kept and self.output in ("", kept[-1]) else self.output
-
-    def _stopped(
-        self, reason: StopReason, budget: BudgetName, output: str, native: object
-    ) -> BridgeResult:
-        return stopped(
-            _FRAMEWORK,
-            self.budget,
-            reason,
-            output=output,
-            turns=self.turns,
-            native=native,
-            by=budget,
-        )
-
-
-def _tool_calls(agent: Any, output: list[Any]) -> int:
-    """How many calls in a response the framework will run as tools: handoffs are not tools."""
-    calls = [item for item in output if getattr(item, "type", None) in _LOCAL_CALLS]
-    if not calls or not agent.handoffs:
-        return len(calls)
-    handoffs = {
-        h.tool_name if isinstance(h, Handoff) else Handoff.default_tool_name(h)
-        for h in agent.handoffs
-    }
-    return sum(1 for item in calls if getattr(item, "name", None) not in handoffs)
-
-
-def _arm(watch: _Watch) -> asyncio.TimerHandle:
-    """Cancel the run at its deadline, on the loop ``Runner.run_sync`` will drive it on."""
-    assert watch.timeout is not None
-    loop = _default_loop()
-    watch.deadline = loop.time() + watch.timeout
-
-    def at_deadline() -> None:
-        watch.timed_out = True
+    def expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The deadline: cancel the run ``Runner.run_sync`` drives on ``loop``."""
+        self.timed_out = True
         for task in asyncio.all_tasks(loop):
             frame = getattr(task.get_coro(), "cr_frame", None)
             if frame is not None and isinstance(frame.f_locals.get("self"), AgentRunner):
                 task.cancel()
 
-    return loop.call_at(watch.deadline, at_deadline)
+    def finished(self, native: Any) -> BridgeResult:
+        """The result of a run the framework ended normally."""
+        output = native.final_output
+        text = output if isinstance(output, str) else ("" if output is None else str(output))
+        return self.bridged.result(native, text)
+
+    def ended(self, exc: BaseException) -> BridgeResult:
+        """The result of a run that raised: the Meter's stop, the deadline, or a failure."""
+        if isinstance(exc, _Ended):
+            return self.bridged.failed(exc)  # the Meter's end, decided already
+        if self.timed_out:
+            return self.bridged.stopped(StopReason.TIMEOUT, exc)
+        return self.bridged.failed(exc)
+
+
+def _unwrappable(agent: Any) -> str:
+    """What of ``agent``'s tools the bridge cannot answer a call of, as a phrase; or ""."""
+    hosted = [type(t).__name__ for t in agent.tools if not isinstance(t, FunctionTool)]
+    if hosted:
+        return f"tools the framework or the provider runs itself ({', '.join(hosted)})"
+    nested = [
+        t.name
+        for t in agent.tools
+        if (origin := get_function_tool_origin(t)) is not None
+        and origin.type is ToolOriginType.AGENT_AS_TOOL
+    ]
+    if nested:
+        return (
+            f"agents as tools ({', '.join(nested)}), whose own model calls this run cannot"
+            " count (run such an agent inside a tool, through the bridge, on"
+            " current_run().carve())"
+        )
+    if getattr(agent, "mcp_servers", None):
+        return "MCP servers, whose tools the framework lists and runs itself"
+    return ""
+
+
+def _handoff_names(agent: Any) -> set[str]:
+    return {
+        h.tool_name if isinstance(h, Handoff) else Handoff.default_tool_name(h)
+        for h in agent.handoffs
+    }
+
+
+def _usage(usage: Any, agent: Any) -> Any:
+    """A response's openai-agents ``Usage`` as budgetconf's, with the agent's model name."""
+    from budgetconf.loop import Usage
+
+    model = agent.model if isinstance(agent.model, str) else getattr(agent.model, "model", None)
+    if usage is None:
+        return Usage(model=model if isinstance(model, str) else None)
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
+    return Usage(
+        reported_tokens(usage.input_tokens, "usage.input_tokens"),
+        reported_tokens(cached, "usage.input_tokens_details.cached_tokens"),
+        reported_tokens(usage.output_tokens, "usage.output_tokens"),
+        reported_tokens(usage.total_tokens, "usage.total_tokens"),
+        model=model if isinstance(model, str) else None,
+    )
 
 
 def _default_loop() -> asyncio.AbstractEventLoop:
