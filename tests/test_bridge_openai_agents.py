@@ -468,3 +468,14 @@ def test_a_deadline_passed_in_the_callers_filter_stops_before_the_call() -> None
     config = RunConfig(call_model_input_filter=holding)
     result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), run_config=config)
     assert (result.stop_reason, model.calls) == ("timeout", 0)
+
+
+def test_an_error_before_any_model_call_is_the_callers_and_is_raised() -> None:
+    """run() inside a running event loop: the framework refuses it before any call, and so
+    the bridge raises that, rather than report a failed run."""
+
+    async def inside() -> None:
+        openai_agents.run(agent(Scripted()), "go", env(max_steps="2"))
+
+    with pytest.raises(RuntimeError, match="event loop is already running"):
+        asyncio.run(inside())

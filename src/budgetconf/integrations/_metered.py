@@ -43,7 +43,7 @@ class Bridged:
     ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
     """
 
-    __slots__ = ("framework", "meter", "plan", "started", "stop")
+    __slots__ = ("first_turn", "framework", "meter", "plan", "started", "stop")
 
     def __init__(
         self,
@@ -58,6 +58,7 @@ class Bridged:
         self.meter: Meter = meter_for(
             budget, tools=tools, on_event=on_event, name=name, framework=framework.name
         )
+        self.first_turn = self.meter.turns  # a resumed conversation's turns come before
         self.plan: Plan | None = None
         self.started = 0  # the calls of the plan the framework has started
         self.stop: RunResult | None = None  # the run's end, once the Meter has decided it
@@ -165,8 +166,16 @@ class Bridged:
         return BridgeResult.of(end, self.framework, native, output)
 
     def failed(self, exc: BaseException) -> BridgeResult:
-        """The framework's run raised ``exc``: the end the Meter decided, else failed."""
-        end = self.stop or self.meter.ended or self.meter.raised(exc)
+        """The framework's run raised ``exc``: the end the Meter decided, else failed.
+
+        An exception raised before any model call began is the caller's own (the framework
+        refusing how it was called): it is raised again, as it came.
+        """
+        end = self.stop or self.meter.ended
+        if end is None:
+            if self.meter.turns == self.first_turn:
+                raise exc
+            end = self.meter.raised(exc)
         return BridgeResult.of(self._end(end), self.framework, exc)
 
     def stopped(self, reason: StopReason, native: object) -> BridgeResult:
