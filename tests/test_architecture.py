@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -125,8 +126,8 @@ def _with_the_bridge(root: Path) -> Path:
     text = table.read_text()
     end = "        ),\n    )\n}\n"
     assert text.count(end) == 1
-    entry = _block("python src/budgetconf/integrations/_frameworks.py")
-    table.write_text(text.replace(end, "        ),\n" + entry + "    )\n}\n"))
+    entry = textwrap.indent(_block("python src/budgetconf/integrations/_frameworks.py"), " " * 8)
+    table.write_text(text.replace(end, "        ),\n" + entry.rstrip("\n") + ",\n    )\n}\n"))
     return root / "src"
 
 
