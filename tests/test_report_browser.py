@@ -10,6 +10,7 @@ its screenshot there too: that is how the screenshot of docs/report.md is made.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -253,6 +254,8 @@ def test_a_bridged_run_with_a_sub_agent_is_drawn_like_the_executors(
         with EventsFile(str(path)) as sink:
             sinks.append(sink)  # the sub-agents' events go to the same file
             ran.append(openai_agents.run(agent, "go", budgetconf.resolve(env=env), on_event=sink))
+        # Runner.run_sync leaves the loop it made this thread's: closed before the thread ends
+        asyncio.get_event_loop_policy().get_event_loop().close()
 
     worker = threading.Thread(target=bridged)
     worker.start()
