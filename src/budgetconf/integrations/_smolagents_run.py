@@ -101,15 +101,12 @@ class Session:
         """The agent with the run's model, tools and ``max_steps``; its own put back after."""
         agent = self.agent
         saved = agent.model, agent.tools, agent.max_steps
-        model = saved[0]
+        model, tools = saved[0], saved[1]
         kind = _StreamingModel if hasattr(model, "generate_stream") else _Model
-        agent.model = kind(model, self)
         if self.gated:
-            agent.tools = {
-                n: t if n == FINAL_ANSWER else _Tool(t, self) for n, t in saved[1].items()
-            }
-        # above the budget, so the Meter stops the run before smolagents' forced final call
-        agent.max_steps = self.steps + 1
+            tools = {n: t if n == FINAL_ANSWER else _Tool(t, self) for n, t in tools.items()}
+        # max_steps above the budget, so the Meter stops the run before smolagents' forced call
+        agent.model, agent.tools, agent.max_steps = kind(model, self), tools, self.steps + 1
         try:
             yield
         finally:

@@ -147,20 +147,20 @@ def run(
     _refuse_unseen(agent, checked, gated, unenforced)
     with _alone(agent):
         session = Session(_FRAMEWORK, agent, checked, gated, on_event, name)
-        with session.borrowed():
-            try:
+        try:  # the agent is its own again before any result is made
+            with session.borrowed():
                 native = agent.run(task, **framework_kwargs)
-            except Ended:
-                return session.ended()
-            except KeyboardInterrupt as exc:  # as the executor takes one: the run cancelled
-                return session.cancelled(exc)
-            except Exception as exc:
-                if isinstance(exc, AgentError) and agent.interrupt_switch:
-                    return session.cancelled(exc)  # the caller's agent.interrupt()
-                return session.failed(exc)
-            except BaseException as exc:  # the process is leaving: the run ends, recorded
-                session.failed(exc)
-                raise
+        except Ended:
+            return session.ended()
+        except KeyboardInterrupt as exc:  # as the executor takes one: the run cancelled
+            return session.cancelled(exc)
+        except Exception as exc:
+            if isinstance(exc, AgentError) and agent.interrupt_switch:
+                return session.cancelled(exc)  # the caller's agent.interrupt()
+            return session.failed(exc)
+        except BaseException as exc:  # the process is leaving: the run ends, recorded
+            session.failed(exc)
+            raise
     return session.finished(native)
 
 
