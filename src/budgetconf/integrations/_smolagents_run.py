@@ -30,7 +30,7 @@ from smolagents.models import (  # type: ignore[import-untyped]
 from smolagents.tools import BaseTool  # type: ignore[import-untyped]
 
 from budgetconf._loop_table import LastTurn, StopReason
-from budgetconf._usage import Unreadable, reported_tokens
+from budgetconf._usage import Unreadable, Usage, reported_tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from budgetconf.integrations._bridge import BridgeResult
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.integrations._metered import Bridged
-    from budgetconf.loop import Budget, Usage
+    from budgetconf.loop import Budget
 
 __all__ = ["FINAL_ANSWER", "Ended", "Session", "text_of"]
 
@@ -76,7 +76,9 @@ class Session:
         name: str | None,
     ) -> None:
         from budgetconf.integrations._metered import Bridged
+        from budgetconf.loop import Call
 
+        self.call_of = Call  # bound here: the loop is loaded by the run, not by the import
         self.agent = agent
         self.gated = gated
         own = [n for n in agent.tools if n != FINAL_ANSWER]
@@ -89,6 +91,8 @@ class Session:
         else:  # the preset's warning says that tools called now will not run: in code they do
             self.tooled = bool(own) and budget.last_turn is not LastTurn.WARN
         self.steps = int(budget.limits["max_steps"].value)
+        given = getattr(agent.model, "model_id", None)  # for a response that names no model
+        self.model_id = given if isinstance(given, str) and given else None
         self.claims: list[tuple[str, object, str]] = []  # the response's calls, to be found
         # a step's response without calls, whose calls smolagents parses from its text next
         self.waiting: tuple[Usage, ChatMessage] | None = None
@@ -174,7 +178,7 @@ class Session:
         """After a model call: its response to the Meter, or kept until smolagents has parsed
         the calls a step's response writes as text."""
         try:
-            usage = _usage(message, self.agent)
+            usage = _usage(message, self.model_id)
         except Unreadable as exc:  # the run ends here, before the response's tools
             self.bridged.unreadable(exc)
             raise Ended from None
@@ -196,8 +200,7 @@ class Session:
             self.parsed(None)
 
     def _answered(self, usage: Usage, message: ChatMessage, tool_calls: Any) -> None:
-        from budgetconf.loop import Call
-
+        call_of = self.call_of
         calls = []
         claims = []
         for made in tool_calls or ():
@@ -208,10 +211,9 @@ class Session:
             value = {} if given is None else parse_json_if_needed(given)
             call_id = str(made.id)
             # not a dict: smolagents passes it as the tool's one input, and checks it
-            calls.append(Call(call_id, function.name, value if isinstance(value, dict) else {}))
+            calls.append(call_of(call_id, function.name, value if isinstance(value, dict) else {}))
             claims.append((function.name, value, call_id))
-        with self.lock:
-            self.claims = claims
+        self.claims = claims  # between a response's calls: no wrapper is running
         content = text_of(message.content)
         self.bridged.answered(usage, content or None, calls, _finish_reason(message.raw))
 
@@ -365,16 +367,13 @@ def _offered(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
     return bool(tools)
 
 
-def _usage(message: ChatMessage, agent: Any) -> Usage:
+def _usage(message: ChatMessage, model_id: str | None) -> Usage:
     """A response's ``token_usage`` as budgetconf's `Usage`, with the cached input tokens and
-    the model's name where the raw response gives them; `Unreadable` past what one can use."""
-    from budgetconf.loop import Usage
-
+    the model's name where the raw response gives them (else ``model_id``); `Unreadable` past
+    what one response can use."""
     raw = message.raw
     model = getattr(raw, "model", None)
-    if not isinstance(model, str) or not model:
-        model = getattr(agent.model, "model_id", None)
-    name = model if isinstance(model, str) and model else None
+    name = model if isinstance(model, str) and model else model_id
     used = message.token_usage
     if used is None:  # a model that reports none counts nothing
         return Usage(model=name)
