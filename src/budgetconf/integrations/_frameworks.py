@@ -175,16 +175,26 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "smolagents",
             package="smolagents",
             extra="smolagents",
-            knobs={_B.MAX_STEPS: "max_steps (max_steps - 1: its forced final answer is the last)"},
+            knobs={
+                _B.MAX_STEPS: "max_steps (max_steps - 1 in limits(): its forced final answer is"
+                " one more call); in run(), the agent's model, wrapped, refuses the call past"
+                " it and the last response's calls are answered as not executed"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS: "a gate before a ToolCallingAgent's calls run (not a CodeAgent)",
-                _B.MAX_TOKENS: "a step callback and the tool gate, from each step's token usage",
-                _B.TIMEOUT_SECONDS: "a step callback and the tool gate, between calls",
+                _B.MAX_TOOL_CALLS_PER_TURN: "a ToolCallingAgent's tools, wrapped: a response"
+                " over it is rejected (or its surplus skipped) and the run goes on (refused for"
+                " a CodeAgent, unless it is the preset's default)",
+                _B.MAX_TOOL_CALLS: "a ToolCallingAgent's tools, wrapped: calls past it are"
+                " answered as not executed and the run stops (refused for a CodeAgent)",
+                _B.MAX_TOKENS: "the agent's model, wrapped, from each response's token_usage; a"
+                " spent budget stops the next call",
+                _B.TIMEOUT_SECONDS: "the agent's model, wrapped: checked before each call and"
+                " each response's tools; a call still running at the deadline is abandoned",
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
-            ledger="reserved before the first model call and, from each step callback, before"
-            " the next (a refusal stops the run before it); each step's token usage settles it",
+            ledger="the agent's model, wrapped, reserves before each model call (a refusal stops"
+            " the run before it) and settles with the response's token_usage",
         ),
         Framework(
             "pydantic_ai",
