@@ -588,6 +588,52 @@ def test_one_graph_serves_overlapping_runs_each_within_its_own_budget() -> None:
     assert dict(built.nodes) == nodes
 
 
+def test_overlapping_async_runs_of_one_graph_each_keep_their_own_budget() -> None:
+    """arun() in two tasks at once on one graph: each task's context holds its own run."""
+
+    async def both() -> list[Any]:
+        built = create_agent(Endless(messages=iter([])), [add], middleware=middleware())
+        runs = arun(built, hi(), budget(max_steps="2")), arun(built, hi(), budget(max_steps="5"))
+        return list(await asyncio.gather(*runs))
+
+    assert [(r.stop_reason, r.turns) for r in asyncio.run(both())] == [
+        ("max_steps", 2),
+        ("max_steps", 5),
+    ]
+
+
+def test_a_create_agent_graph_nested_in_another_is_metered_by_its_middleware() -> None:
+    """The bridge finds its middleware in a subgraph: the outer graph's run is the Meter's."""
+    res = budget(max_steps="3")
+    inner = agent(Script(), middle=middleware(res))
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    outer.add_node("inner", inner)
+    outer.add_edge(START, "inner")
+    RAN.clear()
+    result = run(outer.compile(), hi(), res)
+    assert (result.stop_reason, result.turns, RAN, result.output) == (
+        "max_steps",
+        3,
+        [1, 2],
+        "step 3",
+    )
+
+
+def test_a_call_of_a_tool_the_graph_lacks_is_answered_by_it_and_not_counted() -> None:
+    """The tool node answers a call of no tool of its own with its error; the Meter counts only
+    the calls it could run."""
+    calls = [
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": "a"},
+        {"name": "nowhere", "args": {}, "id": "n"},
+    ]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    res = budget(max_tool_calls="1")
+    RAN.clear()
+    result = run(create_agent(model, [add], middleware=middleware(res)), hi(), res)
+    assert (result.stop_reason, RAN, result.tool_calls_executed) == ("completed", [1], 1)
+    assert "nowhere is not a valid tool" in answers(result)[1]
+
+
 def test_the_middlewares_graph_invoked_inside_another_run_is_refused() -> None:
     """A tool of a bridged run invoking a graph that carries middleware() itself: refused, not
     charged to the run around it."""

@@ -324,16 +324,19 @@ def _unbridged(budget: Budget) -> Budget:
 
 def _found(graph: Any) -> tuple[list[Any], set[str], int]:
     """The bridge's middleware in ``graph`` (and its subgraphs), each once; the names of the
-    tools its tool nodes run; its node count."""
+    tools its tool nodes run; the most nodes one of them has (the most steps a turn takes)."""
     owners: list[Any] = []
     tools: set[str] = set()
+    most = 0
     todo, seen = [graph], set()
     while todo:
         each = todo.pop()
         if id(each) in seen:
             continue
         seen.add(id(each))
-        for node in getattr(each, "nodes", {}).values():
+        nodes = getattr(each, "nodes", {})
+        most = max(most, len(nodes))
+        for node in nodes.values():
             bound = getattr(node, "bound", None)
             by_name = getattr(bound, "tools_by_name", None)
             if isinstance(by_name, Mapping):  # a ToolNode
@@ -343,4 +346,4 @@ def _found(graph: Any) -> tuple[list[Any], set[str], int]:
                 owners.append(owner)
             if isinstance(getattr(bound, "nodes", None), Mapping):  # a subgraph
                 todo.append(bound)
-    return owners, tools, len(getattr(graph, "nodes", ()))
+    return owners, tools, most
