@@ -317,6 +317,8 @@ def test_bad_steps_per_turn_and_config_are_usage_errors() -> None:
         limits(steps_per_turn=True)
     with pytest.raises(budgetconf.UsageError, match="config: expected a mapping, got list"):
         run(graph(model), hi(), config=[])  # type: ignore[arg-type]
+    with pytest.raises(budgetconf.UsageError, match="graph: expected a compiled LangGraph graph"):
+        run(object(), hi())
 
 
 def test_nothing_of_the_callers_is_changed_also_when_the_run_fails() -> None:

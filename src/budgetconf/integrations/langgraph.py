@@ -252,9 +252,8 @@ def _raised(graph_run: GraphRun, exc: BaseException) -> BridgeResult:
     if isinstance(exc, GraphRecursionError):  # the bridge always sets the limit
         return bridged.stopped(StopReason.MAX_STEPS, exc)
     ended = bridged.failed(exc)
-    if isinstance(exc, UsageError | EmptyInputError | InvalidUpdateError) or not isinstance(
-        exc, Exception
-    ):
+    caller = isinstance(exc, UsageError | EmptyInputError | InvalidUpdateError)
+    if caller or not isinstance(exc, Exception):  # the caller's own mistake, or an interrupt
         raise exc
     return ended
 
@@ -281,6 +280,8 @@ def _prepare(
 ) -> tuple[GraphRun, dict[str, Any]]:
     """The run, its budget checked, and the keywords of ``graph.stream`` that carry it."""
     per_turn = _per_turn(steps_per_turn)
+    if not (callable(getattr(graph, "stream", None)) and callable(getattr(graph, "astream", None))):
+        raise UsageError(f"graph: expected a compiled LangGraph graph, got {type(graph).__name__}")
     if config is not None and not isinstance(config, Mapping):
         raise UsageError(f"config: expected a mapping, got {type(config).__name__}")
     refuse_conflicting(_FRAMEWORK, {**(config or {}), **kwargs})
