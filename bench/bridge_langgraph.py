@@ -8,8 +8,11 @@ Meter's checks before each model call, its plan of each response and each
 tool call through it. Two graphs: langchain's ``create_agent`` carrying the
 bridge's `middleware()` (against the same agent built without it), which is
 what `rows()` reports, and a hand-built agent-tools loop whose streamed
-states drive the Meter. Repetitions of the two sides alternate; medians, per
-turn, in nanoseconds.
+states drive the Meter. The script also times the agent with a middleware
+whose hooks do nothing: langchain wraps every ``wrap_*`` hook for tracing
+(tens of µs a call, tracing off), which any middleware pays, so the bridge's
+own share is the difference from that. Repetitions of the sides alternate;
+medians, per turn, in nanoseconds.
 
     python bench/bridge_langgraph.py [--quick]
 """
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
@@ -34,9 +38,23 @@ from budgetconf.integrations.langgraph import middleware, run
 
 ALONE = "langgraph: create_agent alone, per turn"
 BRIDGED = "langgraph: create_agent with the bridge's middleware(), per turn"
+HOOKS = "langgraph: create_agent with a middleware whose hooks do nothing, per turn"
 LOOP_ALONE = "langgraph: an agent-tools loop alone, per turn"
 LOOP_BRIDGED = "langgraph: the loop through the bridge's states, per turn"
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+
+class Hooks(AgentMiddleware[Any, Any, Any]):
+    """The bridge's hooks, doing nothing: what langchain's middleware machinery costs."""
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
 
 
 class FakeModel(GenericFakeChatModel):
@@ -94,8 +112,13 @@ def bridged(compiled: Any, res: budgetconf.Resolution) -> int:
 
 
 def _pair(
-    quick: bool, bare: Callable[[int], Any], through: Callable[[int], Any], names: tuple[str, str]
+    quick: bool,
+    bare: Callable[[int], Any],
+    other: Callable[[int], Any],
+    names: tuple[str, str],
+    through_bridge: bool = True,
 ) -> dict[str, float]:
+    """``bare`` streamed alone and ``other`` through `run()` (or alone too), per turn."""
     turns, repeat = (5, 3) if quick else (20, 21)
     res = budgetconf.resolve(
         explicit={
@@ -108,14 +131,22 @@ def _pair(
     for _ in range(repeat):  # interleaved, so a slow spell of the machine hits both
         compiled = bare(turns)  # built outside the timing, on both sides
         times[names[0]].append(alone(compiled, turns))
-        compiled = through(turns)
-        times[names[1]].append(bridged(compiled, res))
+        compiled = other(turns)
+        spent = bridged(compiled, res) if through_bridge else alone(compiled, turns)
+        times[names[1]].append(spent)
     return {name: statistics.median(found) / turns for name, found in times.items()}
 
 
 def rows(quick: bool) -> dict[str, float]:
     """create_agent alone and with the bridge's middleware(), per turn, in nanoseconds."""
     return _pair(quick, lambda t: agent(t, []), lambda t: agent(t, middleware()), (ALONE, BRIDGED))
+
+
+def hook_rows(quick: bool) -> dict[str, float]:
+    """create_agent alone and with a middleware whose hooks do nothing, both streamed alone."""
+    return _pair(
+        quick, lambda t: agent(t, []), lambda t: agent(t, [Hooks()]), (ALONE, HOOKS), False
+    )
 
 
 def loop_rows(quick: bool) -> dict[str, float]:
@@ -127,12 +158,13 @@ def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     for found, (bare, through) in (
         (rows(quick), (ALONE, BRIDGED)),
+        (hook_rows(quick), (ALONE, HOOKS)),
         (loop_rows(quick), (LOOP_ALONE, LOOP_BRIDGED)),
     ):
         for name, ns in found.items():
             print(f"{name}: {ns / 1000:.1f} µs")
         extra = found[through] - found[bare]
-        print(f"overhead per turn: {extra / 1000:.1f} µs ({extra / found[bare]:+.1%})")
+        print(f"difference per turn: {extra / 1000:.1f} µs ({extra / found[bare]:+.1%})")
 
 
 if __name__ == "__main__":
