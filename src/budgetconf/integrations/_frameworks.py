@@ -157,13 +157,21 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "langgraph",
             package="langgraph",
             extra="langgraph",
-            knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
+            knobs={
+                _B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps); in run(),'
+                " a count of the model calls: the last turn's calls are answered as not"
+                " executed (middleware()), or the stream ends before its tools node"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS: "the streamed state, before the calls run (with create_agent,"
-                " middleware())",
-                _B.MAX_TOKENS: "the usage_metadata of the streamed state's AI messages",
-                _B.TIMEOUT_SECONDS: "a deadline checked between graph steps (arun() also"
-                " cancels a step still running)",
+                _B.MAX_TOOL_CALLS_PER_TURN: "with create_agent and middleware(): its"
+                " wrap_tool_call rejects (or truncates) a response over it, and the run goes on;"
+                " a graph without middleware() refuses a cap set anywhere but the default",
+                _B.MAX_TOOL_CALLS: "with middleware(), its wrap_tool_call answers the calls past"
+                " it as not executed; any other graph stops before its tools node",
+                _B.MAX_TOKENS: "the usage_metadata of each response (middleware(), or the"
+                " streamed states); a spent budget stops the next model call",
+                _B.TIMEOUT_SECONDS: "a deadline checked before each model call and each"
+                " response's tools (arun() also cancels a step still running)",
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
