@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, TypeAlias
 
-    from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+    from budgetconf.loop import Budget, LedgerSettings, Limit
 
     Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
@@ -133,25 +133,26 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "openai_agents",
             package="openai-agents",
             extra="openai-agents",
-            knobs={_B.MAX_STEPS: "max_turns"},
+            knobs={
+                _B.MAX_STEPS: "max_turns (in run(), the Meter counts the model calls through"
+                " RunConfig.call_model_input_filter and answers the last turn's calls as not"
+                " executed)"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS_PER_TURN: (
-                    "RunHooks.on_llm_end: a response over it stops the run before its tools run"
-                ),
-                _B.MAX_TOOL_CALLS: (
-                    "RunHooks.on_llm_end: a response that would pass it stops the run before"
-                    " its tools run"
-                ),
-                _B.MAX_TOKENS: (
-                    "RunHooks.on_llm_end, from the usage each response reports; a spent"
-                    " budget stops the next call"
-                ),
-                _B.TIMEOUT_SECONDS: "a deadline that cancels the run",
+                _B.MAX_TOOL_CALLS_PER_TURN: "each function tool runs through a wrapper: calls"
+                " past the cap are rejected (or truncated), and the run goes on",
+                _B.MAX_TOOL_CALLS: "the function tools' wrapper answers the calls past it as"
+                " not executed",
+                _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports; a"
+                " spent budget stops the next call",
+                _B.TIMEOUT_SECONDS: "a deadline that cancels the run, and the Meter's checks"
+                " before each call and batch",
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
-            ledger="RunHooks.on_llm_start reserves before each model call (a refusal stops the"
-            " run before it); on_llm_end settles with the tokens the response reports",
+            ledger="RunConfig.call_model_input_filter reserves before each model call (a refusal"
+            " stops the run before it); RunHooks.on_llm_end settles with the tokens the response"
+            " reports",
         ),
         Framework(
             "langgraph",
