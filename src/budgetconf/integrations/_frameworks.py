@@ -190,16 +190,27 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "pydantic_ai",
             package="pydantic-ai-slim",
             extra="pydantic-ai",
+            # limits() passes these keywords; run() enforces each through the Meter instead
             knobs={
-                _B.MAX_STEPS: "UsageLimits(request_limit=…)",
-                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…), a crossing batch refused",
-                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…), checked after each response",
-                _B.MAX_COST_USD: "UsageLimits(cost_limit=…), from the cost responses report",
-                _B.TIMEOUT_SECONDS: "the run's timeout=",
+                _B.MAX_STEPS: "UsageLimits(request_limit=…); run(): the Meter, before each model"
+                " call, the last permitted response's calls answered as not executed",
+                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…); run(): the wrapped toolset,"
+                " a response whose calls would pass it stopping the run before any runs",
+                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…); run(): the Meter, from each"
+                " response's usage before its tools run",
+                _B.MAX_COST_USD: "UsageLimits(cost_limit=…); run(): the Meter, from the cost"
+                " pydantic-ai prices each response at",
+                _B.TIMEOUT_SECONDS: "the run's timeout=; run(): the Meter's deadline, and"
+                " timeout= set to what is left of it",
             },
-            bridged={},
+            bridged={
+                _B.MAX_TOOL_CALLS_PER_TURN: "the wrapped toolset: a response over it rejected"
+                " whole (or truncated), each call answered, and the run goes on",
+            },
             conflicting=("usage_limits", "timeout"),
             keywords=_pydantic_ai,
+            ledger="the wrapped model reserves before each model call (a refusal stops the run"
+            " before it) and settles with the response's tokens and the cost pydantic-ai prices",
         ),
         Framework(
             "praisonai",
