@@ -290,6 +290,37 @@ def test_a_cost_budget_without_priced_usage_is_said_with_pydantic_ais_own_warnin
     assert result.status == RunStatus.OK
 
 
+@pytest.mark.parametrize(
+    ("finish", "stop"), [("length", "length_truncated"), ("content_filter", "content_filtered")]
+)
+def test_a_response_cut_short_or_filtered_ends_the_run_as_in_the_executor(
+    finish: str, stop: str
+) -> None:
+    """pydantic-ai's finish reason is the executor's: the run is blocked, its calls not run."""
+    ran: list[int] = []
+
+    def cut(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        call = ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="x")
+        return ModelResponse(parts=[TextPart("cut sh"), call], finish_reason=finish)  # type: ignore[arg-type]
+
+    agent = Agent(FunctionModel(cut))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append(a)
+        return a + b
+
+    result = bridge.run(agent, "go", {"loop.max_steps": 3})
+    assert (result.status, result.stop_reason, result.output, ran) == (
+        RunStatus.BLOCKED,
+        stop,
+        "cut sh",
+        [],
+    )
+    assert result.message.startswith("blocked: ")
+
+
 def test_a_timeout_stop_keeps_what_was_done() -> None:
     """The deadline cuts the call in flight short; that call counts as a turn, as in the
     executor, and the last text is kept."""
@@ -303,20 +334,22 @@ def test_a_timeout_stop_keeps_what_was_done() -> None:
     assert result.output == f"working {len(responses)}"
 
 
-def test_a_deadline_passed_in_a_tool_stops_before_the_next_call() -> None:
-    """A sync tool that holds the thread past the deadline: the Meter stops the next call."""
+def test_the_deadline_cancels_a_tool_in_flight_and_no_further_call_is_made() -> None:
+    """A sync tool that holds its thread past the deadline: pydantic-ai's own timeout, set to
+    what is left of the Meter's, ends the run there; the call counts as run."""
     script = Script()
     agent = Agent(FunctionModel(script.respond))
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:
         """Add two numbers, slowly."""
-        time.sleep(0.15)
+        time.sleep(0.3)
         return a + b
 
     result = bridge.run(agent, "go", {"limits.timeout_seconds": 0.1})
-    assert (result.stop_reason, result.turns) in {("timeout", 1), ("timeout", 2)}
-    assert script.calls == 1
+    assert (result.stop_reason, result.turns, script.calls) == ("timeout", 1, 1)
+    assert result.tool_calls_executed == 1
+    assert isinstance(result.native, RunTimedOut)
 
 
 def test_a_shorter_deadline_from_an_enclosing_run_is_not_the_budgets() -> None:

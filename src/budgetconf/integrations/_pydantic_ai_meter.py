@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import KW_ONLY, dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_ai.capabilities import AbstractCapability
@@ -56,7 +56,7 @@ class Ended(AgentRunError):
         self.end = end
 
 
-@dataclass
+@dataclass(eq=False)  # one run's own: equal to itself only
 class Metering(AbstractCapability[Any]):
     """One bridged run's capability: its model and its tools go through ``bridged``."""
 
@@ -65,7 +65,7 @@ class Metering(AbstractCapability[Any]):
     tools: set[str]
     _: KW_ONLY
     #: the wrapper of each model that has served this run, by the model's identity
-    models: dict[int, MeteredModel] | None = None
+    models: dict[int, MeteredModel] = field(default_factory=dict)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -73,8 +73,6 @@ class Metering(AbstractCapability[Any]):
 
     def get_wrapper_model(self, model: Model) -> Model | None:
         models = self.models
-        if models is None:
-            models = self.models = {}
         wrapper = models.get(id(model))
         if wrapper is None:
             wrapper = models[id(model)] = MeteredModel(model, self)
