@@ -20,7 +20,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import AgentRunError
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
     from budgetconf.integrations._metered import Bridged
-    from budgetconf.loop import RunResult, Usage
+    from budgetconf.loop import Call, RunResult, Usage
 
 __all__ = ["Ended", "MeteredModel", "MeteredTools", "Metering"]
 
@@ -66,6 +66,17 @@ class Metering(AbstractCapability[Any]):
     _: KW_ONLY
     #: the wrapper of each model that has served this run, by the model's identity
     models: dict[int, MeteredModel] = field(default_factory=dict)
+    #: the models (by name, provider and its address) pydantic-ai has no price for: not asked
+    #: again in this run, since pydantic-ai asks once more itself
+    unpriced: set[tuple[str | None, str | None, str | None]] = field(default_factory=set)
+    #: the loop's `Call` and `Usage`, what each response is told to the Meter as
+    call_type: type[Call] = field(init=False, repr=False)
+    usage_type: type[Usage] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from budgetconf.loop import Call, Usage  # loaded already: the run has its Meter
+
+        self.call_type, self.usage_type = Call, Usage
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -103,22 +114,33 @@ class Metering(AbstractCapability[Any]):
     def after(self, response: ModelResponse, parameters: ModelRequestParameters) -> None:
         """After a model call: the response told to the Meter, which plans its calls before
         pydantic-ai runs any (a usage no response can report fails the run here)."""
-        from budgetconf.loop import Call
-
         bridged = self.bridged
+        if response.usage.cost is None:
+            self._price(response)
         try:
-            usage = _usage(response)
+            usage = _usage(response, self.usage_type)
         except Unreadable as exc:
             raise Ended(bridged.unreadable(exc)) from None
         outputs = parameters.output_tools
         answers = {t.name for t in outputs} if outputs else ()
+        call = self.call_type
         calls = [
-            Call(part.tool_call_id, part.tool_name, _arguments(part.args))
+            call(part.tool_call_id, part.tool_name, _arguments(part.args))
             for part in response.parts
             if isinstance(part, ToolCallPart) and part.tool_name not in answers
         ]
         finish = response.finish_reason
         bridged.answered(usage, response.text, calls, _BLOCKS.get(finish) if finish else None)
+
+    def _price(self, response: ModelResponse) -> None:
+        """Give ``response`` the cost pydantic-ai prices it at once the model has returned (it
+        never prices a response twice), so the Meter counts it before the response's tools run."""
+        key = (response.model_name, response.provider_name, response.provider_url)
+        if key in self.unpriced:
+            return
+        _priced(response)
+        if response.usage.cost is None:
+            self.unpriced.add(key)
 
 
 class MeteredModel(WrapperModel):
@@ -128,35 +150,52 @@ class MeteredModel(WrapperModel):
         super().__init__(wrapped)
         self.metering = metering
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        metering = self.metering
-        sent = metering.before(messages, model_request_parameters)
-        response = await self.wrapped.request(sent, model_settings, model_request_parameters)
-        metering.after(response, model_request_parameters)
-        return response
+    # pydantic-ai enters a capability's wrapper around each attempt it serves, the wrapped model
+    # borrowed (its owner enters it): there is nothing of the wrapper's own to enter or leave
+    async def __aenter__(self) -> Self:
+        return self
 
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncIterator[StreamedResponse]:
-        """A streamed request (``event_stream_handler=``): the Meter reads the whole response once
-        the stream has ended, before pydantic-ai runs its tools."""
-        metering = self.metering
-        sent = metering.before(messages, model_request_parameters)
-        async with self.wrapped.request_stream(
-            sent, model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream
-        metering.after(stream.get(), model_request_parameters)
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+async def _request(
+    self: MeteredModel,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    model_request_parameters: ModelRequestParameters,
+) -> ModelResponse:
+    metering = self.metering
+    sent = metering.before(messages, model_request_parameters)
+    response = await self.wrapped.request(sent, model_settings, model_request_parameters)
+    metering.after(response, model_request_parameters)
+    return response
+
+
+@asynccontextmanager
+async def _request_stream(
+    self: MeteredModel,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    model_request_parameters: ModelRequestParameters,
+    run_context: RunContext[Any] | None = None,
+) -> AsyncIterator[StreamedResponse]:
+    """A streamed request (``event_stream_handler=``): the Meter reads the whole response once
+    the stream has ended, before pydantic-ai runs its tools."""
+    metering = self.metering
+    sent = metering.before(messages, model_request_parameters)
+    async with self.wrapped.request_stream(
+        sent, model_settings, model_request_parameters, run_context
+    ) as stream:
+        yield stream
+    metering.after(stream.get(), model_request_parameters)
+
+
+# Given after the class is made: pydantic-ai wraps the request methods each Model subclass
+# defines (a download budget per request, special tokens restored), which the wrapped model's
+# own request has already; a second time would only cost each call more.
+MeteredModel.request = _request  # type: ignore[method-assign,assignment]
+MeteredModel.request_stream = _request_stream  # type: ignore[method-assign,assignment]
 
 
 @dataclass
@@ -203,8 +242,7 @@ _price: Callable[[ModelResponse], None] | None = None
 
 
 def _priced(response: ModelResponse) -> None:
-    """Give ``response`` the cost pydantic-ai would price it at once the model has returned
-    (it never prices a response twice), so the Meter counts it before the response's tools run."""
+    """Price ``response`` as pydantic-ai does, where it has a price for its model."""
     global _price
     if _price is None:
         try:  # pydantic-ai's own pricing, as its run applies it after each response
@@ -219,13 +257,9 @@ def _unpriced(response: ModelResponse) -> None:  # pragma: no cover - see `_pric
     """No pricing: a response's cost is only what its model reported."""
 
 
-def _usage(response: ModelResponse) -> Usage:
-    """A response's pydantic-ai usage as budgetconf's, each count checked (`Unreadable`)."""
-    from budgetconf.loop import Usage
-
+def _usage(response: ModelResponse, usage_type: type[Usage]) -> Usage:
+    """A response's pydantic-ai usage as budgetconf's `Usage`, each count checked (`Unreadable`)."""
     usage = response.usage
-    if usage.cost is None:
-        _priced(response)
     total = reported_tokens(usage.total_tokens, "usage.total_tokens")
     counted = (
         reported_tokens(usage.input_tokens, "usage.input_tokens"),
@@ -236,5 +270,5 @@ def _usage(response: ModelResponse) -> Usage:
     cost = usage.cost
     model = response.model_name or None
     if cost is None:
-        return Usage(*counted, model=model)
-    return Usage(*counted, reported_cost(float(cost), "usage.cost"), "reported", model)
+        return usage_type(*counted, model=model)
+    return usage_type(*counted, reported_cost(float(cost), "usage.cost"), "reported", model)
