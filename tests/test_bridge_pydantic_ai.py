@@ -536,6 +536,29 @@ def test_every_call_is_counted_even_when_the_model_reuses_its_id() -> None:
     assert (result.stop_reason, script.calls, script.tools_run) == ("max_tool_calls", 3, [1, 2])
 
 
+def test_calls_pydantic_ai_cannot_run_take_no_room_in_the_tool_call_budget() -> None:
+    """Unreadable arguments and an unknown tool are pydantic-ai's to answer (it asks again):
+    neither runs, so the one call of max_tool_calls=1 is left for the call that can."""
+    made = [0]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        made[0] += 1
+        if made[0] > 1:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("add", '{"a": 1', tool_call_id="broken"),
+                ToolCallPart("subtract", {"a": 1}, tool_call_id="unknown"),
+                ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="fine"),
+            ]
+        )
+
+    script = Script()
+    agent = scripted(script)
+    result = bridge.run(agent, "go", env_budget(max_tool_calls="1"), model=FunctionModel(model))
+    assert (result.status, result.tool_calls_executed, script.tools_run) == (RunStatus.OK, 1, [1])
+
+
 def test_limits_refuse_what_only_run_enforces() -> None:
     """A per-response cap has no pydantic-ai keyword: limits() refuses it, run() enforces it."""
     res = env_budget(max_tool_calls_per_turn="4")
@@ -739,6 +762,22 @@ def test_on_event_hears_the_executors_vocabulary_and_name_names_the_run() -> Non
         if "…" not in declared:
             assert set(event) - common - declared == set(), event["type"]
     assert heard[-1]["type"] == "stopped"
+
+
+def test_budgetconf_report_draws_a_bridged_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The events an EventsFile writes of a bridged run are a page `budgetconf report` draws."""
+    from budgetconf.cli import main
+    from budgetconf.events import EventsFile
+
+    path = tmp_path / "events.jsonl"
+    with EventsFile(str(path)) as sink:
+        result = bridge.run(scripted(Script()), "go", {"loop.max_steps": 3}, on_event=sink)
+    assert main(["report", str(path)]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'events.html'}: 1 run\n"
+    page = (tmp_path / "events.html").read_text(encoding="utf-8")
+    assert result.message in page
 
 
 def test_a_sink_that_raises_fails_the_run_before_its_next_call() -> None:
