@@ -32,9 +32,9 @@ limits.max_tokens          each response's usage, before its tools      ``total_
                            the executor); a spent cap stops the next
                            call
 limits.max_cost_usd        as the tokens, from the cost pydantic-ai     ``cost_limit``
-                           prices each response at (a response it
-                           cannot price costs nothing, and the run
-                           warns ``CostNotFoundWarning``)
+                           prices each response at (one it cannot
+                           price costs nothing; a run with none
+                           priced warns ``CostNotFoundWarning``)
 limits.timeout_seconds     before each call and each response's         ``timeout``
                            tools, and pydantic-ai's own ``timeout=``
                            set to what is left (it cancels a call or
