@@ -606,6 +606,26 @@ def test_limits_always_give_a_request_limit() -> None:
     }
 
 
+def test_a_budget_without_a_step_budget_sets_no_request_limit() -> None:
+    """A budget made in code may leave the step budget out: no turn is the last, so neither
+    run() nor limits() leaves pydantic-ai its default of 50 requests."""
+    import dataclasses
+
+    from budgetconf.loop import Budget
+
+    base = Budget.of(env_budget(max_tokens="910"))
+    stepless = dataclasses.replace(
+        base, limits={k: v for k, v in base.limits.items() if k != "max_steps"}
+    )
+    script = Script()
+    result = bridge.run(scripted(script), "go", stepless)
+    assert (result.stop_reason, result.turns, script.calls) == ("max_tokens", 61, 61)
+    assert len(script.tools_run) == 60  # the call of the response past the cap did not run
+    assert bridge.limits(stepless)["usage_limits"] == UsageLimits(
+        request_limit=None, total_tokens_limit=910
+    )
+
+
 def test_limits_carry_the_budget_into_the_frameworks_own_call() -> None:
     script = Script()
     with pytest.raises(UsageLimitExceeded, match="request_limit of 2"):

@@ -101,8 +101,9 @@ def _smolagents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pydantic_ai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
-    # request_limit always: pydantic-ai's own default is 50, and None would mean unlimited
-    limits: dict[str, Any] = {"request_limit": int(budget.limits[_B.MAX_STEPS].value)}
+    # request_limit always: pydantic-ai's own default is 50; None (unlimited) only for a budget
+    # that sets no step budget, as the Meter has no last turn then
+    limits: dict[str, Any] = {"request_limit": _steps(budget)}
     for budget_name, field in (
         (_B.MAX_TOOL_CALLS, "tool_calls_limit"),
         (_B.MAX_TOKENS, "total_tokens_limit"),

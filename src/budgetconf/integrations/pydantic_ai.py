@@ -196,10 +196,13 @@ class _Bridging:
         start = conversation.usage if conversation is not None else kwargs.get("usage")
         requests = 0 if start is None else start.requests
         meter = bridged.meter
+        # pydantic-ai counts requests over a conversation, and would stop at 50 unless told
+        # otherwise: one above the budget, counted from the conversation's, never fires first;
+        # a budget without a step budget has no last turn, and pydantic-ai no request limit
+        steps = "max_steps" in meter.limits
+        request_limit = requests + meter.last_turn - meter.turns + 1 if steps else None
         native: dict[str, Any] = {
-            # pydantic-ai counts requests over a conversation, and would stop at 50 unless told
-            # otherwise: one above the budget, counted from the conversation's, never fires first
-            "usage_limits": UsageLimits(request_limit=requests + meter.last_turn - meter.turns + 1),
+            "usage_limits": UsageLimits(request_limit=request_limit),
             "capabilities": [*(kwargs.get("capabilities") or ()), Metering(bridged, tools)],
             # run_sync would name the agent after this module's own variable: named above instead
             "infer_name": False,
