@@ -982,6 +982,55 @@ def test_a_failed_call_gives_its_reservation_back_and_the_run_is_recorded(
     assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(2, 15, "error")]
 
 
+def test_each_model_a_fallback_tries_is_a_call_and_a_failed_ones_share_goes_back(
+    tmp_path: Path,
+) -> None:
+    """ModelFallback moves a failed request to its next model: each attempt is a model call the
+    Meter allows (a turn), and the failed attempt's reservation is given back before the next.
+    A FallbackModel is one model to pydantic-ai: its attempts are one call."""
+    from pydantic_ai.capabilities import ModelFallback
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.models.fallback import FallbackModel
+
+    down: list[int] = []
+
+    async def unavailable(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        down.append(len(messages))
+        raise ModelHTTPError(503, "primary")
+
+    def add_tool(agent: Agent[None, str]) -> Agent[None, str]:
+        @agent.tool_plain
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+
+        return agent
+
+    url = sqlite_url(tmp_path)
+    model = Metered(url, tokens=15, answer_at=2)
+    fallback = ModelFallback(FunctionModel(model.respond))
+    agent = add_tool(Agent(FunctionModel(unavailable), name="calc", capabilities=[fallback]))
+    result = bridge.run(agent, "go", budget(url))
+    assert (result.status, result.output, result.turns, len(down)) == (
+        RunStatus.OK,
+        "answer 2",
+        4,
+        2,
+    )
+    assert model.seen == [(0, 4096), (15, 4096)]  # one share held at a time: the first went back
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.reserved_tokens) == (30, 0)
+    assert [(r["turns"], r["tokens"]) for r in runs] == [(4, 30)]
+
+    (tmp_path / "one").mkdir()
+    url = sqlite_url(tmp_path / "one")
+    model = Metered(url, tokens=15, answer_at=2)
+    inside = FallbackModel(FunctionModel(unavailable), FunctionModel(model.respond))
+    result = bridge.run(add_tool(Agent(inside, name="calc")), "go", budget(url))
+    assert (result.status, result.turns, len(down)) == (RunStatus.OK, 2, 4)
+    assert status_and_runs(url)[0].spent_tokens == 30
+
+
 def test_a_ledger_cost_maximum_is_drawn_on_from_the_cost_pydantic_ai_reports(
     tmp_path: Path,
 ) -> None:
