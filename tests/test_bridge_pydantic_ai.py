@@ -464,6 +464,20 @@ def test_a_caller_error_of_the_framework_is_raised() -> None:
         bridge.run(Agent(), "go", {"loop.max_steps": 2})
 
 
+def test_an_error_before_the_first_model_call_is_raised_as_it_came() -> None:
+    """A toolset that cannot start fails the run before any model call: raised, not a result."""
+    from pydantic_ai.toolsets import FunctionToolset
+
+    class Unreachable(FunctionToolset[None]):
+        async def __aenter__(self) -> Unreachable:
+            raise ConnectionError("the tool server is down")
+
+    script = Script(final_at=1)
+    with pytest.raises(ConnectionError, match="the tool server is down"):
+        bridge.run(scripted(script), "go", {"loop.max_steps": 3}, toolsets=[Unreachable()])
+    assert script.calls == 0
+
+
 def test_a_conversation_carrying_usage_gets_the_whole_budget_again() -> None:
     """pydantic-ai counts limits over a conversation; the budget bounds each run."""
     first = Script(final_at=3)

@@ -52,8 +52,10 @@ executor's does (the Meter counts this run's own responses). A
 shorter deadline inherited from an enclosing run, and a ``RunCancelled`` of
 the caller's, are re-raised once the run is recorded as cancelled. A model
 or tool failure is a ``failed`` result whose ``native`` is the exception; a
-``UserError`` (the caller's own) is raised. The last-turn notice goes with
-the last permitted call, added to that request's input when it offers tools.
+``UserError`` (the caller's own) is raised, and so is anything raised before
+the first model call (a toolset that cannot start, say). The last-turn notice
+goes with the last permitted call, added to that request's input when it
+offers tools.
 """
 
 from __future__ import annotations
@@ -131,7 +133,8 @@ def run(
 
     A budget stop is a result (``truncated``), never an exception; so is a
     model or tool failure (``failed``, the exception as ``native``). An error
-    of the caller's own (a pydantic-ai ``UserError``) is raised. ``on_event``
+    of the caller's own (a pydantic-ai ``UserError``, or anything raised before the first
+    model call) is raised. ``on_event``
     hears the run's events (a `budgetconf.events.Sink`); ``name`` names the
     run, as in `LoopExecutor`.
     """
@@ -228,7 +231,7 @@ class _Bridging:
         if isinstance(exc, RunTimedOut) and self._overdue():
             return bridged.stopped(StopReason.TIMEOUT, exc)
         if isinstance(exc, UserError):
-            bridged.failed(exc)  # recorded, as the run ended; the mistake is the caller's
+            bridged.failed(exc)  # recorded after a model call (before one, failed raises it)
             raise exc
         if isinstance(exc, RunCancelled) or not isinstance(exc, Exception):
             _cancelled(bridged)  # an enclosing run's deadline, or the caller's own cancel
