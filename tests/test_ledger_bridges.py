@@ -89,7 +89,7 @@ def test_explain_for_lists_the_ledger_as_drawn_on_by_a_bridge_that_draws(
     out = capsys.readouterr().out
     assert (
         "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0:"
-        " RunHooks.on_llm_start reserves before each model call"
+        " RunConfig.call_model_input_filter reserves before each model call"
     ) in out
     assert "SECRET" not in out
 
