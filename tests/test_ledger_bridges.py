@@ -1,5 +1,6 @@
 """A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
-draws on it in run() (openai-agents, smolagents, LangGraph with its middleware); the others,
+draws on it in run() (openai-agents, smolagents, LangGraph with its middleware, pydantic-ai
+through its wrapped model); the others,
 and every limits(), refuse it like any budget they cannot enforce; explain --for says which."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["langgraph", "openai_agents", "smolagents"]
+    assert DRAWING == ["langgraph", "openai_agents", "pydantic_ai", "smolagents"]
 
 
 @pytest.mark.parametrize(
@@ -71,11 +72,11 @@ def test_explain_for_lists_the_ledger_as_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
-    main(["explain", "ledger.url", "--for", "pydantic-ai"])
+    main(["explain", "ledger.url", "--for", "praisonai"])
     out = capsys.readouterr().out
     assert (
         "  refused           ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
-        " env:BUDGETCONF_LEDGER_URL: pydantic-ai-slim cannot enforce it; run() refuses it\n"
+        " env:BUDGETCONF_LEDGER_URL: praisonaiagents cannot enforce it; run() refuses it\n"
     ) in out
     assert "SECRET" not in out
 
@@ -91,6 +92,19 @@ def test_explain_for_lists_the_ledger_as_drawn_on_by_a_bridge_that_draws(
         " RunConfig.call_model_input_filter reserves before each model call"
     ) in out
     assert "SECRET" not in out
+
+
+def test_explain_for_takes_a_ledger_cost_maximum_where_the_framework_prices(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-ai prices each response, so its bridge settles a cost as well as tokens: a set
+    ledger.max_cost_usd is not refused."""
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
+    monkeypatch.setenv("BUDGETCONF_LEDGER_MAX_COST_USD", "5")
+    assert main(["explain", "ledger.url", "--for", "pydantic-ai", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    ledger = [b for b in document["framework"]["budgets"] if b["budget"] == "ledger"]
+    assert [(b["field"], b["enforced_by"]) for b in ledger] == [("ledger.url", "bridge")]
 
 
 def test_explain_for_refuses_a_ledger_cost_maximum_a_bridge_cannot_settle(

@@ -101,8 +101,9 @@ def _smolagents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pydantic_ai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
-    # request_limit always: pydantic-ai's own default is 50, and None would mean unlimited
-    limits: dict[str, Any] = {"request_limit": int(budget.limits[_B.MAX_STEPS].value)}
+    # request_limit always: pydantic-ai's own default is 50; None (unlimited) only for a budget
+    # that sets no step budget, as the Meter has no last turn then
+    limits: dict[str, Any] = {"request_limit": _steps(budget)}
     for budget_name, field in (
         (_B.MAX_TOOL_CALLS, "tool_calls_limit"),
         (_B.MAX_TOKENS, "total_tokens_limit"),
@@ -209,16 +210,27 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "pydantic_ai",
             package="pydantic-ai-slim",
             extra="pydantic-ai",
+            # limits() passes these keywords; run() enforces each through the Meter instead
             knobs={
-                _B.MAX_STEPS: "UsageLimits(request_limit=…)",
-                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…), a crossing batch refused",
-                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…), checked after each response",
-                _B.MAX_COST_USD: "UsageLimits(cost_limit=…), from the cost responses report",
-                _B.TIMEOUT_SECONDS: "the run's timeout=",
+                _B.MAX_STEPS: "UsageLimits(request_limit=…); run(): the Meter, before each model"
+                " call, the last permitted response's calls answered as not executed",
+                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…); run(): the wrapped toolset,"
+                " a response whose calls would pass it stopping the run before any runs",
+                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…); run(): the Meter, from each"
+                " response's usage before its tools run",
+                _B.MAX_COST_USD: "UsageLimits(cost_limit=…); run(): the Meter, from the cost"
+                " pydantic-ai prices each response at",
+                _B.TIMEOUT_SECONDS: "the run's timeout=; run(): the Meter's deadline, and"
+                " timeout= set to what is left of it",
             },
-            bridged={},
+            bridged={
+                _B.MAX_TOOL_CALLS_PER_TURN: "the wrapped toolset: a response over it rejected"
+                " whole (or truncated), each call answered, and the run goes on",
+            },
             conflicting=("usage_limits", "timeout"),
             keywords=_pydantic_ai,
+            ledger="the wrapped model reserves before each model call (a refusal stops the run"
+            " before it) and settles with the response's tokens and the cost pydantic-ai prices",
         ),
         Framework(
             "praisonai",
