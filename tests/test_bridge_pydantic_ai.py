@@ -464,6 +464,30 @@ def test_a_caller_error_of_the_framework_is_raised() -> None:
         bridge.run(Agent(), "go", {"loop.max_steps": 2})
 
 
+def test_a_raised_caller_error_still_ends_the_runs_events() -> None:
+    """The events of a run that raised before any model call end with its stop, and a sink
+    hears the run close, as after any other end."""
+
+    class Sink:
+        def __init__(self) -> None:
+            self.events: list[dict[str, Any]] = []
+            self.closed: list[str] = []
+
+        def __call__(self, event: dict[str, Any]) -> None:
+            self.events.append(event)
+
+        def close_run(self, run: Any) -> None:
+            self.closed.append(run.run_id)
+
+    sink = Sink()
+    with pytest.raises(UserError):
+        bridge.run(Agent(), "go", {"loop.max_steps": 2}, on_event=sink)
+    first, last = sink.events[0], sink.events[-1]
+    assert (first["type"], last["type"], last["status"]) == ("run_started", "stopped", "failed")
+    assert last["message"].startswith("failed: UserError: `model` must either be set")
+    assert sink.closed == [first["run_id"]]
+
+
 def test_an_error_before_the_first_model_call_is_raised_as_it_came() -> None:
     """A toolset that cannot start fails the run before any model call: raised, not a result."""
     from pydantic_ai.toolsets import FunctionToolset
