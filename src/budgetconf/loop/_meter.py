@@ -431,6 +431,8 @@ class Meter(Planning):
             self.draw.end(stop)
         result = self._result(reason, stop, message, output, limit)
         self.ended = result
+        if self.handle is not None:  # a handle a tool kept carves no more
+            self.handle._ended = True
         self._ended(result)
         closed = getattr(self.on_event, "close_run", None)
         if closed is not None:
