@@ -234,3 +234,16 @@ def test_an_invalid_url_or_scope_is_named(
         64,
         "budgetconf: usage error: the following arguments are required: VIEW\n",
     )
+
+
+@pytest.mark.parametrize("view", ["status", "runs"])
+def test_a_preset_file_that_is_missing_is_one_error_line(
+    view: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """budgetconf ledger with --preset naming no file says so on one line and exits 1."""
+    assert main(["ledger", view, "--preset", "nope.toml"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        err == f"budgetconf: error: preset {Path.cwd() / 'nope.toml'}: No such file or directory\n"
+    )

@@ -147,6 +147,7 @@ def test_a_childs_run_info_names_its_parent() -> None:
     child = infos[1]
     assert child.parent is not None
     assert child.parent.run_id == parent.run_id
+    assert repr(child) == f"RunInfo('budgetconf', run_id={child.run_id!r})"
 
 
 def test_a_sink_whose_open_run_raises_fails_the_run_before_any_call() -> None:
