@@ -903,3 +903,18 @@ def test_a_process_leaving_mid_run_records_the_failure_and_goes_on_leaving() -> 
     (stopped,) = [e for e in seen if e["type"] == "stopped"]
     assert (stopped["status"], stopped["stop_reason"]) == ("failed", "error")
     assert ag.model is model
+
+
+def test_a_stream_that_breaks_fails_the_run_on_its_turn() -> None:
+    """A streamed response that raises midway fails the run there, with the model's error."""
+
+    def broken(n: int, tools: bool) -> ChatMessage:
+        if n == 2:
+            raise RuntimeError("the stream broke")
+        return adds(n)
+
+    ag = agent(Streaming(broken), stream_outputs=True)
+    result = run(ag, "go", env(max_steps="4"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 2)
+    assert result.message == "failed: RuntimeError: the stream broke (turn 2)"
+    assert RAN == [(1, 0)]
