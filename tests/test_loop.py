@@ -682,7 +682,7 @@ def test_messages_that_are_neither_a_prompt_nor_a_list_are_refused(
     """A number, or a dict's keys view, is no conversation: a UsageTypeError naming it."""
     ex = drive.executor(ScriptedModel([answer()]), {}, budget())
     with pytest.raises(budgetconf.UsageTypeError) as caught:
-        drive.run(ex, messages)  # type: ignore[arg-type]
+        drive.run(ex, messages)
     assert str(caught.value) == (
         f"messages: expected a prompt or a list of messages, got {messages!r}"
     )

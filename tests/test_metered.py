@@ -156,3 +156,15 @@ def test_a_meter_and_a_plan_say_in_their_repr_where_the_run_is() -> None:
     plan = run.answered(Usage(), None, adds("a", "b"))
     assert repr(plan) == "<Plan 2 calls, run ['add', 'add'], stop=False>"
     assert repr(run.meter) == "<Meter budgetconf turn 1, 3 events>"
+
+
+def test_a_call_the_framework_gives_no_id_for_is_decided_by_its_name() -> None:
+    """Without an id, the first undecided call of that name is the one that runs."""
+    run = bridged(max_steps="3")
+    assert run.call() is None
+    run.answered(Usage(), None, adds("a", "b"))
+    assert run.tool(None, "add", lambda: 1) == 1
+    assert run.tool(None, "add", lambda: 2) == 2
+    assert run.tool(None, "add", lambda: 3) == UNSEEN
+    started = [e["id"] for e in run.meter.events if e["type"] == "tool_started"]
+    assert started == ["a", "b"]
