@@ -161,6 +161,19 @@ def test_a_sink_whose_open_run_raises_fails_the_run_before_any_call() -> None:
     assert "on_event raised RuntimeError: no exporter" in result.message
 
 
+def test_ctrl_c_in_a_sinks_open_run_is_not_taken_for_the_sinks_fault() -> None:
+    """A KeyboardInterrupt from open_run reaches the caller, as it would from anywhere else."""
+
+    class Interrupted(Recorder):
+        def open_run(self, run: RunInfo) -> None:
+            raise KeyboardInterrupt
+
+    model = ScriptedModel([{"content": "hi"}])
+    with pytest.raises(KeyboardInterrupt):
+        LoopExecutor(model, on_event=Interrupted()).run("go")
+    assert model.calls == 0
+
+
 def test_the_events_file_appends_one_json_line_an_event(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text('{"type": "earlier"}\n')
