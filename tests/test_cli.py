@@ -440,6 +440,7 @@ def test_the_module_entry_point_exits_with_the_commands_status(
     """budgetconf/__main__.py hands the command line to main and exits with what it returns."""
     import runpy
 
+    monkeypatch.delitem(sys.modules, "budgetconf.__main__", raising=False)  # runpy warns if set
     monkeypatch.setattr(sys, "argv", ["budgetconf", "explain", "--format", "json"])
     with pytest.raises(SystemExit) as caught:
         runpy.run_module("budgetconf", run_name="__main__")
