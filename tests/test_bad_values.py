@@ -340,3 +340,57 @@ def test_a_value_out_of_range_says_the_range(
     with pytest.raises(budgetconf.ConfigError) as caught:
         budgetconf.resolve(str(path), env={"APP_KNOB": text})
     assert str(caught.value) == f"app.knob from env:APP_KNOB: {reason}"
+
+
+def _typed_fields(folder: Path) -> Path:
+    """A preset with a boolean field read from the environment, and a number field."""
+    return preset_file(
+        folder,
+        sources=["default", "env", "explicit"],
+        fields={
+            "agent.quiet": {"type": "bool", "default": False, "env": ["APP_QUIET"]},
+            "agent.cost": {"type": "number", "default": 1.5},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("Yes", True), ("TRUE", True), (" off ", False), ("0", False)]
+)
+def test_a_boolean_from_the_environment_takes_its_words_in_any_case(
+    place: Place, text: str, value: bool
+) -> None:
+    """yes/true and off/0 are read as booleans whatever their case and surrounding spaces."""
+    res = budgetconf.resolve(_typed_fields(place.work), env={"APP_QUIET": text})
+    assert res["agent.quiet"] is value
+    assert res.trace("agent.quiet").locator == "env:APP_QUIET"
+
+
+def test_a_word_that_is_no_boolean_is_an_error_that_quotes_it(place: Place) -> None:
+    """A word such as maybe for a boolean field is rejected, naming the variable it came from."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(_typed_fields(place.work), env={"APP_QUIET": "maybe"})
+    assert str(caught.value) == "agent.quiet from env:APP_QUIET: not a boolean: 'maybe'"
+
+
+def test_an_integer_from_code_is_not_a_boolean(place: Place) -> None:
+    """1 given in code for a boolean field is refused, with its type named."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(_typed_fields(place.work), env={}, explicit={"agent.quiet": 1})
+    assert str(caught.value) == "agent.quiet from explicit: not a boolean: 1 (an integer)"
+
+
+def test_an_integer_too_large_for_a_float_is_out_of_range_not_a_crash(place: Place) -> None:
+    """10**400 for a number field cannot become a float: it is out of range, shown shortened."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(_typed_fields(place.work), env={}, explicit={"agent.cost": 10**400})
+    assert str(caught.value) == (
+        "agent.cost from explicit: out of range: 1" + "0" * 79 + "… (401 characters, 321 not "
+        "shown) (must be a finite number)"
+    )
+
+
+def test_a_schema_shows_its_field_paths(place: Place) -> None:
+    """A schema's repr lists its fields' paths in the preset's order."""
+    schema = budgetconf.resolve(_typed_fields(place.work), env={}).schema
+    assert repr(schema) == "Schema(['agent.quiet', 'agent.cost'])"

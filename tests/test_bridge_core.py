@@ -19,6 +19,7 @@ def test_a_framework_is_named_by_its_module_or_its_extra() -> None:
     assert framework_named("pydantic-ai").package == "pydantic-ai-slim"
     with pytest.raises(KeyError, match="unknown framework 'crew': one of openai-agents, "):
         framework_named("crew")
+    assert repr(AGENTS) == "Framework('openai_agents')"
 
 
 def test_a_budget_the_framework_cannot_enforce_is_refused_naming_field_and_framework() -> None:

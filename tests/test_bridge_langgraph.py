@@ -845,3 +845,73 @@ def test_importing_the_bridge_loads_nothing_heavy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"
+
+
+def test_the_middleware_fails_a_run_whose_response_reports_more_tokens_than_one_can_use() -> None:
+    """With middleware(), 2**63 - 1 tokens is unreadable too: failed on turn 1, no tool run."""
+    huge = call(1)
+    huge.usage_metadata = {
+        "input_tokens": 10,
+        "output_tokens": 2**63 - 11,
+        "total_tokens": 2**63 - 1,
+    }
+    model = ToolFake(messages=iter([huge, call(2)]))
+    res = budget(max_steps="3")
+    RAN.clear()
+    result = run(create_agent(model, [add], middleware=middleware(res)), hi(), res)
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
+    assert result.message.startswith(
+        "failed: malformed model response: usage_metadata.total_tokens: more tokens than one"
+    )
+    assert RAN == []
+
+
+def test_arun_answers_a_call_of_a_tool_the_graph_lacks_without_counting_it() -> None:
+    """The async tool hook, as the sync one, leaves a call of no tool of the graph's to it."""
+    calls = [
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": "a"},
+        {"name": "nowhere", "args": {}, "id": "n"},
+    ]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    res = budget(max_tool_calls="1")
+    RAN.clear()
+    result = asyncio.run(arun(create_agent(model, [add], middleware=middleware(res)), hi(), res))
+    assert (result.stop_reason, RAN, result.tool_calls_executed) == ("completed", [1], 1)
+    assert "nowhere is not a valid tool" in answers(result)[1]
+
+
+def test_without_middleware_a_call_of_a_tool_the_graph_lacks_is_not_counted() -> None:
+    """The tool node answers a call of no tool of its own; the Meter counts only add's."""
+    calls = [
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": "a"},
+        {"name": "nowhere", "args": {}, "id": "n"},
+    ]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    RAN.clear()
+    result = run(graph(model), hi(), budget(max_steps="3"))
+    assert (result.stop_reason, RAN, result.tool_calls_executed) == ("completed", [1], 1)
+
+
+def test_a_graph_whose_tools_run_in_a_node_of_its_own_has_every_call_counted() -> None:
+    """No ToolNode to read the tools from: every call a tool message answers counts."""
+    from langchain_core.messages import ToolMessage
+
+    model = ToolFake(messages=iter([call(1, calls=2), AIMessage("done", usage_metadata=USAGE)]))
+    bound = model.bind_tools([add])
+
+    def tools(state: Any) -> Any:
+        asked = state["messages"][-1].tool_calls
+        return {"messages": [ToolMessage("2", tool_call_id=c["id"]) for c in asked]}
+
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [bound.invoke(s["messages"])]})
+    g.add_node("tools", tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    result = run(g.compile(), hi(), budget(max_steps="3"))
+    assert (result.stop_reason, result.output, result.tool_calls_executed) == (
+        "completed",
+        "done",
+        2,
+    )

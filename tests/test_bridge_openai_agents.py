@@ -569,3 +569,68 @@ def test_runs_of_one_agent_may_overlap_and_leave_it_as_it_was() -> None:
 
     two, three = asyncio.run(both())
     assert (two.turns, three.turns) == (2, 3)
+
+
+def test_an_object_that_is_not_an_agent_is_refused_by_its_type() -> None:
+    """run() takes an openai-agents Agent: anything else is a UsageError naming its type."""
+    with pytest.raises(budgetconf.UsageError) as caught:
+        openai_agents.run(object(), "go", env(max_steps="2"))
+    assert str(caught.value) == "agent: expected an openai-agents Agent, got object"
+
+
+def test_an_agent_with_mcp_servers_is_refused_since_their_tools_cannot_be_answered() -> None:
+    """The framework lists and runs an MCP server's tools: the bridge refuses the agent."""
+    from agents.mcp import MCPServerStdio
+
+    server = MCPServerStdio(params={"command": sys.executable, "args": ["-c", "pass"]})
+    lead = Agent[Any](name="lead", model=Scripted(), mcp_servers=[server])
+    with pytest.raises(budgetconf.UsageError) as caught:
+        openai_agents.run(lead, "go", env(max_steps="2"))
+    assert str(caught.value).startswith(
+        "the agent 'lead' has MCP servers, whose tools the framework lists and runs itself:"
+    )
+
+
+def test_a_handoff_objects_target_has_its_tools_counted_by_the_run() -> None:
+    """handoff(helper) is followed too: the agent it hands to runs with its tools metered."""
+    from agents import handoff
+
+    helper = Agent[Any](
+        name="helper", model=Scripted([[call("a", 2)], [text("helped")]]), tools=[add]
+    )
+    model = Scripted([[call("h", name="transfer_to_helper")]])
+    result = openai_agents.run(agent(model, handoffs=[handoff(helper)]), "go", env())
+    assert (result.stop_reason, result.output, result.tool_calls_executed) == (
+        "completed",
+        "helped",
+        1,
+    )
+    assert ran == [2]
+
+
+def test_handoffs_that_lead_back_reuse_the_runs_copy_of_the_agent() -> None:
+    """lead -> helper -> lead: the lead handed back to is the run's copy, its tools metered."""
+    lead_model = Scripted([[call("h", name="transfer_to_helper")], [call("a", 3)], [text("back")]])
+    lead = agent(lead_model)
+    helper = Agent[Any](
+        name="helper", model=Scripted([[call("b", name="transfer_to_calc")]]), handoffs=[lead]
+    )
+    lead.handoffs = [helper]
+    result = openai_agents.run(lead, "go", env(max_tool_calls="1"))
+    assert (result.stop_reason, result.output, result.tool_calls_executed) == (
+        "completed",
+        "back",
+        1,
+    )
+    assert ran == [3]
+
+
+def test_arun_raises_a_caller_error_of_the_framework() -> None:
+    """arun, like run, raises a UserError as the framework raises it."""
+
+    class Misused(Scripted):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            raise UserError("the model was set up wrong")
+
+    with pytest.raises(UserError, match="set up wrong"):
+        asyncio.run(openai_agents.arun(agent(Misused()), "go", env(max_steps="2")))

@@ -866,3 +866,55 @@ def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:
         "budgetconf.integrations._smolagents_run",
         "budgetconf.integrations.smolagents",
     }
+
+
+def test_ctrl_c_during_the_run_cancels_it_as_the_executor_does() -> None:
+    """A KeyboardInterrupt from the model on the second turn ends the run cancelled there."""
+
+    def interrupted(n: int, tools: bool) -> ChatMessage:
+        if n == 2:
+            raise KeyboardInterrupt
+        return adds(n)
+
+    model = Scripted(interrupted)
+    ag = agent(model)
+    result = run(ag, "go", env(max_steps="5"))
+    assert (result.status, result.stop_kind, result.turns) == (
+        RunStatus.FAILED,
+        StopReason.CANCELLED,
+        2,
+    )
+    assert isinstance(result.native, KeyboardInterrupt)
+    assert (RAN, ag.model) == ([(1, 0)], model)
+
+
+def test_a_process_leaving_mid_run_records_the_failure_and_goes_on_leaving() -> None:
+    """SystemExit from the model is raised again, after the run's end is recorded."""
+
+    def leaving(n: int, tools: bool) -> ChatMessage:
+        raise SystemExit(3)
+
+    seen: list[dict[str, Any]] = []
+    model = Scripted(leaving)
+    ag = agent(model)
+    with pytest.raises(SystemExit) as caught:
+        run(ag, "go", env(max_steps="5"), on_event=seen.append)
+    assert caught.value.code == 3
+    (stopped,) = [e for e in seen if e["type"] == "stopped"]
+    assert (stopped["status"], stopped["stop_reason"]) == ("failed", "error")
+    assert ag.model is model
+
+
+def test_a_stream_that_breaks_fails_the_run_on_its_turn() -> None:
+    """A streamed response that raises midway fails the run there, with the model's error."""
+
+    def broken(n: int, tools: bool) -> ChatMessage:
+        if n == 2:
+            raise RuntimeError("the stream broke")
+        return adds(n)
+
+    ag = agent(Streaming(broken), stream_outputs=True)
+    result = run(ag, "go", env(max_steps="4"))
+    assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 2)
+    assert result.message == "failed: RuntimeError: the stream broke (turn 2)"
+    assert RAN == [(1, 0)]

@@ -434,6 +434,20 @@ def test_python_dash_m_runs_the_same_command(place: Place) -> None:
     assert json.loads(result.stdout)["values"]["loop.max_steps"] == 40
 
 
+def test_the_module_entry_point_exits_with_the_commands_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """budgetconf/__main__.py hands the command line to main and exits with what it returns."""
+    import runpy
+
+    monkeypatch.delitem(sys.modules, "budgetconf.__main__", raising=False)  # runpy warns if set
+    monkeypatch.setattr(sys, "argv", ["budgetconf", "explain", "--format", "json"])
+    with pytest.raises(SystemExit) as caught:
+        runpy.run_module("budgetconf", run_name="__main__")
+    assert caught.value.code == 0
+    assert json.loads(capsys.readouterr().out)["values"]["loop.max_steps"] == 40
+
+
 def test_a_closed_pipe_ends_quietly(place: Place) -> None:
     """`budgetconf explain | head -1` prints no traceback when head stops reading."""
     result = subprocess.run(
@@ -467,6 +481,24 @@ def test_a_pipe_closed_before_the_output_ends_quietly_with_exit_1(
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_a_closed_pipe_in_the_same_process_returns_1_and_swallows_later_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """main returns 1 with nothing said, and stdout then writes to nowhere: no error at exit."""
+    import io
+
+    read, write = os.pipe()
+    os.close(read)
+    stdout = io.TextIOWrapper(os.fdopen(write, "wb", buffering=0), write_through=True)
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert main(["explain", "--format", "json"]) == 1
+    assert stderr.getvalue() == ""
+    assert stdout.write("more\n") == 5  # the descriptor is /dev/null now, not the broken pipe
+    stdout.close()
 
 
 # --- nothing from a file reaches the terminal as a command, nothing ends in a traceback ---

@@ -18,6 +18,9 @@ from budgetconf.cli import main
 from budgetconf.ledger import open_ledger
 from budgetconf.loop import LoopExecutor
 
+from conftest import Place
+from presetfiles import preset_file
+
 SRC = str(Path(budgetconf.__file__).parent.parent)
 
 
@@ -233,4 +236,33 @@ def test_an_invalid_url_or_scope_is_named(
     assert (code, err) == (
         64,
         "budgetconf: usage error: the following arguments are required: VIEW\n",
+    )
+
+
+@pytest.mark.parametrize("view", ["status", "runs"])
+def test_a_preset_file_that_is_missing_is_one_error_line(
+    view: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """budgetconf ledger with --preset naming no file says so on one line and exits 1."""
+    assert main(["ledger", view, "--preset", "nope.toml"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        err == f"budgetconf: error: preset {Path.cwd() / 'nope.toml'}: No such file or directory\n"
+    )
+
+
+def test_a_preset_without_a_ledger_url_field_says_so_rather_than_how_to_set_it(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An application preset with no ledger.url field gives no variable or flag to set it."""
+    preset = preset_file(
+        place.work,
+        name="app",
+        sources=["default", "env"],
+        fields={"agent.turns": {"type": "int", "default": 5}},
+    )
+    assert main(["ledger", "status", "--preset", str(preset)]) == 1
+    assert capsys.readouterr().err == (
+        "budgetconf: error: ledger.url is not set; preset 'app' has no ledger.url field\n"
     )

@@ -388,3 +388,19 @@ def test_on_a_terminal_the_table_wraps_prose_at_spaces_and_keeps_names_whole(
         "warning APP_MAXIMUM_NUMBER_OF_STEP is not a known variable;",
         "        did you mean APP_MAXIMUM_NUMBER_OF_STEPS?",
     ]
+
+
+def test_paths_are_shown_whole_when_neither_home_nor_a_working_directory_shortens_them(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HOME=/ and a removed working directory give no prefix: a path is shown as it is."""
+    from budgetconf.cli._table import Shortener
+
+    gone = place.work / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("HOME", "/")
+    shorten = Shortener()
+    assert shorten(f"{gone}/settings.toml (line 2)") == f"{gone}/settings.toml (line 2)"
+    assert shorten(None) == ""

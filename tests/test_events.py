@@ -147,6 +147,7 @@ def test_a_childs_run_info_names_its_parent() -> None:
     child = infos[1]
     assert child.parent is not None
     assert child.parent.run_id == parent.run_id
+    assert repr(child) == f"RunInfo('budgetconf', run_id={child.run_id!r})"
 
 
 def test_a_sink_whose_open_run_raises_fails_the_run_before_any_call() -> None:
@@ -158,6 +159,19 @@ def test_a_sink_whose_open_run_raises_fails_the_run_before_any_call() -> None:
     result = LoopExecutor(model, on_event=Broken()).run("go")
     assert (result.status.value, result.stop_reason, model.calls) == ("failed", "error", 0)
     assert "on_event raised RuntimeError: no exporter" in result.message
+
+
+def test_ctrl_c_in_a_sinks_open_run_is_not_taken_for_the_sinks_fault() -> None:
+    """A KeyboardInterrupt from open_run reaches the caller, as it would from anywhere else."""
+
+    class Interrupted(Recorder):
+        def open_run(self, run: RunInfo) -> None:
+            raise KeyboardInterrupt
+
+    model = ScriptedModel([{"content": "hi"}])
+    with pytest.raises(KeyboardInterrupt):
+        LoopExecutor(model, on_event=Interrupted()).run("go")
+    assert model.calls == 0
 
 
 def test_the_events_file_appends_one_json_line_an_event(tmp_path: Path) -> None:

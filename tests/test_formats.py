@@ -597,3 +597,26 @@ def test_toml_decimal_integer_past_the_digit_limit_is_a_parse_error() -> None:
     with pytest.raises(ParseError) as caught:
         parse_toml("[loop]\nmax_steps = " + "9" * 5000 + "\n")
     assert caught.value.message == "invalid TOML: an integer with too many digits to read"
+
+
+@pytest.mark.usefixtures("yaml_loader")
+def test_yaml_nan_is_read_alike_by_both_versions() -> None:
+    """.nan is not-a-number in YAML 1.1 and 1.2 alike: a float, not an ambiguous value."""
+    value = _yaml_table("a: .nan\n")["a"]
+    assert type(value) is float
+    assert math.isnan(value)
+
+
+@pytest.mark.usefixtures("yaml_loader")
+def test_yaml_plain_text_past_a_thousand_characters_is_that_text() -> None:
+    """A plain scalar longer than any field's range is kept as its text, not flagged."""
+    text = "word" * 300
+    assert _yaml_table(f"a: {text}\n")["a"] == text
+
+
+@pytest.mark.usefixtures("yaml_loader")
+def test_yaml_mapping_key_that_is_a_collection_is_refused_at_its_line() -> None:
+    """A complex key (? [a, b]) is no field name: a parse error on the key's line."""
+    with pytest.raises(ParseError) as caught:
+        parse_yaml("loop:\n  max_steps: 3\n? [a, b]\n: 1\n")
+    assert (caught.value.message, caught.value.line) == ("a mapping key must be a plain value", 3)

@@ -673,3 +673,16 @@ def test_the_loop_page_shows_the_cut_off_message_as_it_is(drive: Driver) -> None
     model = ScriptedModel([{"content": "partial", "finish_reason": "length"}])
     result = drive.run(drive.executor(model, None, budget(max_steps=5)), "go")
     assert f"\n  {result.message}\n" in page
+
+
+@pytest.mark.parametrize("messages", [5, {"role": "user", "content": "hi"}.keys()])
+def test_messages_that_are_neither_a_prompt_nor_a_list_are_refused(
+    drive: Driver, messages: object
+) -> None:
+    """A number, or a dict's keys view, is no conversation: a UsageTypeError naming it."""
+    ex = drive.executor(ScriptedModel([answer()]), {}, budget())
+    with pytest.raises(budgetconf.UsageTypeError) as caught:
+        drive.run(ex, messages)
+    assert str(caught.value) == (
+        f"messages: expected a prompt or a list of messages, got {messages!r}"
+    )

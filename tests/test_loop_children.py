@@ -995,3 +995,48 @@ def test_a_grandchild_never_passes_its_grandparents_tool_call_cap() -> None:
     # the top's spawn and the child's spawn are running: 3 of the 5 are left for the grandchild
     assert tool.runs == 3
     assert top.tool_calls_executed == 5
+
+
+def test_a_child_over_its_own_tool_call_cap_runs_none_of_the_response(drive: Driver) -> None:
+    """A child carved max_tool_calls=2 that asks for 3 calls runs none and stops on its own
+    cap; a call to a tool it lacks, before, takes none of that cap."""
+    seen: list[RunResult] = []
+    echo = Echo()
+
+    def build(handle: RunHandle) -> LoopExecutor:
+        model = ScriptedModel([{"tool_calls": [call("nope")]}, calls(3), answer()])
+        return drive.executor(model, {"echo": echo}, handle.carve(max_tool_calls=2))
+
+    tool = delegate(drive, build, seen)
+    model = ScriptedModel([{"tool_calls": [call("delegate", task="sub")]}, answer()])
+    ex = drive.executor(model, {"delegate": tool}, budget(max_tool_calls=10))
+    result = drive.run(ex, "go")
+    [child] = seen
+    assert (child.stop_reason, child.tool_calls_executed, child.turns) == ("max_tool_calls", 0, 2)
+    refused = [e for e in child.events if e["type"] == "calls_not_executed"]
+    assert [e["reason"] for e in refused] == ["the run's tool-call budget would be exceeded"]
+    assert echo.seen == []
+    assert (result.stop_reason, result.tool_calls_executed) == ("completed", 1)
+
+
+def test_a_parent_that_ran_a_child_is_still_held_to_its_own_tool_call_cap(drive: Driver) -> None:
+    """After a sub-agent, a parent response asking past max_tool_calls runs none of its calls."""
+    seen: list[RunResult] = []
+    echo = Echo()
+
+    def build(handle: RunHandle) -> LoopExecutor:
+        return drive.executor(ScriptedModel([answer("sub done")]), {}, handle.carve())
+
+    tool = delegate(drive, build, seen)
+    model = ScriptedModel([{"tool_calls": [call("delegate", task="sub")]}, calls(3), answer()])
+    ex = drive.executor(model, {"delegate": tool, "echo": echo}, budget(max_tool_calls=3))
+    result = drive.run(ex, "go")
+    assert [r.output for r in seen] == ["sub done"]
+    assert (result.stop_reason, result.tool_calls_executed, result.turns) == (
+        "max_tool_calls",
+        1,
+        2,
+    )
+    refused = [e for e in result.events if e["type"] == "calls_not_executed"]
+    assert [e["reason"] for e in refused] == ["the run's tool-call budget would be exceeded"]
+    assert echo.seen == []

@@ -129,3 +129,42 @@ def test_a_budget_with_no_step_budget_has_no_last_turn() -> None:
         run.answered(Usage(), None, adds("a"))
         run.tool("a", "add", lambda: 1)
     assert run.result("native", "").stop_reason == "completed"
+
+
+def test_a_response_asking_more_calls_than_the_run_has_left_runs_none_and_stops() -> None:
+    """Two calls against max_tool_calls = 1: neither runs, each is answered, the run stops."""
+    run = bridged(max_tool_calls="1")
+    assert run.call() is None
+    plan = run.answered(Usage(), None, adds("a", "b"))
+    refused = "not executed: the run's tool-call budget would be exceeded"
+    assert plan.answers == (refused, refused)
+    assert plan.stop is not None
+    assert (plan.stop.status, plan.stop.stop_reason) == (RunStatus.TRUNCATED, "max_tool_calls")
+    assert run.tool("a", "add", lambda: 1) == refused
+    assert run.meter.executed == 0
+    skipped = [e for e in run.meter.events if e["type"] == "calls_not_executed"]
+    assert [(e["ids"], e["reason"]) for e in skipped] == [
+        (["a", "b"], "the run's tool-call budget would be exceeded")
+    ]
+    assert run.call() is plan.stop
+
+
+def test_a_meter_and_a_plan_say_in_their_repr_where_the_run_is() -> None:
+    """A Meter shows its preset, turn and event count; a Plan its calls and those it runs."""
+    run = bridged(max_steps="3")
+    assert run.call() is None
+    plan = run.answered(Usage(), None, adds("a", "b"))
+    assert repr(plan) == "<Plan 2 calls, run ['add', 'add'], stop=False>"
+    assert repr(run.meter) == "<Meter budgetconf turn 1, 3 events>"
+
+
+def test_a_call_the_framework_gives_no_id_for_is_decided_by_its_name() -> None:
+    """Without an id, the first undecided call of that name is the one that runs."""
+    run = bridged(max_steps="3")
+    assert run.call() is None
+    run.answered(Usage(), None, adds("a", "b"))
+    assert run.tool(None, "add", lambda: 1) == 1
+    assert run.tool(None, "add", lambda: 2) == 2
+    assert run.tool(None, "add", lambda: 3) == UNSEEN
+    started = [e["id"] for e in run.meter.events if e["type"] == "tool_started"]
+    assert started == ["a", "b"]

@@ -184,6 +184,33 @@ def test_an_unknown_built_in_name_suggests_the_nearest() -> None:
             "merge: no section 'loop'",
         ),
         (('fields."agent.max_steps"', 'fields."max_steps"'), "a field path is section.name"),
+        (
+            ('name = "app"', 'name = "app"\nmax_file_bytes = 0'),
+            "max_file_bytes: expected a positive integer, got 0",
+        ),
+        (
+            (
+                '[[sources]]\nkind = "env"',
+                '[[sources]]\nkind = "profile"\nmerge = {agent = "append"}\n\n'
+                '[[sources]]\nkind = "env"',
+            ),
+            "merge.agent: expected field or replace, got 'append'",
+        ),
+        (
+            (
+                'env = ["APP_MAX_STEPS"]\n',
+                'env = ["APP_MAX_STEPS"]\n\n[fields]\n"agent.other" = 1\n',
+            ),
+            'fields."agent.other": expected a table, got 1',
+        ),
+        (
+            (
+                'env = ["APP_MAX_STEPS"]\n',
+                'env = ["APP_MAX_STEPS"]\n\n[fields."agent.quiet"]\ntype = "bool"\n'
+                "default = false\nge = 0\n",
+            ),
+            "ge/gt/le/lt: bounds apply to int and number fields only",
+        ),
         (('type = "int"', 'type = "int"\nmystery = 1'), "unknown key 'mystery'"),
         (
             ('type = "int"', 'type = "int"\nalias = ["x"]'),

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from budgetconf._usage import NO_USAGE
 from budgetconf.loop import Usage
 from budgetconf.loop._response import (
     Call,
@@ -108,6 +109,29 @@ def test_usage_is_read_split_with_its_cached_tokens_and_model() -> None:
     assert read(SimpleNamespace(content="x", usage=shaped, model="gpt-4o-mini")).usage == expected
     assert read({"content": "x", "usage": {"total_tokens": 9}}).usage == Usage(0, 0, 0, 9)
     assert read({"content": "x", "usage": {"prompt_tokens": 4}}).usage.total_tokens == 4
+
+
+def test_a_model_name_that_is_no_text_is_dropped_and_nothing_is_reported() -> None:
+    """A response naming its model with a number and reporting no usage used nothing known."""
+    usage = read({"content": "x", "model": 5}).usage
+    assert usage is NO_USAGE
+    assert usage.model is None
+
+
+def test_usages_are_equal_and_hash_alike_by_every_field_and_only_to_usages() -> None:
+    """Two usages with the same counts are one key; a tuple of the same numbers is not one."""
+    a, b = Usage(3, 1, 2, None, 0.5, "reported", "m"), Usage(3, 1, 2, 5, 0.5, "reported", "m")
+    assert a == b
+    assert len({a, b, Usage(3, 1, 2, 5, 0.5, "reported")}) == 2
+    assert a != (3, 1, 2, 5, 0.5, "reported", "m")
+    assert a.to_dict() == {
+        "input_tokens": 3,
+        "cached_input_tokens": 1,
+        "output_tokens": 2,
+        "total_tokens": 5,
+        "cost_usd": 0.5,
+        "cost_source": "reported",
+    }
 
 
 def test_a_cached_count_that_is_no_count_is_malformed() -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import pytest
 
 import budgetconf
+
+from conftest import Place
+from presetfiles import preset_file
 
 
 @dataclass
@@ -195,3 +199,76 @@ def test_a_problem_placed_on_no_type_is_an_invalid_value() -> None:
     from budgetconf._structure import _described
 
     assert _described(ValueError("sk-secret-dddd"), None) == "invalid value"
+
+
+@dataclass
+class Agent:
+    quiet: bool
+    label: str
+    cost: float
+
+
+@dataclass
+class AgentBudget:
+    agent: Agent
+
+
+@dataclass
+class Swapped:
+    quiet: float
+    cost: str
+
+
+@dataclass
+class SwappedBudget:
+    agent: Swapped
+
+
+class Opaque:
+    """A plain class: cattrs has no way to build it."""
+
+
+@dataclass
+class OpaqueSection:
+    label: Opaque
+
+
+@dataclass
+class OpaqueBudget:
+    agent: OpaqueSection
+
+
+def _agent_preset(folder: Path) -> Path:
+    return preset_file(
+        folder,
+        fields={
+            "agent.quiet": {"type": "bool", "default": True},
+            "agent.label": {"type": "text", "default": "scout"},
+            "agent.cost": {"type": "number", "default": 1.5},
+        },
+    )
+
+
+def test_structure_builds_booleans_text_and_numbers_of_a_preset(place: Place) -> None:
+    """An application's bool, text and number fields become the class's typed attributes."""
+    res = budgetconf.resolve(_agent_preset(place.work), env={})
+    assert res.structure(AgentBudget) == AgentBudget(Agent(True, "scout", 1.5))
+
+
+def test_a_bool_is_no_number_and_a_number_is_no_text(place: Place) -> None:
+    """A bool for a float and a float for a str are each named by path and expected type."""
+    res = budgetconf.resolve(_agent_preset(place.work), env={})
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        res.structure(SwappedBudget)
+    assert str(caught.value) == (
+        "resolved values do not fit SwappedBudget: expected a number, got a boolean @ "
+        "$.agent.quiet; expected a string, got a float @ $.agent.cost"
+    )
+
+
+def test_a_class_cattrs_cannot_build_is_a_config_error(place: Place) -> None:
+    """A field of a plain class has no structure hook: a ConfigError names the class."""
+    res = budgetconf.resolve(_agent_preset(place.work), env={})
+    with pytest.raises(budgetconf.ConfigError, match=r"^cannot build OpaqueBudget: ") as caught:
+        res.structure(OpaqueBudget)
+    assert "Opaque" in str(caught.value)
