@@ -330,15 +330,29 @@ def test_limits_warns_nothing_before_any_agent_exists() -> None:
 
 
 def test_a_keyword_that_sets_a_limit_of_its_own_or_streams_is_refused() -> None:
-    """execution=, stream=True, a verbose output and what is not an Agent are refused."""
+    """execution=, stream=True and what is not an Agent are refused."""
     with pytest.raises(budgetconf.UsageError, match="execution= would set praisonaiagents's own"):
         bridge.run(object(), "add", execution=ExecutionConfig(max_steps=50))
     with pytest.raises(budgetconf.UsageError, match="stream=True: run"):
         bridge.run(object(), "add", stream=True)
-    with pytest.raises(budgetconf.UsageError, match="output='verbose' streams each response"):
-        bridge.run(object(), "add", output="verbose")
     with pytest.raises(budgetconf.UsageError, match="expected a praisonaiagents Agent, got object"):
         bridge.run(object(), "add")
+
+
+@pytest.mark.parametrize(
+    ("options", "output"), [({}, "normal"), ({}, "stream"), ({"output": "verbose"}, "own")]
+)
+def test_an_output_that_leaves_the_agent_verbose_is_refused(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], output: str
+) -> None:
+    """A verbose agent streams each response to the console, without usage: refused."""
+    with serving([reply("done")]) as chat:
+        agent = _agent(chat, monkeypatch, Tools(), **options)
+        with pytest.raises(budgetconf.UsageError) as caught:
+            bridge.run(agent, "add", output=output)
+        assert chat.received == []
+    assert str(caught.value).startswith(f"output={output!r} leaves the agent verbose")
+    assert "silent" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -508,6 +522,24 @@ def test_the_callers_cancel_token_still_cancels(monkeypatch: pytest.MonkeyPatch)
         1,
     )
     assert result.message == "cancelled: the run's cancel token was set after 1 turn"
+
+
+def test_the_agents_interrupt_controller_still_interrupts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a token of the caller's, the agent's own controller answers, turn by turn."""
+    from praisonaiagents.agent.interrupt import InterruptController  # type: ignore[import-untyped]
+
+    controller = InterruptController()
+
+    class Interrupting(Tools):
+        def add(self, a: int, b: int) -> int:
+            controller.request("user")
+            return super().add(a, b)
+
+    with serving(_calls(9)) as chat:
+        agent = _agent(chat, monkeypatch, Interrupting(), interrupt_controller=controller)
+        result = bridge.run(agent, "add")
+    assert (result.stop_reason, result.turns, len(chat.received)) == ("cancelled", 1, 1)
+    assert not controller.is_set()  # the turn is over: the next one is not interrupted
 
 
 def test_a_token_set_before_the_run_cancels_it_before_the_first_call(

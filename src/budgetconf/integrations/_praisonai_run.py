@@ -125,7 +125,8 @@ class Watch:
     """The run's `Bridged` Meter, and what it lends the agent (see above).
 
     ``theirs`` is the cancel token the caller passed, else the agent's interrupt
-    controller: the framework reads only the token it is given, so this one answers for it.
+    controller: the framework reads only the token it is given, so this one answers for
+    theirs too, through the framework's own per-turn view of it (``_turn_cancel_token``).
     """
 
     def __init__(
@@ -137,7 +138,12 @@ class Watch:
         name: str | None,
     ) -> None:
         self.agent = agent
-        self.theirs = theirs if theirs is not None else getattr(agent, "interrupt_controller", None)
+        source = theirs if theirs is not None else getattr(agent, "interrupt_controller", None)
+        self.theirs = (
+            None
+            if source is None
+            else agent._turn_cancel_token(source, explicit=theirs is not None)
+        )
         self.offered = Offered(agent._available_active_tool_names())
         self.bridged = Bridged(_FRAMEWORK, budget, tools=self.offered, on_event=on_event, name=name)
         self.timed_out = False
@@ -186,6 +192,8 @@ class Watch:
                     setattr(agent, name, saved[name])
                 else:
                     own.pop(name, None)
+            if self.theirs is not None:
+                self.theirs.close()  # the agent's interrupt controller: this turn is over
 
     # -- before and after each model call -----------------------------------------------------
 

@@ -64,10 +64,6 @@ __all__ = ["limits", "run"]
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 PRESET: Final = "praisonai"
 
-#: the start() output presets that leave the agent verbose, whose requests stream to the
-#: console (the bridge reads each finished response, and a stream reports no usage)
-_STREAMING: Final = ("verbose", "stream")
-
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
     """``{"execution": ExecutionConfig(max_steps=…, max_tool_calls_per_turn=…)}`` for `Agent`.
@@ -106,17 +102,12 @@ def run(
             "stream=True: run() reads the finished answer; to stream, pass"
             " **limits(...) to Agent and iterate agent.start(...) yourself"
         )
-    output = framework_kwargs.setdefault("output", "silent")
-    if output in _STREAMING:
-        raise UsageError(
-            f"output={output!r} streams each response to the console, and a stream reports"
-            " no usage: run() reads each finished response; pass another output preset"
-        )
     checked = bridge_budget(
         FRAMEWORK, _preset(budget), {}, through="run", unenforced=unenforced, default_preset=PRESET
     )
     if not isinstance(agent, praisonaiagents.Agent):
         raise UsageError(f"agent: expected a praisonaiagents Agent, got {type(agent).__name__}")
+    _refuse_streaming(agent, framework_kwargs.setdefault("output", "silent"))
     _refuse_resumed(agent)
     _refuse_unseen(agent)
     _check_keywords(agent, input, framework_kwargs)
@@ -177,6 +168,22 @@ def _execution(agent: Any, budget: Budget) -> Any:
     if steps is not None:
         values["max_steps"] = steps + 1
     return _config({**values, "output_continuation": False}, getattr(agent, "execution", None))
+
+
+def _refuse_streaming(agent: Any, output: object) -> None:
+    """An ``output`` that leaves the agent verbose makes praisonaiagents stream each request
+    to the console, and a stream reports no usage: refused (run() reads each response)."""
+    from praisonaiagents.config.presets import OUTPUT_PRESETS  # type: ignore[import-untyped]
+
+    # start() applies a preset it knows; any other value leaves the agent's own verbosity
+    preset = OUTPUT_PRESETS.get(output) if isinstance(output, str) else None
+    verbose = getattr(agent, "verbose", False) if preset is None else preset.get("verbose")
+    if verbose:
+        raise UsageError(
+            f"output={output!r} leaves the agent verbose, so praisonaiagents streams each"
+            " response to the console, where no usage is reported: run() reads each finished"
+            " response; pass output='silent' (the default) or another quiet preset"
+        )
 
 
 def _refuse_resumed(agent: Any) -> None:
