@@ -205,7 +205,10 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "praisonai",
             package="praisonaiagents",
             extra="praisonai",
-            knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
+            knobs={
+                _B.MAX_STEPS: "ExecutionConfig(max_steps=…); in run(), the bridge asks before"
+                " each model request and answers the last turn's calls as not executed"
+            },
             # run() lends the agent a copy of its OpenAI client and its execute_tool, so the
             # Meter sees every model request and decides every tool call
             bridged={
