@@ -47,6 +47,8 @@ __all__ = ["Deadline", "Offered", "Stop", "ToolError", "Watch", "claimed"]
 
 _FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 
+#: the agent's attributes a run lends over: its client, its dispatcher, its tool execution
+_LENT: Final = ("_Agent__openai_client", "_unified_dispatcher", "execute_tool")
 #: the agents in a bridged run now (by id): one agent, one run at a time
 _running: set[int] = set()
 _running_lock = threading.Lock()
@@ -144,6 +146,11 @@ class Watch:
             if source is None
             else agent._turn_cancel_token(source, explicit=theirs is not None)
         )
+        own = vars(agent)  # what the run lends over, as the agent holds it before the run
+        self.saved = {name: own[name] for name in _LENT if name in own}
+        # the process's OpenAI client, made now if not yet (before the Meter: a key missing is
+        # the caller's error, raised before any run starts)
+        self.client = agent._openai_client
         self.offered = Offered(agent._available_active_tool_names())
         self.bridged = Bridged(_FRAMEWORK, budget, tools=self.offered, on_event=on_event, name=name)
         self.timed_out = False
@@ -173,21 +180,16 @@ class Watch:
         """While the block runs, the agent's model calls and tool calls go through the Meter;
         its own client, dispatcher and ``execute_tool`` are back afterwards, also on error."""
         agent = self.agent
-        own = vars(agent)
-        saved = {
-            name: own[name]
-            for name in ("_Agent__openai_client", "_unified_dispatcher", "execute_tool")
-            if name in own
-        }
+        own, saved = vars(agent), self.saved
         try:
-            client = copy.copy(agent._openai_client)  # the process's client: made now if not yet
+            client = copy.copy(self.client)
             client.acreate_completion = self._completion(client.acreate_completion)
             agent._Agent__openai_client = client
             agent._unified_dispatcher = None  # the framework makes the next one from the copy
             agent.execute_tool = self._execute(agent.execute_tool)
             yield
         finally:
-            for name in ("_Agent__openai_client", "_unified_dispatcher", "execute_tool"):
+            for name in _LENT:
                 if name in saved:
                     setattr(agent, name, saved[name])
                 else:
@@ -206,14 +208,11 @@ class Watch:
             notice = bridged.notice(bool(kwargs.get("tools")))
             if notice is not None:  # only the request carries it, not the loop's history
                 messages = [*messages, {"role": "user", "content": notice}]
-            left = self.seconds_left()
             try:
-                if left is None:
+                async with asyncio.timeout(self.seconds_left()) as scope:
                     completion = await real(messages, *args, **kwargs)
-                else:
-                    completion = await asyncio.wait_for(real(messages, *args, **kwargs), left)
             except Exception as exc:  # after the client's own retries: the run failed
-                if isinstance(exc, TimeoutError) and self.seconds_left() == 0.0:
+                if isinstance(exc, TimeoutError) and scope.expired():
                     self.timed_out = True  # the deadline: the request is abandoned
                 else:
                     bridged.call_failed(exc)

@@ -142,7 +142,7 @@ def _preset(budget: object) -> object:
 def _config(values: Mapping[str, Any], own: Any = None) -> Any:
     """An `ExecutionConfig` with ``values`` (over the agent's ``own``, if it has one).
 
-    ExecutionConfig warns made outside praisonaiagents that its ``context_compaction``
+    ExecutionConfig, made outside praisonaiagents, warns that its ``context_compaction``
     default will change: the bridge makes it for the caller, so the notice is not theirs.
     """
     import warnings
