@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,32 @@ def test_a_preset_s_options_for_the_new_kind_are_checked_strictly(
     done = _run(example, "-m", "budgetconf", "check", "--preset", str(preset))
     assert done.returncode == 1
     assert "sources[1] (ini).unknown key 'paht' (did you mean 'path'?)" in done.stderr
+
+
+def _with_the_bridge(root: Path) -> Path:
+    """A copy of the package with the page's toy bridge added as the page says."""
+    package = root / "src" / "budgetconf"
+    shutil.copytree(SRC, package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "integrations" / "toy.py").write_text(
+        _block("python src/budgetconf/integrations/toy.py")
+    )
+    table = package / "integrations" / "_frameworks.py"
+    text = table.read_text()
+    end = "        ),\n    )\n}\n"
+    assert text.count(end) == 1
+    entry = textwrap.indent(_block("python src/budgetconf/integrations/_frameworks.py"), " " * 8)
+    table.write_text(text.replace(end, "        ),\n" + entry.rstrip("\n") + ",\n    )\n}\n"))
+    return root / "src"
+
+
+def test_a_bridge_is_its_module_and_its_entry_in_the_frameworks_table(tmp_path: Path) -> None:
+    """The page's toy bridge, added to a copy of the package, stops where the executor would."""
+    src = _with_the_bridge(tmp_path)
+    (tmp_path / "toy_run.py").write_text(_block("python toy_run.py"))
+    env = {**os.environ, "PYTHONPATH": str(src), "ROOT": str(tmp_path)}
+    done = _run(env, "toy_run.py")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("stopped: hit max_steps (3): loop.max_steps = 3 from env:")
+    explained = _run(env, "-m", "budgetconf", "explain", "--for", "toy")
+    assert explained.returncode == 0, explained.stderr
+    assert "max_steps" in explained.stdout

@@ -468,3 +468,101 @@ def test_a_deadline_passed_in_the_callers_filter_stops_before_the_call() -> None
     config = RunConfig(call_model_input_filter=holding)
     result = openai_agents.run(agent(model), "go", env(timeout_seconds="0.1"), run_config=config)
     assert (result.stop_reason, model.calls) == ("timeout", 0)
+
+
+def test_an_error_before_any_model_call_is_the_callers_and_is_raised() -> None:
+    """run() inside a running event loop: the framework refuses it before any call, and so
+    the bridge raises that, rather than report a failed run."""
+
+    async def inside() -> None:
+        openai_agents.run(agent(Scripted()), "go", env(max_steps="2"))
+
+    with pytest.raises(RuntimeError, match="event loop is already running"):
+        asyncio.run(inside())
+
+
+def test_a_sync_run_with_a_deadline_that_stops_at_its_step_budget_returns_the_stop() -> None:
+    """A deadline and a step stop together: the stop is a result (it once raised RuntimeError:
+    no running event loop, reading the deadline's loop outside it)."""
+    result = openai_agents.run(agent(Scripted()), "go", env(max_steps="2", timeout_seconds="30"))
+    assert (result.stop_reason, result.turns, len(ran)) == ("max_steps", 2, 1)
+
+
+def test_a_run_config_given_as_a_dict_is_taken_as_the_framework_takes_it() -> None:
+    model = Scripted([[text("hi")]])
+    result = openai_agents.run(
+        agent(model), "go", env(max_steps="2"), run_config={"tracing_disabled": True}
+    )
+    assert (result.stop_reason, result.output) == ("completed", "hi")
+
+
+def test_an_agent_as_a_tool_is_refused_by_name() -> None:
+    """Its nested run's model calls are not the bridged run's: the budget could not count
+    them, so such a tool is refused, naming it and the way round."""
+    inner = Agent[Any](name="helper", model=Scripted([[text("helped")]]))
+    nested = inner.as_tool(tool_name="helper", tool_description="help")
+    outer = Agent[Any](name="lead", model=Scripted(), tools=[nested])
+    with pytest.raises(budgetconf.UsageError, match=r"agents as tools \(helper\).*carve"):
+        openai_agents.run(outer, "go", env(max_steps="2"))
+
+
+def test_a_hosted_tool_is_refused_by_name() -> None:
+    from agents import WebSearchTool
+
+    outer = Agent[Any](name="web", model=Scripted(), tools=[WebSearchTool()])
+    with pytest.raises(budgetconf.UsageError, match=r"tools the framework or the provider runs"):
+        openai_agents.run(outer, "go", env(max_steps="2"))
+
+
+def test_a_wrapped_tool_sees_the_bridged_run_and_may_carve_from_it() -> None:
+    """current_run() inside a tool is the bridged run: a sub-agent carved from it is charged
+    to it (its child_start and child_end are the bridged run's events)."""
+    from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
+
+    seen: list[Any] = []
+
+    @function_tool
+    def delegate(a: int, b: int) -> int:
+        """Delegate."""
+        handle = current_run()
+        seen.append(handle)
+        assert handle is not None
+        LoopExecutor(ScriptedModel([{"content": "ok"}]), budget=handle.carve()).run("go")
+        return a + b
+
+    model = Scripted([[call("d", name="delegate")], [text("done")]])
+    result = openai_agents.run(Agent(name="lead", model=model, tools=[delegate]), "go", env())
+    assert result.stop_reason == "completed"
+    assert seen[0] is not None
+    kinds = [e["type"] for e in result.events]
+    assert kinds.count("child_start") == kinds.count("child_end") == 1
+
+
+def test_the_result_carries_usage_the_events_and_the_runs_name() -> None:
+    heard: list[dict[str, Any]] = []
+    model = Scripted([[call("c1")], [text("3")]], tokens=40)
+    result = openai_agents.run(agent(model), "go", env(), on_event=heard.append, name="calc")
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (20, 60)
+    assert result.usage.total_tokens == 80
+    assert result.events == heard
+    assert heard[0]["type"] == "run_started"
+    assert (heard[0]["name"], heard[0]["framework"]) == ("calc", "openai_agents")
+    assert heard[-1]["type"] == "stopped"
+    assert result.run_id == heard[0]["run_id"]
+
+
+def test_runs_of_one_agent_may_overlap_and_leave_it_as_it_was() -> None:
+    """Each run wraps a copy of the agent: the caller's agent is never changed."""
+
+    async def both() -> list[Any]:
+        first = agent(Scripted(sleep=0.05))
+        tools = list(first.tools)
+        results = await asyncio.gather(
+            openai_agents.arun(first, "go", env(max_steps="2")),
+            openai_agents.arun(first, "go", env(max_steps="3")),
+        )
+        assert first.tools == tools
+        return list(results)
+
+    two, three = asyncio.run(both())
+    assert (two.turns, three.turns) == (2, 3)

@@ -922,3 +922,76 @@ def test_a_resumed_child_charges_only_what_it_consumes_anew(drive: Driver) -> No
     assert (seen[0].turns, seen[0].tokens) == (3, 15)
     assert result.tokens == 15
     assert [e["type"] for e in result.events].count("child_end") == 2
+
+
+class Counted:
+    """A tool that counts its runs across threads, a little slowly, so that threads interleave."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> str:
+        time.sleep(0.002)
+        with self.lock:
+            self.runs += 1
+        return "ran"
+
+
+ALWAYS = {"tool_calls": [{"name": "t", "arguments": {}}]}
+
+
+def test_two_children_on_two_threads_never_pass_the_parents_tool_call_cap() -> None:
+    """What each child admits comes out of the parent's remainder at once, under the tree's
+    lock: together they run at most what the parent had left, never each its own copy."""
+    tool = Counted()
+    results: list[RunResult] = []
+
+    def spawn() -> str:
+        handle = current_run()
+        assert handle is not None
+        budgets = [handle.carve(max_steps=50), handle.carve(max_steps=50)]
+
+        def child(budget: Budget) -> None:
+            results.append(LoopExecutor(ScriptedModel([ALWAYS]), {"t": tool}, budget).run("go"))
+
+        threads = [threading.Thread(target=child, args=(b,)) for b in budgets]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return "spawned"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "spawn", "arguments": {}}]}, answer()])
+    limits = {"loop.max_steps": 5, "limits.max_tool_calls": 5}
+    parent = LoopExecutor(model, {"spawn": spawn}, limits).run("go")
+    assert tool.runs == 4  # the parent's 5, less the call running the children
+    assert parent.tool_calls_executed == 5
+    assert sorted(r.stop_reason for r in results) == ["max_tool_calls", "max_tool_calls"]
+    assert all(r.limit is not None and r.limit["scope"] == "parent" for r in results)
+
+
+def test_a_grandchild_never_passes_its_grandparents_tool_call_cap() -> None:
+    tool = Counted()
+
+    def nested(levels: int) -> Callable[[], str]:
+        def spawn() -> str:
+            handle = current_run()
+            assert handle is not None
+            tools: dict[str, Any] = {"t": tool}
+            script: list[dict[str, Any]] = [ALWAYS]
+            if levels:
+                tools["spawn"] = nested(levels - 1)
+                script = [{"tool_calls": [{"name": "spawn", "arguments": {}}]}, ALWAYS]
+            budget = handle.carve(max_steps=50)
+            LoopExecutor(ScriptedModel(script), tools, budget).run("go")
+            return "done"
+
+        return spawn
+
+    model = ScriptedModel([{"tool_calls": [{"name": "spawn", "arguments": {}}]}, answer()])
+    limits = {"loop.max_steps": 5, "limits.max_tool_calls": 5}
+    top = LoopExecutor(model, {"spawn": nested(1)}, limits).run("go")
+    # the top's spawn and the child's spawn are running: 3 of the 5 are left for the grandchild
+    assert tool.runs == 3
+    assert top.tool_calls_executed == 5

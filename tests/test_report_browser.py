@@ -10,8 +10,10 @@ its screenshot there too: that is how the screenshot of docs/report.md is made.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import budgetconf
 from budgetconf._text import escape
 from budgetconf.cli import main
 
@@ -211,3 +214,62 @@ def test_a_hostile_events_file_executes_nothing_and_breaks_nothing(
     assert seen.errors == []
     assert [m for m in seen.console if m[0] == "error"] == []
     page.screenshot(path=str(place.work / "hostile.png"))
+
+
+def test_a_bridged_run_with_a_sub_agent_is_drawn_like_the_executors(
+    browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An openai-agents run through the bridge, its events in a file: the page shows its stop,
+    its charts and turns, and the sub-agent its wrapped tool ran, linked to its own run."""
+    from agents import Agent, function_tool, set_tracing_disabled
+
+    from budgetconf.events import EventsFile
+    from budgetconf.integrations import openai_agents
+    from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
+    from test_bridge_openai_agents import Scripted
+
+    from agents_double import call
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def research(topic: str) -> str:
+        """Ask a sub-agent."""
+        handle = current_run()
+        assert handle is not None
+        notes = ScriptedModel([{"content": f"notes on {topic}"}])
+        child = LoopExecutor(notes, budget=handle.carve(), on_event=sinks[0], name="notes")
+        return child.run(topic).output
+
+    asks = [[call(f"c{n}", name="research")] for n in range(3)]
+    for item in asks:
+        item[0].arguments = '{"topic": "budgets"}'
+    agent = Agent(name="lead", model=Scripted(asks), tools=[research])
+    path = place.work / "bridged.jsonl"
+    env = {"BUDGETCONF_MAX_STEPS": "3", "BUDGETCONF_MAX_TOKENS": "1000"}
+    ran: list[Any] = []
+    sinks: list[EventsFile] = []
+
+    def bridged() -> None:  # on a thread of its own: the browser's event loop runs on this one
+        with EventsFile(str(path)) as sink:
+            sinks.append(sink)  # the sub-agents' events go to the same file
+            ran.append(openai_agents.run(agent, "go", budgetconf.resolve(env=env), on_event=sink))
+        # Runner.run_sync leaves the loop it made this thread's: closed before the thread ends
+        asyncio.get_event_loop_policy().get_event_loop().close()
+
+    worker = threading.Thread(target=bridged)
+    worker.start()
+    worker.join()
+    (result,) = ran
+    assert (result.stop_reason, result.turns) == ("max_steps", 3), result.message
+    assert report(path) == 0
+    capsys.readouterr()
+    seen = opened(browser, place.work / "bridged.html")
+    page = seen.page
+    lead = page.locator("section.run").first
+    assert lead.locator(".stop .message").inner_text() == result.message
+    assert lead.locator("table.turns tr[data-turn]").count() == 3
+    assert lead.locator("svg.chart").count() >= 2  # steps and tokens at least
+    assert lead.locator("section.child").count() == 2  # the last turn's call did not run
+    assert page.locator("section.run").count() == 3  # the lead and its two children's own
+    assert seen.errors == []

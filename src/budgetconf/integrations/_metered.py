@@ -18,6 +18,7 @@ the same rules, with the same events, stops and messages.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from budgetconf.integrations._bridge import BridgeResult
@@ -43,7 +44,7 @@ class Bridged:
     ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
     """
 
-    __slots__ = ("framework", "meter", "plan", "started", "stop")
+    __slots__ = ("first_turn", "framework", "lock", "meter", "plan", "started", "stop")
 
     def __init__(
         self,
@@ -58,6 +59,10 @@ class Bridged:
         self.meter: Meter = meter_for(
             budget, tools=tools, on_event=on_event, name=name, framework=framework.name
         )
+        self.first_turn = self.meter.turns  # a resumed conversation's turns come before
+        # a framework may run one response's calls on threads at once: their plan and counts
+        # are kept under this lock (a tree with children has the Meter's own lock too)
+        self.lock = threading.Lock()
         self.plan: Plan | None = None
         self.started = 0  # the calls of the plan the framework has started
         self.stop: RunResult | None = None  # the run's end, once the Meter has decided it
@@ -114,9 +119,9 @@ class Bridged:
             with running(self.meter):
                 value = invoke()
         except BaseException as exc:
-            self.meter.tool_returned(call, exc)
+            self._returned(call, exc)
             raise
-        self.meter.tool_returned(call)
+        self._returned(call, None)
         return value
 
     async def atool(
@@ -130,22 +135,27 @@ class Bridged:
             with running(self.meter):
                 value = await invoke()
         except BaseException as exc:
-            self.meter.tool_returned(call, exc)
+            self._returned(call, exc)
             raise
-        self.meter.tool_returned(call)
+        self._returned(call, None)
         return value
+
+    def _returned(self, call: Call, error: BaseException | None) -> None:
+        with self.lock:
+            self.meter.tool_returned(call, error)
 
     def _decided(self, call_id: str | None, name: str) -> Call | str:
         """The call to run, started; or the answer to give the framework in its place."""
-        plan = self.plan
-        decided = None if plan is None else plan.decide(call_id, name)
-        if decided is None:
-            return UNSEEN
-        call, answer = decided
-        if answer is not None:
-            return answer
-        self.started += 1
-        self.meter.tool_started(call)
+        with self.lock:
+            plan = self.plan
+            decided = None if plan is None else plan.decide(call_id, name)
+            if decided is None:
+                return UNSEEN
+            call, answer = decided
+            if answer is not None:
+                return answer
+            self.started += 1
+            self.meter.tool_started(call)
         return call
 
     def _batch_ended(self) -> None:
@@ -165,8 +175,16 @@ class Bridged:
         return BridgeResult.of(end, self.framework, native, output)
 
     def failed(self, exc: BaseException) -> BridgeResult:
-        """The framework's run raised ``exc``: the end the Meter decided, else failed."""
-        end = self.stop or self.meter.ended or self.meter.raised(exc)
+        """The framework's run raised ``exc``: the end the Meter decided, else failed.
+
+        An exception raised before any model call began is the caller's own (the framework
+        refusing how it was called): it is raised again, as it came.
+        """
+        end = self.stop or self.meter.ended
+        if end is None:
+            if self.meter.turns == self.first_turn:
+                raise exc
+            end = self.meter.raised(exc)
         return BridgeResult.of(self._end(end), self.framework, exc)
 
     def stopped(self, reason: StopReason, native: object) -> BridgeResult:

@@ -125,6 +125,8 @@ class Draw:
         """Hold the next model call's share; the run's result when the ledger stops it."""
         s = self.settings
         turn = self.run.turns + 1
+        if self.held is not None:  # the last call raised and is made again: its share goes back
+            self.release()
         if self.fault is not None:
             return self.run.finish(
                 StopReason.ERROR, f"failed: {self.fault} (turn {self.run.turns})"

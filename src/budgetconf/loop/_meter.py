@@ -56,6 +56,8 @@ __all__ = ["Meter", "add_usage"]
 _now = time.time  # an event's time: seconds since the epoch (a global lookup, not two)
 _monotonic = time.monotonic
 _NO_TOTALS: Final = Totals()
+#: the steps of a run whose budget sets none: more than any run makes
+_NO_STEP_BUDGET: Final = 2**63
 #: what a child's part of a run keeps (`ChildMeter`): set when it is adopted, else never
 _CHILD_SLOTS: Final = (
     "blame",
@@ -140,8 +142,9 @@ class Meter(Planning):
         self.cached_input_tokens = totals.cached_input_tokens
         self.output_tokens = totals.output_tokens
         self.cost_sources: set[str] = set()
-        if steps is None:
-            steps = int(budget.limits["max_steps"].value)
+        if steps is None:  # a preset may leave the step budget unset: then no turn is last
+            limit = budget.limits.get("max_steps")
+            steps = _NO_STEP_BUDGET if limit is None else int(limit.value)
         self.last_turn = totals.turns + steps  # the last permitted turn
         self.limits = {n: limit.value for n, limit in budget.limits.items()}
         timeout = self.limits.get("timeout_seconds")
