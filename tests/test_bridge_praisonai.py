@@ -455,6 +455,26 @@ def test_a_keyword_start_does_not_take_is_raised_and_the_agent_is_left_as_it_was
     assert "llm_end" not in display.sync_display_callbacks
 
 
+def test_a_missing_api_key_is_raised_before_the_run_begins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """praisonaiagents builds its client at the first request; run() has it built first, so
+    the caller's missing key (no key and no base URL) is raised as the framework raises it,
+    before the Meter starts or anything is lent (the socket guard sees no request)."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    agent = Agent(name="calc", instructions="You add numbers.", tools=[Tools().add])
+    before = _borrowed(agent)
+    events: list[dict[str, Any]] = []
+    with pytest.raises(ValueError, match="OPENAI_API_KEY environment variable is required"):
+        bridge.run(agent, "add", on_event=events.append)
+    assert (_borrowed(agent), events) == (before, [])
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with serving([reply("done")]) as chat:  # the agent is not left claimed
+        monkeypatch.setenv("OPENAI_BASE_URL", chat.url)
+        assert bridge.run(agent, "add").stop_reason == "completed"
+
+
 @pytest.mark.parametrize(
     ("answer", "stop", "status", "message"),
     [
@@ -488,6 +508,13 @@ def test_a_keyword_start_does_not_take_is_raised_and_the_agent_is_left_as_it_was
             "failed: malformed model response: the server's answer is not a chat completion:"
             " ChatCompletion(id='x', choices='not a list', created=None, model=None, object='…"
             " (turn 1)",
+        ),
+        (
+            {"id": "x", "object": "chat.completion", "choices": [{"index": 0}]},
+            "error",
+            RunStatus.FAILED,
+            "failed: malformed model response: the server's answer has no message:"
+            " Choice(finish_reason=None, index=0, logprobs=None, message=None) (turn 1)",
         ),
     ],
 )
@@ -603,6 +630,55 @@ def test_a_tool_that_raises_fails_the_run_as_praisonaiagents_fails_it(
     assert executed["ok"] is False
     assert "the adder is broken" in executed["error"]
     assert result.tool_calls_executed == 1
+
+
+def test_a_tool_that_raises_under_a_deadline_fails_the_run_the_same_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a deadline the tool runs where the bridge can leave it running; what it raises
+    still reaches praisonaiagents as it would without one."""
+
+    class Raising(Tools):
+        def add(self, a: int, b: int) -> int:
+            super().add(a, b)
+            raise RuntimeError("the adder is broken")
+
+    tools = Raising()
+    with serving(_calls(9)) as chat:
+        agent = _agent(chat, monkeypatch, tools, execution=ExecutionConfig(max_retry_limit=0))
+        result = bridge.run(agent, "add", _env(timeout_seconds="60"))
+    assert (result.status, result.stop_reason, result.turns, tools.ran) == (
+        RunStatus.FAILED,
+        "error",
+        1,
+        1,
+    )
+    assert isinstance(result.native, ToolExecutionError)
+
+
+def test_a_call_praisonaiagents_refuses_itself_counts_as_a_failed_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its approval refuses the call and answers the model with an error: the tool does not
+    run, the call counts (the bridge cannot tell), and the run goes on."""
+    from praisonaiagents.approval.backends import CallbackBackend  # type: ignore[import-untyped]
+    from praisonaiagents.approval.protocols import ApprovalConfig  # type: ignore[import-untyped]
+
+    refuse = ApprovalConfig(backend=CallbackBackend(lambda name, args, risk: False), all_tools=True)
+    tools = Tools()
+    with serving([*_calls(1), reply("done")]) as chat:
+        agent = _agent(chat, monkeypatch, tools, approval=refuse)
+        result = bridge.run(agent, "add")
+        (answer,) = _tool_answers(chat, 1)
+    assert (result.stop_reason, result.turns, result.tool_calls_executed, tools.ran) == (
+        "completed",
+        2,
+        1,
+        0,
+    )
+    assert json.loads(answer)["approval_denied"] is True
+    (executed,) = [e for e in result.events if e["type"] == "tool_executed"]
+    assert (executed["ok"], executed["error"]) == (False, "ToolError: Tool execution denied:")
 
 
 def test_the_deadline_abandons_a_model_request_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -791,27 +867,56 @@ def test_a_final_answer_to_the_wrap_up_notice_is_truncated(
     )
 
 
-def test_a_failure_of_the_framework_itself_is_a_failed_result(
+def test_a_failure_of_the_framework_before_any_request_is_raised(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Raised (native: the exception), or logged and swallowed (start() gives None): failed."""
+    """Raised, or logged and swallowed (start() gives None), before the first request: the
+    run never began, so the error is the caller's, raised as every bridge raises it."""
     broken = RuntimeError("messages cannot be built")
     with serving([reply("done")]) as chat:
         agent = _agent(chat, monkeypatch, Tools())
         monkeypatch.setattr(agent, "_build_messages", _raising(broken))
-        raised = bridge.run(agent, "add")
+        with pytest.raises(RuntimeError) as raised:
+            bridge.run(agent, "add")
+        assert raised.value is broken
         agent = _agent(chat, monkeypatch, Tools())
         monkeypatch.setattr(agent, "_apply_context_management", _raising(broken))
-        swallowed = bridge.run(agent, "add")
+        with pytest.raises(RuntimeError, match="praisonaiagents ended the run with an error"):
+            bridge.run(agent, "add")
+        assert agent.last_stop_reason == "error"
         assert chat.received == []
-    assert (raised.stop_reason, raised.native, raised.turns) == ("error", broken, 0)
-    assert raised.message == "failed: RuntimeError: messages cannot be built (turn 0)"
-    assert (swallowed.stop_reason, swallowed.status, agent.last_stop_reason) == (
-        "error",
+    assert "execute_tool" not in vars(agent)  # what the run lent is back
+
+
+def test_a_failure_of_the_framework_after_a_request_is_a_failed_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The framework's own failure once the run has begun, which it logs and swallows (start()
+    gives None), ends the run failed, as a model or tool failure does."""
+    broken = RuntimeError("history cannot be kept")
+    with serving([*_calls(1), reply("done")]) as chat:
+        agent = _agent(chat, monkeypatch, Tools())
+        keep = agent._append_to_chat_history
+
+        def append(message: dict[str, Any]) -> None:
+            if message.get("role") == "assistant":  # the answer, once the loop has ended
+                raise broken
+            keep(message)
+
+        monkeypatch.setattr(agent, "_append_to_chat_history", append)
+        result = bridge.run(agent, "add")
+        requests = len(chat.received)
+    assert (result.status, result.stop_reason, agent.last_stop_reason) == (
         RunStatus.FAILED,
         "error",
+        "error",
     )
-    assert "praisonaiagents ended the run with an error" in swallowed.message
+    assert (result.turns, requests, result.tool_calls_executed) == (2, 2, 1)
+    assert result.message == (
+        "failed: RuntimeError: praisonaiagents ended the run with an error,"
+        " which it logged and did not raise (turn 2)"
+    )
+    assert result.output == "done"  # the last text the model sent, as the executor keeps it
 
 
 def _raising(exc: BaseException) -> Any:

@@ -1,6 +1,7 @@
 """A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
-draws on it in run() (openai-agents, smolagents, LangGraph with its middleware); the others,
-and every limits(), refuse it like any budget they cannot enforce; explain --for says which."""
+draws on it in run() (openai-agents, smolagents, PraisonAI, LangGraph with its middleware);
+the others, and every limits(), refuse it like any budget they cannot enforce; explain --for
+says which."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["langgraph", "openai_agents", "smolagents"]
+    assert DRAWING == ["langgraph", "openai_agents", "praisonai", "smolagents"]
 
 
 @pytest.mark.parametrize(
