@@ -681,6 +681,30 @@ def test_a_call_praisonaiagents_refuses_itself_counts_as_a_failed_call(
     assert (executed["ok"], executed["error"]) == (False, "ToolError: Tool execution denied:")
 
 
+def test_a_budget_without_a_step_budget_runs_past_praisonaiagents_own_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A budget made in code may leave the step budget out: no step limit ends the run, not
+    even the framework's own (its max_iter, 20), which the budget did not set."""
+    import dataclasses
+
+    base = Budget.from_resolution(_env())
+    budget = dataclasses.replace(
+        base, limits={k: v for k, v in base.limits.items() if k != "max_steps"}
+    )
+    tools = Tools()
+    with serving([*_calls(22), reply("done")]) as chat:
+        agent = _agent(chat, monkeypatch, tools)
+        result = bridge.run(agent, "add", budget)
+    assert (result.stop_reason, result.turns, tools.ran, result.output) == (
+        "completed",
+        23,
+        22,
+        "done",
+    )
+    assert agent.execution.max_steps is None
+
+
 def test_the_deadline_abandons_a_model_request_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
     """A request still unanswered at the deadline is given up there, not waited for."""
     with serving(_calls(9), delay=6.0) as chat:

@@ -63,6 +63,8 @@ __all__ = ["limits", "run"]
 
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 PRESET: Final = "praisonai"
+#: the steps lent for a budget that sets none: more than any run makes
+_NO_STEP_BUDGET: Final = 2**31 - 1
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -162,11 +164,15 @@ def _config(values: Mapping[str, Any], own: Any = None) -> Any:
 
 def _execution(agent: Any, budget: Budget) -> Any:
     """The agent's own `ExecutionConfig` with the budget's values, one step more (the Meter
-    stops the run first), and no continuation calls."""
+    stops the run first), and no continuation calls.
+
+    A budget without a step budget sets no step limit, so the framework's own (its
+    ``max_iter``, 20 by default, which ``max_steps=None`` falls back to) must not end the run
+    either: it is lent one that no run reaches, as the Meter's own is.
+    """
     values = FRAMEWORK.keywords(budget, {})["execution"]
     steps = values.get("max_steps")
-    if steps is not None:
-        values["max_steps"] = steps + 1
+    values["max_steps"] = _NO_STEP_BUDGET if steps is None else steps + 1
     return _config({**values, "output_continuation": False}, getattr(agent, "execution", None))
 
 
