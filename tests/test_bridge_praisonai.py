@@ -173,6 +173,21 @@ def test_a_completed_run_under_the_praisonai_preset(monkeypatch: pytest.MonkeyPa
     assert models == ["test-model", "test-model"]
 
 
+def test_a_structured_answer_is_the_native_and_its_text_the_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``output_pydantic`` start() gives the model instance: the native, as it came."""
+    from pydantic import BaseModel
+
+    class Sum(BaseModel):
+        total: int
+
+    with serving([reply('{"total": 3}')]) as chat:
+        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add", output_pydantic=Sum)
+    assert (result.stop_reason, result.turns, result.native) == ("completed", 1, Sum(total=3))
+    assert result.output == "total=3"
+
+
 def test_a_token_budget_stops_before_the_tools_of_the_response_that_spends_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
