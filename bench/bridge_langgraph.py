@@ -1,11 +1,18 @@
 """Per-turn overhead of the LangGraph bridge against the same graph streamed without it.
 
-Both sides stream the same agent-tools graph with ``stream_mode="values"``,
-driven by langchain-core's fake chat model (a tool call on every turn but
-the last) and the same tool; the bridge's side goes through `run()` with a
-step, tool-call and token budget, so the difference per turn is what it
-adds: checking the budget, counting the AI messages, their calls and usage.
-Repetitions of the two alternate; medians, per turn, in nanoseconds.
+Both sides stream the same graph with ``stream_mode="values"``, driven by
+langchain-core's fake chat model (a tool call on every turn but the last)
+and the same tool; the bridge's side goes through `run()` with a step,
+tool-call and token budget, so the difference per turn is what it adds: the
+Meter's checks before each model call, its plan of each response and each
+tool call through it. Two graphs: langchain's ``create_agent`` carrying the
+bridge's `middleware()` (against the same agent built without it), which is
+what `rows()` reports, and a hand-built agent-tools loop whose streamed
+states drive the Meter. The script also times the agent with a middleware
+whose hooks do nothing: langchain wraps every ``wrap_*`` hook for tracing
+(tens of µs a call, tracing off), which any middleware pays, so the bridge's
+own share is the difference from that. Repetitions of the sides alternate;
+medians, per turn, in nanoseconds.
 
     python bench/bridge_langgraph.py [--quick]
 """
@@ -15,8 +22,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
@@ -24,11 +34,27 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import budgetconf
-from budgetconf.integrations.langgraph import run
+from budgetconf.integrations.langgraph import middleware, run
 
-ALONE = "langgraph: framework alone, per turn"
-BRIDGED = "langgraph: through the bridge, per turn"
+ALONE = "langgraph: create_agent alone, per turn"
+BRIDGED = "langgraph: create_agent with the bridge's middleware(), per turn"
+HOOKS = "langgraph: create_agent with a middleware whose hooks do nothing, per turn"
+LOOP_ALONE = "langgraph: an agent-tools loop alone, per turn"
+LOOP_BRIDGED = "langgraph: the loop through the bridge's states, per turn"
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+
+class Hooks(AgentMiddleware[Any, Any, Any]):
+    """The bridge's hooks, doing nothing: what langchain's middleware machinery costs."""
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request)
 
 
 class FakeModel(GenericFakeChatModel):
@@ -44,13 +70,21 @@ def echo(text: str) -> str:
 
 def responses(turns: int) -> list[AIMessage]:
     calls = [
-        AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "hi"}, "id": f"c{n}"}])
+        AIMessage(
+            "",
+            tool_calls=[{"name": "echo", "args": {"text": "hi"}, "id": f"c{n}"}],
+            usage_metadata=USAGE,
+        )
         for n in range(turns - 1)
     ]
-    return [*calls, AIMessage("done")]
+    return [*calls, AIMessage("done", usage_metadata=USAGE)]
 
 
-def graph(turns: int) -> Any:
+def agent(turns: int, middle: list[Any]) -> Any:
+    return create_agent(FakeModel(messages=iter(responses(turns))), [echo], middleware=middle)
+
+
+def loop(turns: int) -> Any:
     model = FakeModel(messages=iter(responses(turns)))
     g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
@@ -61,17 +95,15 @@ def graph(turns: int) -> Any:
     return g.compile()
 
 
-def alone(turns: int) -> int:
-    compiled = graph(turns)  # built outside the timing, as on the bridge's side
-    config = {"recursion_limit": 2 * turns + 2}
+def alone(compiled: Any, turns: int) -> int:
+    config = {"recursion_limit": 4 * turns + 2}
     started = time.perf_counter_ns()
     for _ in compiled.stream({"messages": [HumanMessage("go")]}, config, stream_mode="values"):
         pass
     return time.perf_counter_ns() - started
 
 
-def bridged(turns: int, res: budgetconf.Resolution) -> int:
-    compiled = graph(turns)
+def bridged(compiled: Any, res: budgetconf.Resolution) -> int:
     started = time.perf_counter_ns()
     result = run(compiled, {"messages": [HumanMessage("go")]}, res)
     elapsed = time.perf_counter_ns() - started
@@ -79,7 +111,14 @@ def bridged(turns: int, res: budgetconf.Resolution) -> int:
     return elapsed
 
 
-def rows(quick: bool) -> dict[str, float]:
+def _pair(
+    quick: bool,
+    bare: Callable[[int], Any],
+    other: Callable[[int], Any],
+    names: tuple[str, str],
+    through_bridge: bool = True,
+) -> dict[str, float]:
+    """``bare`` streamed alone and ``other`` through `run()` (or alone too), per turn."""
     turns, repeat = (5, 3) if quick else (20, 21)
     res = budgetconf.resolve(
         explicit={
@@ -88,18 +127,44 @@ def rows(quick: bool) -> dict[str, float]:
             "limits.max_tokens": 10**6,
         }
     )
-    times: dict[str, list[int]] = {ALONE: [], BRIDGED: []}
+    times: dict[str, list[int]] = {names[0]: [], names[1]: []}
     for _ in range(repeat):  # interleaved, so a slow spell of the machine hits both
-        times[ALONE].append(alone(turns))
-        times[BRIDGED].append(bridged(turns, res))
+        compiled = bare(turns)  # built outside the timing, on both sides
+        times[names[0]].append(alone(compiled, turns))
+        compiled = other(turns)
+        spent = bridged(compiled, res) if through_bridge else alone(compiled, turns)
+        times[names[1]].append(spent)
     return {name: statistics.median(found) / turns for name, found in times.items()}
 
 
+def rows(quick: bool) -> dict[str, float]:
+    """create_agent alone and with the bridge's middleware(), per turn, in nanoseconds."""
+    return _pair(quick, lambda t: agent(t, []), lambda t: agent(t, middleware()), (ALONE, BRIDGED))
+
+
+def hook_rows(quick: bool) -> dict[str, float]:
+    """create_agent alone and with a middleware whose hooks do nothing, both streamed alone."""
+    return _pair(
+        quick, lambda t: agent(t, []), lambda t: agent(t, [Hooks()]), (ALONE, HOOKS), False
+    )
+
+
+def loop_rows(quick: bool) -> dict[str, float]:
+    """The hand-built loop alone and through the bridge's streamed states."""
+    return _pair(quick, loop, loop, (LOOP_ALONE, LOOP_BRIDGED))
+
+
 def main(argv: list[str]) -> None:
-    found = rows("--quick" in argv)
-    for name, ns in found.items():
-        print(f"{name}: {ns / 1000:.1f} µs")
-    print(f"overhead per turn: {(found[BRIDGED] - found[ALONE]) / 1000:.1f} µs")
+    quick = "--quick" in argv
+    for found, (bare, through) in (
+        (rows(quick), (ALONE, BRIDGED)),
+        (hook_rows(quick), (ALONE, HOOKS)),
+        (loop_rows(quick), (LOOP_ALONE, LOOP_BRIDGED)),
+    ):
+        for name, ns in found.items():
+            print(f"{name}: {ns / 1000:.1f} µs")
+        extra = found[through] - found[bare]
+        print(f"difference per turn: {extra / 1000:.1f} µs ({extra / found[bare]:+.1%})")
 
 
 if __name__ == "__main__":

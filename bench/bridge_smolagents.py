@@ -1,12 +1,13 @@
 """Per-turn overhead of the smolagents bridge against the same smolagents run without it.
 
 Both runs drive the same scripted `Model` (a tool call on every step) with the
-same `ToolCallingAgent` until smolagents' step limit: alone with
-``agent.run(task, max_steps=turns - 1)``, through the bridge with
-``run(agent, task, budget)`` for a step budget of ``turns``; both make
-``turns`` model calls. Repetitions alternate between the two, and each row is
-the median time per turn, in nanoseconds (`time.perf_counter_ns`). Building
-the budget is outside the timing.
+same `ToolCallingAgent` until their step limit, and both make ``turns`` model
+calls: alone with ``agent.run(task, max_steps=turns - 1)`` (its last call is
+smolagents' forced, tool-less one), through the bridge with ``run(agent,
+task, budget)`` for a step budget of ``turns`` (the Meter answers the last
+call's tool call as not executed and refuses the next). Repetitions alternate
+between the two, and each row is the median time per turn, in nanoseconds
+(`time.perf_counter_ns`). Building the budget is outside the timing.
 
     python bench/bridge_smolagents.py [--quick]
 """

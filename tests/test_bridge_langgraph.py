@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import subprocess
 import sys
 import time
@@ -16,16 +17,17 @@ from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
+from langgraph.errors import GraphRecursionError, InvalidUpdateError
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import budgetconf
 from budgetconf.integrations.langgraph import arun, limits, middleware, run
-from budgetconf.loop import Budget, RunStatus
+from budgetconf.loop import Budget, RunStatus, current_run
 
 from conftest import Place
 
@@ -141,6 +143,8 @@ def budget(**values: str) -> budgetconf.Resolution:
 
 
 def test_a_step_stop_has_its_provenance_and_the_exact_number_of_model_calls() -> None:
+    """max_steps = 3 on a graph without middleware(): three model calls, the tools of the first
+    two run and the stream ends before the third's tools node, as the executor's last turn."""
     script, model = scripted()
     result = run(graph(model), hi(), budget(max_steps="3"))
     assert (result.status, result.stop_reason, result.framework) == (
@@ -154,8 +158,12 @@ def test_a_step_stop_has_its_provenance_and_the_exact_number_of_model_calls() ->
     )
     assert result.limit is not None
     assert result.limit["locator"] == "env:BUDGETCONF_MAX_STEPS"
-    assert (result.turns, script.made, RAN) == (3, 3, [1, 2, 3])  # the last turn's tools ran
+    assert (result.turns, script.made, RAN) == (3, 3, [1, 2])  # the last turn's did not run
     assert result.output == "step 3"  # kept from the last streamed state
+    assert isinstance(result.native, dict)  # the last state: its last message is the response
+    assert result.native["messages"][-1].content == "step 3"
+    (refused,) = [e for e in result.events if e["type"] == "calls_not_executed"]
+    assert (refused["turn"], refused["ids"]) == (3, ["c3_0"])
 
 
 def test_a_run_that_ends_by_itself_is_completed_with_its_answer() -> None:
@@ -239,11 +247,12 @@ def test_the_deadline_is_checked_between_steps() -> None:
 
 
 def test_arun_cancels_a_step_still_running_at_the_deadline() -> None:
+    """The call in flight is cancelled; it was started, so it is a turn, as in the executor."""
     model = SlowFake(messages=iter(Script()), delay=5.0)
     started = time.monotonic()
     result = asyncio.run(arun(async_graph(model), hi(), budget(timeout_seconds="0.2")))
     assert time.monotonic() - started < 2
-    assert (result.stop_reason, result.turns, result.output) == ("timeout", 0, "")
+    assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "")
     assert isinstance(result.native, TimeoutError)
 
 
@@ -308,10 +317,13 @@ def test_bad_steps_per_turn_and_config_are_usage_errors() -> None:
         limits(steps_per_turn=True)
     with pytest.raises(budgetconf.UsageError, match="config: expected a mapping, got list"):
         run(graph(model), hi(), config=[])  # type: ignore[arg-type]
+    with pytest.raises(budgetconf.UsageError, match="graph: expected a compiled LangGraph graph"):
+        run(object(), hi())
 
 
-def test_nothing_of_the_callers_is_changed_also_when_the_run_raises() -> None:
-    """The bridge borrows nothing: the caller's config and graph are as they were."""
+def test_nothing_of_the_callers_is_changed_also_when_the_run_fails() -> None:
+    """The bridge borrows nothing: the caller's config and graph are as they were; a failing
+    node fails the run, its exception the result's native, never raised."""
 
     def broken(state: Any) -> Any:
         raise ValueError("tool broke")
@@ -322,8 +334,10 @@ def test_nothing_of_the_callers_is_changed_also_when_the_run_raises() -> None:
     compiled = g.compile()
     config = {"configurable": {"thread_id": "t"}, "tags": ["mine"]}
     before = (dict(compiled.config or {}), compiled.step_timeout)
-    with pytest.raises(ValueError, match="tool broke"):  # not a budget's: raised unchanged
-        run(compiled, hi(), budget(max_steps="3"), config=config)
+    result = run(compiled, hi(), budget(max_steps="3"), config=config)
+    assert (result.status, result.stop_reason, result.limit) == (RunStatus.FAILED, "error", None)
+    assert result.message == "failed: ValueError: tool broke (turn 1)"
+    assert isinstance(result.native, ValueError)
     assert config == {"configurable": {"thread_id": "t"}, "tags": ["mine"]}
     assert (dict(compiled.config or {}), compiled.step_timeout) == before
 
@@ -362,55 +376,315 @@ def test_limits_refuses_what_only_run_enforces() -> None:
         limits(budget(max_tokens="100"))
 
 
-def agent(script: Script, *, middle: list[Any]) -> Any:
-    return create_agent(ToolFake(messages=iter(script)), [add], middleware=middle)
+def agent(script: Script, *, middle: list[Any], model: type[ToolFake] = ToolFake) -> Any:
+    return create_agent(model(messages=iter(script)), [add], middleware=middle)
+
+
+INPUTS: list[list[Any]] = []  # the messages of each call a Recorded model gets
+
+
+class Recorded(ToolFake):
+    """A fake that keeps the messages of every call it gets."""
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        INPUTS.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def answers(result: Any) -> list[str]:
+    """The contents of the tool messages of a run's last state."""
+    return [m.content for m in result.native["messages"] if m.type == "tool"]
 
 
 def test_the_middleware_stops_at_the_exact_model_call_count() -> None:
-    """Middleware adds graph steps per turn; run() lets the middleware's cap fire first."""
+    """Middleware adds graph steps per turn; the Meter stops the run before a sixth call, and
+    the fifth's calls are answered in the graph as not executed."""
     res = budget(max_steps="5")
     script = Script()
     RAN.clear()
     result = run(agent(script, middle=middleware(res)), hi(), res)
-    assert isinstance(result.native, ModelCallLimitExceededError)
-    assert (result.stop_reason, result.turns, script.made, len(RAN)) == ("max_steps", 5, 5, 5)
+    assert (result.stop_reason, result.turns, script.made, RAN) == ("max_steps", 5, 5, [1, 2, 3, 4])
     assert result.message.startswith("stopped: hit max_steps (5): loop.max_steps = 5 from env:")
     assert result.output == "step 5"
+    assert answers(result)[-1] == "not executed: this was the last turn the step budget allows"
+
+
+def test_the_middleware_sends_the_last_turn_notice_with_the_last_call_only() -> None:
+    """wrap_up: the notice goes with the last permitted call, and an answer to it is truncated."""
+    res = budget(max_steps="2")
+    INPUTS.clear()
+    script = Script(turns=1)
+    result = run(agent(script, middle=middleware(res), model=Recorded), hi(), res)
+    loop = res.loop
+    assert loop is not None
+    first, last = INPUTS
+    assert [m.content for m in first] == ["hi"]
+    assert (last[-1].type, last[-1].content) == ("human", loop.wrap_up_message)
+    assert (result.status, result.stop_reason, result.output) == (
+        RunStatus.TRUNCATED,
+        "max_steps",
+        "done",
+    )
 
 
 def test_the_middleware_tool_cap_is_a_tool_call_stop() -> None:
+    """The calls past max_tool_calls are answered as not executed, and the run stops there."""
     res = budget(max_tool_calls="3")
     script = Script(calls=2)
     RAN.clear()
     result = run(agent(script, middle=middleware(res)), hi(), res)
     assert (result.stop_reason, result.turns, RAN) == ("max_tool_calls", 2, [1, 1])
+    assert (
+        answers(result)[-2:] == ["not executed: the run's tool-call budget would be exceeded"] * 2
+    )
+    assert result.tool_calls_executed == 2
 
 
-def test_middleware_carries_steps_and_tool_calls_and_refuses_the_rest() -> None:
-    found = middleware(budget(max_steps="4", max_tool_calls="7"))
-    assert [(type(m).__name__, m.run_limit, m.exit_behavior) for m in found] == [
-        ("ModelCallLimitMiddleware", 4, "error"),
-        ("ToolCallLimitMiddleware", 7, "error"),
+def test_the_middleware_rejects_a_response_over_the_per_response_cap_and_goes_on() -> None:
+    """over_cap = reject: none of its calls runs, each is answered with why, the model is
+    asked again, as in the executor."""
+    res = budget(max_steps="4", max_tool_calls_per_turn="2")
+    script = Script(turns=1, calls=3)
+    RAN.clear()
+    result = run(agent(script, middle=middleware(res)), hi(), res)
+    assert (result.status, result.stop_reason, result.turns, RAN) == (
+        RunStatus.OK,
+        "completed",
+        2,
+        [],
+    )
+    assert (
+        answers(result)
+        == [
+            "not executed: this response has 3 tool calls and at most 2 are accepted in one"
+            " response (loop.max_tool_calls_per_turn = 2), so none ran. Send at most 2 calls in a"
+            " response."
+        ]
+        * 3
+    )
+    assert [e["type"] for e in result.events].count("batch_rejected") == 1
+
+
+def test_the_middleware_truncates_a_response_over_the_cap_when_the_preset_says_so() -> None:
+    """over_cap = truncate: the first calls run, the rest are answered as skipped."""
+    res = budget(max_steps="4", max_tool_calls_per_turn="2", over_cap="truncate")
+    script = Script(turns=1, calls=3)
+    RAN.clear()
+    result = run(agent(script, middle=middleware(res)), hi(), res)
+    assert (result.stop_reason, RAN, result.tool_calls_executed) == ("completed", [1, 1], 2)
+    assert answers(result)[2] == (
+        "skipped: only the first 2 calls of a response run (loop.max_tool_calls_per_turn = 2)"
+    )
+
+
+def test_the_middleware_enforces_tokens_before_the_call_and_after_a_response() -> None:
+    """Reached: no further call; passed by a response: its calls do not run."""
+    res = budget(max_tokens="30")
+    script = Script()
+    RAN.clear()
+    reached = run(agent(script, middle=middleware(res)), hi(), res)
+    assert (reached.stop_reason, script.made, RAN) == ("max_tokens", 2, [1, 2])
+    res = budget(max_tokens="20")
+    script = Script()
+    RAN.clear()
+    over = run(agent(script, middle=middleware(res)), hi(), res)
+    assert (over.stop_reason, script.made, RAN) == ("max_tokens", 2, [1])
+
+
+def test_the_middleware_enforces_the_deadline_before_the_next_call() -> None:
+    """A turn that outlasts the deadline: its calls do not run, and no call follows."""
+    res = budget(timeout_seconds="0.1")
+    RAN.clear()
+    model = SlowFake(messages=iter(Script()), delay=0.15)
+    result = run(create_agent(model, [add], middleware=middleware(res)), hi(), res)
+    assert (result.stop_reason, result.turns, RAN) == ("timeout", 1, [])
+    assert result.message.startswith("stopped: hit timeout_seconds (0.1)")
+
+
+def test_a_wrapped_tool_sees_the_bridged_run_as_current_run() -> None:
+    """A tool the middleware runs sees the bridged run, and may carve a sub-agent's budget."""
+    handles: list[Any] = []
+
+    @tool
+    def probe(a: int) -> int:
+        """Note the current run."""
+        handle = current_run()
+        assert handle is not None
+        handles.append((handle.totals.turns, handle.carve(max_steps=1)))
+        return a
+
+    res = budget(max_steps="3")
+    calls = [{"name": "probe", "args": {"a": 1}, "id": "p"}]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    result = run(create_agent(model, [probe], middleware=middleware(res)), hi(), res)
+    assert result.stop_reason == "completed"
+    ((turns, carved),) = handles
+    assert turns == 1
+    assert carved.limits["max_steps"].value == 1
+    assert current_run() is None  # only while the tool runs
+
+
+def test_events_name_and_usage_are_the_executors() -> None:
+    """on_event hears the executor's vocabulary under the run's name; usage is the sum of the
+    responses' usage_metadata, cached tokens included."""
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+        "input_token_details": {"cache_read": 4},
+    }
+    meta = {"model_name": "fake-1", "finish_reason": "tool_calls"}
+    first = AIMessage(
+        "", tool_calls=[{"name": "add", "args": {"a": 1, "b": 1}, "id": "a"}],
+        usage_metadata=usage, response_metadata=meta,
+    )  # fmt: skip
+    model = ToolFake(messages=iter([first, AIMessage("2", usage_metadata=usage)]))
+    heard: list[dict[str, Any]] = []
+    res = budget(max_steps="3")
+    result = run(
+        create_agent(model, [add], middleware=middleware(res)),
+        hi(),
+        res,
+        on_event=heard.append,
+        name="adder",
+    )
+    assert heard == result.events
+    assert [e["type"] for e in heard] == [
+        "run_started", "turn_started", "model_response", "tool_started", "tool_executed",
+        "turn_started", "model_response", "stopped",
+    ]  # fmt: skip
+    assert (heard[0]["name"], heard[0]["framework"]) == ("adder", "langgraph")
+    assert {e["run_id"] for e in heard} == {result.run_id}
+    assert (heard[2]["model"], heard[2]["finish_reason"], heard[2]["cached_input_tokens"]) == (
+        "fake-1",
+        "tool_calls",
+        4,
+    )
+    assert (result.usage.input_tokens, result.usage.cached_input_tokens) == (20, 8)
+    assert (result.usage.output_tokens, result.usage.total_tokens) == (10, 30)
+    assert result.tool_calls_executed == 1
+
+
+class Endless(ToolFake):
+    """Asks for the tool on every call, a while after it, from any number of threads at once."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.02)
+        return ChatResult(generations=[ChatGeneration(message=call(1))])
+
+
+def test_one_graph_serves_overlapping_runs_each_within_its_own_budget() -> None:
+    """The middleware finds each run's Meter in its own context: two runs of one graph at once,
+    on two threads, stop at their own step budgets; the graph is left as it was."""
+    built = create_agent(Endless(messages=iter([])), [add], middleware=middleware())
+    nodes = dict(built.nodes)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        two = pool.submit(run, built, hi(), budget(max_steps="2"))
+        four = pool.submit(run, built, hi(), budget(max_steps="4"))
+        results = two.result(), four.result()
+    assert [(r.stop_reason, r.turns, r.tool_calls_executed) for r in results] == [
+        ("max_steps", 2, 1),
+        ("max_steps", 4, 3),
+    ]
+    assert results[0].run_id != results[1].run_id
+    assert dict(built.nodes) == nodes
+
+
+def test_overlapping_async_runs_of_one_graph_each_keep_their_own_budget() -> None:
+    """arun() in two tasks at once on one graph: each task's context holds its own run."""
+
+    async def both() -> list[Any]:
+        built = create_agent(Endless(messages=iter([])), [add], middleware=middleware())
+        runs = arun(built, hi(), budget(max_steps="2")), arun(built, hi(), budget(max_steps="5"))
+        return list(await asyncio.gather(*runs))
+
+    assert [(r.stop_reason, r.turns) for r in asyncio.run(both())] == [
+        ("max_steps", 2),
+        ("max_steps", 5),
+    ]
+
+
+def test_a_create_agent_graph_nested_in_another_is_metered_by_its_middleware() -> None:
+    """The bridge finds its middleware in a subgraph: the outer graph's run is the Meter's."""
+    res = budget(max_steps="3")
+    inner = agent(Script(), middle=middleware(res))
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    outer.add_node("inner", inner)
+    outer.add_edge(START, "inner")
+    RAN.clear()
+    result = run(outer.compile(), hi(), res)
+    assert (result.stop_reason, result.turns, RAN, result.output) == (
+        "max_steps",
+        3,
+        [1, 2],
+        "step 3",
+    )
+
+
+def test_a_call_of_a_tool_the_graph_lacks_is_answered_by_it_and_not_counted() -> None:
+    """The tool node answers a call of no tool of its own with its error; the Meter counts only
+    the calls it could run."""
+    calls = [
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": "a"},
+        {"name": "nowhere", "args": {}, "id": "n"},
+    ]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    res = budget(max_tool_calls="1")
+    RAN.clear()
+    result = run(create_agent(model, [add], middleware=middleware(res)), hi(), res)
+    assert (result.stop_reason, RAN, result.tool_calls_executed) == ("completed", [1], 1)
+    assert "nowhere is not a valid tool" in answers(result)[1]
+
+
+def test_the_middlewares_graph_invoked_inside_another_run_is_refused() -> None:
+    """A tool of a bridged run invoking a graph that carries middleware() itself: refused, not
+    charged to the run around it."""
+    inner = agent(Script(), middle=middleware())
+
+    @tool
+    def nested(a: int) -> int:
+        """Run an agent of its own."""
+        inner.invoke(hi())
+        return a
+
+    res = budget(max_steps="3")
+    calls = [{"name": "nested", "args": {"a": 1}, "id": "n"}]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls)]))
+    with pytest.raises(budgetconf.UsageError, match=r"only when it runs through .*run\(\)"):
+        run(create_agent(model, [nested], middleware=middleware(res)), hi(), res)
+
+
+def test_middleware_refuses_what_langgraph_cannot_report() -> None:
+    """Every budget is enforced through middleware() but cost, which LangGraph never reports."""
+    assert [type(m).__name__ for m in middleware(budget(max_tokens="9", timeout_seconds="5"))] == [
+        "MeterMiddleware"
     ]
     with pytest.raises(
-        budgetconf.UsageError, match=r"max_tokens = 9 .* by langgraph's middleware\(\);"
+        budgetconf.UsageError, match=r"max_cost_usd = 9\.0 .* by langgraph's middleware\(\);"
     ):
-        middleware(budget(max_tokens="9"))
+        middleware(budget(max_cost_usd="9"))
 
 
-def test_a_graph_whose_middleware_has_other_caps_is_refused() -> None:
-    built = agent(Script(), middle=middleware(budget(max_steps="5")))
-    with pytest.raises(budgetconf.UsageError, match="middleware\\(\\) has max_steps = 5 but"):
-        run(built, hi(), budget(max_steps="6"))
+def test_the_runs_budget_governs_whatever_the_middleware_was_built_from() -> None:
+    """middleware() carries no caps of its own: the budget is the run's."""
+    script = Script()
+    built = agent(script, middle=middleware(budget(max_steps="5")))
+    result = run(built, hi(), budget(max_steps="2"))
+    assert (result.stop_reason, result.turns, script.made) == ("max_steps", 2, 2)
 
 
-def test_a_limit_the_bridge_did_not_set_is_raised_unchanged() -> None:
+def test_a_limit_the_bridge_did_not_set_fails_the_run() -> None:
+    """The caller's own ModelCallLimitMiddleware is not the budget's: failed, its error native."""
     own = ModelCallLimitMiddleware(run_limit=2, exit_behavior="error")
-    with pytest.raises(ModelCallLimitExceededError):
-        run(agent(Script(), middle=[own]), hi(), budget(max_steps="9"), steps_per_turn=4)
+    result = run(agent(Script(), middle=[own]), hi(), budget(max_steps="9"), steps_per_turn=4)
+    assert (result.status, result.stop_reason, result.limit) == (RunStatus.FAILED, "error", None)
+    assert isinstance(result.native, ModelCallLimitExceededError)
 
 
 def test_the_deadline_passed_in_a_tool_step_stops_before_the_next_call() -> None:
+    """Without middleware(): the next model call is asked for after the tools node, and the
+    passed deadline stops the run there."""
+
     @tool
     def slow(a: int) -> int:
         """Take a while."""
@@ -430,33 +704,104 @@ def test_the_deadline_passed_in_a_tool_step_stops_before_the_next_call() -> None
     assert (result.stop_reason, result.turns, result.output) == ("timeout", 1, "")
 
 
-def test_an_error_of_the_graph_is_raised_unchanged_from_arun_and_with_middleware() -> None:
+def test_a_failure_of_the_graph_fails_the_run_from_arun_and_with_middleware() -> None:
+    """A node's own TimeoutError (not the deadline) and a model that fails: failed results,
+    the exception native, as the executor's; never raised."""
+
     def raises(state: Any) -> Any:
         raise TimeoutError("its own")
 
     g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     g.add_node("agent", raises)
     g.add_edge(START, "agent")
-    with pytest.raises(TimeoutError, match="its own"):
-        asyncio.run(arun(g.compile(), hi(), budget(timeout_seconds="30")))
+    own = asyncio.run(arun(g.compile(), hi(), budget(timeout_seconds="30")))
+    assert (own.status, own.stop_reason, own.message) == (
+        RunStatus.FAILED,
+        "error",
+        "failed: TimeoutError: its own (turn 1)",
+    )
+    assert isinstance(own.native, TimeoutError)
     broken = create_agent(Broken(messages=iter([])), [add])
-    with pytest.raises(LookupError, match="model broke"):
-        asyncio.run(arun(broken, hi(), budget()))
+    result = asyncio.run(arun(broken, hi(), budget()))
+    assert (result.stop_reason, result.turns, str(result.native)) == ("error", 1, "model broke")
     res = budget(max_steps="3")
     carried = create_agent(Broken(messages=iter([])), [add], middleware=middleware(res))
-    with pytest.raises(LookupError, match="model broke"):
-        run(carried, hi(), res)
+    result = run(carried, hi(), res)
+    assert (result.status, result.message) == (
+        RunStatus.FAILED,
+        "failed: LookupError: model broke (turn 1)",
+    )
+    assert isinstance(result.native, LookupError)
 
 
-def test_without_a_step_budget_no_recursion_limit_is_set_nor_attributed() -> None:
+def test_a_tool_that_raises_fails_the_run_and_counts() -> None:
+    """create_agent's tool node raises a tool's error: the run fails, the call counted as run."""
+
+    @tool
+    def fails(a: int) -> int:
+        """Fail."""
+        raise ArithmeticError("no sum")
+
+    res = budget(max_steps="3")
+    calls = [{"name": "fails", "args": {"a": 1}, "id": "f"}]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls)]))
+    result = run(create_agent(model, [fails], middleware=middleware(res)), hi(), res)
+    assert (result.status, result.tool_calls_executed) == (RunStatus.FAILED, 1)
+    assert isinstance(result.native, ArithmeticError)
+    (ran,) = [e for e in result.events if e["type"] == "tool_executed"]
+    assert (ran["ok"], ran["error"]) == (False, "ArithmeticError: no sum")
+
+
+def test_an_error_of_the_callers_own_is_raised() -> None:
+    """A node's update the graph cannot take is the caller's mistake: raised, as LangGraph
+    raises it, once the run's Meter has ended."""
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", lambda state: 3)  # an update is a mapping
+    g.add_edge(START, "agent")
+    heard: list[dict[str, Any]] = []
+    with pytest.raises(InvalidUpdateError):
+        run(g.compile(), hi(), budget(max_steps="2"), on_event=heard.append)
+    assert heard[-1]["type"] == "stopped"
+
+
+def test_a_graph_without_middleware_counts_a_tools_error_as_a_call_that_ran() -> None:
+    """A tool node that answers a failure itself: the call ran, and failed, as the event says."""
+
+    @tool
+    def fails(a: int) -> int:
+        """Fail."""
+        raise ArithmeticError("no sum")
+
+    calls = [{"name": "fails", "args": {"a": 1}, "id": "f"}]
+    model = ToolFake(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([fails], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    result = run(g.compile(), hi(), budget(max_tool_calls="1"))
+    assert (result.stop_reason, result.tool_calls_executed) == ("completed", 1)
+    (ran,) = [e for e in result.events if e["type"] == "tool_executed"]
+    assert ran["ok"] is False
+    assert ran["error"].startswith("ToolFailed: Error: ArithmeticError")
+
+
+def test_the_default_per_response_cap_is_left_to_a_graph_without_middleware() -> None:
+    """Its tool node runs every call: the preset's default cap of 10 is not enforced there."""
+    _, model = scripted(turns=1, calls=11)
+    result = run(graph(model), hi(), budget(max_steps="3"))
+    assert (result.stop_reason, len(RAN), result.tool_calls_executed) == ("completed", 11, 11)
+
+
+def test_without_a_step_budget_limits_sets_no_recursion_limit_and_run_refuses() -> None:
+    """limits() passes nothing; run() needs the step budget its Meter counts turns against."""
     full = Budget.from_resolution(budget())
     unbounded = replace(full, limits={k: v for k, v in full.limits.items() if k != "max_steps"})
     assert limits(unbounded) == {}
-    assert middleware(unbounded) == []
     _, model = scripted()
-    own = graph(model).with_config(recursion_limit=4)  # the graph's own limit, not the bridge's
-    with pytest.raises(GraphRecursionError):
-        run(own, hi(), unbounded)
+    with pytest.raises(budgetconf.UsageError, match=r"the budget sets no loop\.max_steps"):
+        run(graph(model), hi(), unbounded)
 
 
 def test_text_is_read_from_content_blocks_and_a_message_without_usage_counts_none() -> None:
@@ -496,7 +841,7 @@ def test_importing_the_bridge_loads_nothing_heavy() -> None:
     code = (
         "import sys, budgetconf.integrations.langgraph;"
         "print(sorted(m for m in ('langgraph.errors', 'langgraph.graph', 'langchain_core',"
-        " 'langchain.agents') if m in sys.modules))"
+        " 'langchain.agents', 'budgetconf.loop') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"

@@ -536,6 +536,9 @@ def test_a_wrapped_tool_sees_the_bridged_run_and_may_carve_from_it() -> None:
     assert seen[0] is not None
     kinds = [e["type"] for e in result.events]
     assert kinds.count("child_start") == kinds.count("child_end") == 1
+    assert seen[0].ended  # the run is over: what a tool kept of it carves no more
+    with pytest.raises(budgetconf.UsageError, match="carve: the run has ended"):
+        seen[0].carve()
 
 
 def test_the_result_carries_usage_the_events_and_the_runs_name() -> None:

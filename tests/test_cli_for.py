@@ -66,7 +66,8 @@ def test_the_json_document_gains_a_framework_key(
     assert described["limits"] == {"usage_limits": {"request_limit": 40, "total_tokens_limit": 900}}
     by = {b["field"]: (b["enforced_by"], b["locator"]) for b in described["budgets"]}
     assert by["limits.max_tokens"] == ("framework", "env:BUDGETCONF_MAX_TOKENS")
-    assert by["loop.max_tool_calls_per_turn"] == ("default", "built-in default")
+    # run() enforces the per-response cap through the Meter: its default too
+    assert by["loop.max_tool_calls_per_turn"] == ("bridge", "built-in default")
 
 
 def test_an_unknown_framework_or_toml_is_a_usage_error(

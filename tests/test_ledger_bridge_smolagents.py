@@ -1,7 +1,7 @@
-"""The smolagents bridge draws on the shared ledger per model call: the first reserved before
-the run, each next one from the step callback before it (the plan, the step, the forced final
-answer), each settled with its step's usage; against the real smolagents with a scripted
-`Model`, offline, and a real SQLite ledger and redis-server."""
+"""The smolagents bridge draws on the shared ledger per model call: the agent's model, wrapped
+for the run, reserves before each call (a plan's, a step's) and settles it with the response's
+usage; against the real smolagents with a scripted `Model`, offline, and a real SQLite ledger
+and redis-server."""
 
 from __future__ import annotations
 
@@ -128,12 +128,12 @@ def test_each_model_call_is_reserved_before_it_and_settled_with_its_usage(
     assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(3, 45, "completed")]
 
 
-def test_the_plans_and_the_forced_final_answer_are_reserved_too(tmp_path: Path) -> None:
-    """max_steps = 6, a plan every 2 steps: plan, step, step, plan, step, the forced answer."""
+def test_the_plans_are_reserved_too(tmp_path: Path) -> None:
+    """max_steps = 6, a plan every 2 steps: six calls reserved, and no seventh (a plan)."""
     url = sqlite_url(tmp_path)
     model = Metered(url, tokens=10)
     result = bridge.run(agent(model, planning_interval=2), "go", budget(url, max_steps="6"))
-    assert (result.stop_reason, result.output, result.turns) == ("max_steps", "summary", 6)
+    assert (result.stop_reason, result.output, result.turns) == ("max_steps", "step 6", 6)
     assert model.seen == [(10 * n, 4096) for n in range(6)]
     status, runs = status_and_runs(url)
     assert (status.spent_tokens, status.reserved_tokens) == (60, 0)
@@ -170,8 +170,8 @@ def test_a_refused_first_call_is_never_made(tmp_path: Path) -> None:
     assert [(r["turns"], r["stop_reason"]) for r in runs] == [(0, "max_tokens")]
 
 
-def test_the_last_step_s_refusal_stops_the_forced_final_call(tmp_path: Path) -> None:
-    """max_steps = 3: two steps, then the ledger refuses smolagents' forced final call."""
+def test_the_ledgers_refusal_stops_the_last_permitted_call(tmp_path: Path) -> None:
+    """max_steps = 3: two steps, then the ledger refuses the third, which is never made."""
     url = sqlite_url(tmp_path)
     model = Metered(url, tokens=100)
     res = budget(url, max_steps="3", ledger_max_tokens="250", ledger_reserve_tokens="100")
@@ -186,11 +186,15 @@ def test_a_failed_call_gives_its_reservation_back_and_the_run_is_recorded(
 ) -> None:
     url = sqlite_url(tmp_path)
     model = Metered(url, tokens=15, fail_at=2)
-    with pytest.raises(AgentGenerationError, match="the provider is down"):
-        bridge.run(agent(model), "go", budget(url))
+    result = bridge.run(agent(model), "go", budget(url))
+    assert (result.stop_reason, result.message) == (
+        "error",
+        "failed: RuntimeError: the provider is down (turn 2)",
+    )
+    assert isinstance(result.native, AgentGenerationError)
     status, runs = status_and_runs(url)
     assert (status.spent_tokens, status.reserved_tokens, status.reserved_cost_usd) == (15, 0, 0.0)
-    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(1, 15, "error")]
+    assert [(r["turns"], r["tokens"], r["stop_reason"]) for r in runs] == [(2, 15, "error")]
 
 
 def test_an_unreachable_ledger_fails_the_run_before_any_call_without_its_password() -> None:

@@ -1,7 +1,7 @@
-"""A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
-draws on it in run() (openai-agents, smolagents, PraisonAI, LangGraph with its middleware);
-the others, and every limits(), refuse it like any budget they cannot enforce; explain --for
-says which."""
+"""A set ``ledger.url`` in a framework bridge: every bridge reserves before each model call,
+so each draws on it in run() (openai-agents, smolagents, LangGraph with its middleware,
+pydantic-ai through its wrapped model, PraisonAI through its lent client); every limits()
+refuses it like any budget it cannot enforce; explain --for says which."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["langgraph", "openai_agents", "praisonai", "smolagents"]
+    assert DRAWING == ["langgraph", "openai_agents", "praisonai", "pydantic_ai", "smolagents"]
+    assert REFUSING == []
 
 
 @pytest.mark.parametrize(
@@ -55,28 +56,43 @@ def test_a_bridge_that_draws_takes_the_ledger_in_run(name: str) -> None:
 def test_warn_runs_a_bridge_without_the_ledger_after_one_warning() -> None:
     with pytest.warns(budgetconf.BudgetConfWarning, match="ledger.url = .* running without it"):
         budget = bridge_budget(
-            FRAMEWORKS[REFUSING[0]], None, {"env": ENV}, through="run", unenforced="warn"
+            FRAMEWORKS["praisonai"], None, {"env": ENV}, through="limits", unenforced="warn"
         )
     assert budget.ledger is not None
 
 
-@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents", "pydantic_ai"])
+#: each bridge module and the package its framework imports as
+IMPORTS = {
+    "smolagents": "smolagents",
+    "langgraph": "langgraph",
+    "openai_agents": "agents",
+    "pydantic_ai": "pydantic_ai",
+    "praisonai": "praisonaiagents",
+}
+
+
+@pytest.mark.parametrize("module", list(IMPORTS))
 def test_the_real_bridges_limits_refuse_it(module: str) -> None:
-    pytest.importorskip(module.replace("openai_agents", "agents"))
+    pytest.importorskip(IMPORTS[module])
     bridge = importlib.import_module(f"budgetconf.integrations.{module}")
     with pytest.raises(budgetconf.UsageError, match=r"ledger.url = redis://agent:\*\*\*@"):
-        bridge.limits(env=ENV)
+        bridge.limits(budgetconf.resolve(env=ENV))  # praisonai's own preset reads no env
 
 
-def test_explain_for_lists_the_ledger_as_refused(
+def test_explain_for_lists_praisonais_ledger_as_drawn_on_and_a_cost_maximum_as_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
-    main(["explain", "ledger.url", "--for", "pydantic-ai"])
+    monkeypatch.setenv("BUDGETCONF_LEDGER_MAX_COST_USD", "5")
+    assert main(["explain", "ledger.url", "--for", "praisonai"]) == 1
     out = capsys.readouterr().out
     assert (
-        "  refused           ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
-        " env:BUDGETCONF_LEDGER_URL: pydantic-ai-slim cannot enforce it; run() refuses it\n"
+        "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0: its OpenAI client,"
+        " lent for the run, reserves before each model request"
+    ) in out
+    assert (
+        "  refused           ledger.max_cost_usd = 5.0 from env:BUDGETCONF_LEDGER_MAX_COST_USD:"
+        " praisonaiagents cannot enforce it; run() refuses it\n"
     ) in out
     assert "SECRET" not in out
 
@@ -89,9 +105,22 @@ def test_explain_for_lists_the_ledger_as_drawn_on_by_a_bridge_that_draws(
     out = capsys.readouterr().out
     assert (
         "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0:"
-        " RunHooks.on_llm_start reserves before each model call"
+        " RunConfig.call_model_input_filter reserves before each model call"
     ) in out
     assert "SECRET" not in out
+
+
+def test_explain_for_takes_a_ledger_cost_maximum_where_the_framework_prices(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-ai prices each response, so its bridge settles a cost as well as tokens: a set
+    ledger.max_cost_usd is not refused."""
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
+    monkeypatch.setenv("BUDGETCONF_LEDGER_MAX_COST_USD", "5")
+    assert main(["explain", "ledger.url", "--for", "pydantic-ai", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    ledger = [b for b in document["framework"]["budgets"] if b["budget"] == "ledger"]
+    assert [(b["field"], b["enforced_by"]) for b in ledger] == [("ledger.url", "bridge")]
 
 
 def test_explain_for_refuses_a_ledger_cost_maximum_a_bridge_cannot_settle(

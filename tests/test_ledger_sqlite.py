@@ -196,6 +196,26 @@ def test_a_ledger_locked_for_a_moment_is_waited_for(tmp_path: Path) -> None:
     led.close()
 
 
+def test_a_new_database_another_process_is_writing_is_waited_for_at_open(
+    tmp_path: Path,
+) -> None:
+    """Turning WAL on fails at once, past SQLite's busy handler, while another connection
+    holds a write lock on a database still in rollback mode: the open is tried again."""
+    path = tmp_path / "ledger.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    timer.start()
+    began = time.monotonic()
+    led = SQLiteLedger(parse_url(f"sqlite:///{path}"), busy_seconds=5)
+    assert time.monotonic() - began >= 0.25  # it waited for the other's commit
+    timer.join()
+    other.close()
+    assert _hold(led) is not None
+    assert led._connection().execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    led.close()
+
+
 def test_a_forked_process_opens_its_own_connection(tmp_path: Path) -> None:
     """A connection never crosses a fork: the child's settle counts, and the parent's after it."""
     led = SQLiteLedger(parse_url(f"sqlite:///{tmp_path}/ledger.db"))

@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, TypeAlias
 
-    from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+    from budgetconf.loop import Budget, LedgerSettings, Limit
 
     Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
@@ -101,8 +101,9 @@ def _smolagents(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pydantic_ai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
-    # request_limit always: pydantic-ai's own default is 50, and None would mean unlimited
-    limits: dict[str, Any] = {"request_limit": int(budget.limits[_B.MAX_STEPS].value)}
+    # request_limit always: pydantic-ai's own default is 50; None (unlimited) only for a budget
+    # that sets no step budget, as the Meter has no last turn then
+    limits: dict[str, Any] = {"request_limit": _steps(budget)}
     for budget_name, field in (
         (_B.MAX_TOOL_CALLS, "tool_calls_limit"),
         (_B.MAX_TOKENS, "total_tokens_limit"),
@@ -133,37 +134,46 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "openai_agents",
             package="openai-agents",
             extra="openai-agents",
-            knobs={_B.MAX_STEPS: "max_turns"},
+            knobs={
+                _B.MAX_STEPS: "max_turns (in run(), the Meter counts the model calls through"
+                " RunConfig.call_model_input_filter and answers the last turn's calls as not"
+                " executed)"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS_PER_TURN: (
-                    "RunHooks.on_llm_end: a response over it stops the run before its tools run"
-                ),
-                _B.MAX_TOOL_CALLS: (
-                    "RunHooks.on_llm_end: a response that would pass it stops the run before"
-                    " its tools run"
-                ),
-                _B.MAX_TOKENS: (
-                    "RunHooks.on_llm_end, from the usage each response reports; a spent"
-                    " budget stops the next call"
-                ),
-                _B.TIMEOUT_SECONDS: "a deadline that cancels the run",
+                _B.MAX_TOOL_CALLS_PER_TURN: "each function tool runs through a wrapper: calls"
+                " past the cap are rejected (or truncated), and the run goes on",
+                _B.MAX_TOOL_CALLS: "the function tools' wrapper answers the calls past it as"
+                " not executed",
+                _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports; a"
+                " spent budget stops the next call",
+                _B.TIMEOUT_SECONDS: "a deadline that cancels the run, and the Meter's checks"
+                " before each call and batch",
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
-            ledger="RunHooks.on_llm_start reserves before each model call (a refusal stops the"
-            " run before it); on_llm_end settles with the tokens the response reports",
+            ledger="RunConfig.call_model_input_filter reserves before each model call (a refusal"
+            " stops the run before it); RunHooks.on_llm_end settles with the tokens the response"
+            " reports",
         ),
         Framework(
             "langgraph",
             package="langgraph",
             extra="langgraph",
-            knobs={_B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps)'},
+            knobs={
+                _B.MAX_STEPS: 'config["recursion_limit"] (steps_per_turn x max_steps); in run(),'
+                " a count of the model calls: the last turn's calls are answered as not"
+                " executed (middleware()), or the stream ends before its tools node"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS: "the streamed state, before the calls run (with create_agent,"
-                " middleware())",
-                _B.MAX_TOKENS: "the usage_metadata of the streamed state's AI messages",
-                _B.TIMEOUT_SECONDS: "a deadline checked between graph steps (arun() also"
-                " cancels a step still running)",
+                _B.MAX_TOOL_CALLS_PER_TURN: "with create_agent and middleware(): its"
+                " wrap_tool_call rejects (or truncates) a response over it, and the run goes on;"
+                " a graph without middleware() refuses a cap set anywhere but the default",
+                _B.MAX_TOOL_CALLS: "with middleware(), its wrap_tool_call answers the calls past"
+                " it as not executed; any other graph stops before its tools node",
+                _B.MAX_TOKENS: "the usage_metadata of each response (middleware(), or the"
+                " streamed states); a spent budget stops the next model call",
+                _B.TIMEOUT_SECONDS: "a deadline checked before each model call and each"
+                " response's tools (arun() also cancels a step still running)",
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
@@ -175,31 +185,52 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "smolagents",
             package="smolagents",
             extra="smolagents",
-            knobs={_B.MAX_STEPS: "max_steps (max_steps - 1: its forced final answer is the last)"},
+            knobs={
+                _B.MAX_STEPS: "max_steps (max_steps - 1 in limits(): its forced final answer is"
+                " one more call); in run(), the agent's model, wrapped, refuses the call past"
+                " it and the last response's calls are answered as not executed"
+            },
             bridged={
-                _B.MAX_TOOL_CALLS: "a gate before a ToolCallingAgent's calls run (not a CodeAgent)",
-                _B.MAX_TOKENS: "a step callback and the tool gate, from each step's token usage",
-                _B.TIMEOUT_SECONDS: "a step callback and the tool gate, between calls",
+                _B.MAX_TOOL_CALLS_PER_TURN: "a ToolCallingAgent's tools, wrapped: a response"
+                " over it is rejected (or its surplus skipped) and the run goes on (refused for"
+                " a CodeAgent, unless it is the preset's default)",
+                _B.MAX_TOOL_CALLS: "a ToolCallingAgent's tools, wrapped: calls past it are"
+                " answered as not executed and the run stops (refused for a CodeAgent)",
+                _B.MAX_TOKENS: "the agent's model, wrapped, from each response's token_usage; a"
+                " spent budget stops the next call",
+                _B.TIMEOUT_SECONDS: "the agent's model, wrapped: checked before each call and"
+                " each response's tools; a call still running at the deadline is abandoned",
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
-            ledger="reserved before the first model call and, from each step callback, before"
-            " the next (a refusal stops the run before it); each step's token usage settles it",
+            ledger="the agent's model, wrapped, reserves before each model call (a refusal stops"
+            " the run before it) and settles with the response's token_usage",
         ),
         Framework(
             "pydantic_ai",
             package="pydantic-ai-slim",
             extra="pydantic-ai",
+            # limits() passes these keywords; run() enforces each through the Meter instead
             knobs={
-                _B.MAX_STEPS: "UsageLimits(request_limit=…)",
-                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…), a crossing batch refused",
-                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…), checked after each response",
-                _B.MAX_COST_USD: "UsageLimits(cost_limit=…), from the cost responses report",
-                _B.TIMEOUT_SECONDS: "the run's timeout=",
+                _B.MAX_STEPS: "UsageLimits(request_limit=…); run(): the Meter, before each model"
+                " call, the last permitted response's calls answered as not executed",
+                _B.MAX_TOOL_CALLS: "UsageLimits(tool_calls_limit=…); run(): the wrapped toolset,"
+                " a response whose calls would pass it stopping the run before any runs",
+                _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…); run(): the Meter, from each"
+                " response's usage before its tools run",
+                _B.MAX_COST_USD: "UsageLimits(cost_limit=…); run(): the Meter, from the cost"
+                " pydantic-ai prices each response at",
+                _B.TIMEOUT_SECONDS: "the run's timeout=; run(): the Meter's deadline, and"
+                " timeout= set to what is left of it",
             },
-            bridged={},
+            bridged={
+                _B.MAX_TOOL_CALLS_PER_TURN: "the wrapped toolset: a response over it rejected"
+                " whole (or truncated), each call answered, and the run goes on",
+            },
             conflicting=("usage_limits", "timeout"),
             keywords=_pydantic_ai,
+            ledger="the wrapped model reserves before each model call (a refusal stops the run"
+            " before it) and settles with the response's tokens and the cost pydantic-ai prices",
         ),
         Framework(
             "praisonai",

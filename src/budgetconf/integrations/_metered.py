@@ -178,13 +178,14 @@ class Bridged:
         """The framework's run raised ``exc``: the end the Meter decided, else failed.
 
         An exception raised before any model call began is the caller's own (the framework
-        refusing how it was called): it is raised again, as it came.
+        refusing how it was called): it is raised again, as it came, once the run's events
+        have ended with it (a sink hears the run close, a parent gets its remainder back).
         """
         end = self.stop or self.meter.ended
         if end is None:
+            end = self._end(self.meter.raised(exc))
             if self.meter.turns == self.first_turn:
                 raise exc
-            end = self.meter.raised(exc)
         return BridgeResult.of(self._end(end), self.framework, exc)
 
     def stopped(self, reason: StopReason, native: object) -> BridgeResult:

@@ -2,52 +2,59 @@
 
 >>> from budgetconf.integrations.langgraph import limits, middleware, run
 >>> graph.invoke(state, **limits(res))  # doctest: +SKIP
->>> result = run(graph, state, res)  # doctest: +SKIP
 >>> agent = create_agent(model, tools, middleware=middleware(res))  # doctest: +SKIP
+>>> result = run(agent, state, res)  # doctest: +SKIP
 
-A turn is one model response: an AI message the graph adds to its state's
-``messages``. `run()` streams the graph with ``stream_mode="values"``, so it
-sees the state after every graph step, keeps the last one (its last AI text
-is the output, also when a limit stops the run) and can stop between two
-steps, before the next one runs.
+`run()` and `arun()` enforce the budget through the executor's `Meter`, and
+return a `BridgeResult` whose ``message``, ``limit``, ``usage`` and ``events``
+are the executor's. A turn is one model call. With the bridge's `middleware()`
+in a ``create_agent`` graph, the Meter sees each model call before it is made
+and each tool call before it runs, as in the executor. Any other graph is
+streamed with ``stream_mode="values"``: the bridge sees the state after every
+graph step, and stops the run between two steps.
 
 ============================  ==================================================
 budget                        enforced by
 ============================  ==================================================
-``max_steps``                 ``config["recursion_limit"]`` =
+``max_steps``                 `limits()`: ``config["recursion_limit"]`` =
                               ``steps_per_turn x max_steps`` (graph steps; 2 for
-                              an agent-tools loop), and in `run()` the count of
-                              AI messages: no model call after the last turn;
-                              with `middleware()`, langchain's
-                              ``ModelCallLimitMiddleware`` (exact)
-``max_tool_calls``            `run()`: a response whose calls would pass the
-                              limit stops the run before they run; with
-                              `middleware()`, ``ToolCallLimitMiddleware``
-``max_tokens``                `run()`: the ``usage_metadata`` of the AI messages;
-                              no model call once the total reached the limit, no
-                              tool run after a response that passed it
-``timeout_seconds``           `run()`: checked between graph steps; `arun()` also
+                              an agent-tools loop). `run()`: the Meter, with the
+                              recursion limit set above it: no model call after
+                              the last turn, whose calls are answered as not
+                              executed (`middleware()`, which also adds the
+                              last-turn notice to that call), or whose tools
+                              node does not run (the stream ends there)
+``max_tool_calls_per_turn``   `middleware()`: a response over it is rejected
+                              (or truncated) with the executor's answers, and
+                              the run goes on; any other graph cannot (the
+                              default of 10 is left unenforced, a cap set
+                              anywhere else is refused)
+``max_tool_calls``            `middleware()`: the calls past it are answered as
+                              not executed and the run stops; any other graph
+                              stops before the tools node of such a response
+``max_tokens``                the ``usage_metadata`` of each response: one that
+                              takes the run past it runs no calls, and a spent
+                              budget stops the next model call
+``timeout_seconds``           the Meter's deadline, checked before each model
+                              call and each response's calls; `arun()` also
                               cancels a step still running at the deadline
-``max_tool_calls_per_turn``   cannot be (the default of 10 is left unenforced)
 ``max_cost_usd``              cannot be: LangGraph reports no cost
-``ledger.url``                with ``create_agent`` and `middleware()`, in
-                              `run()`: its ``wrap_model_call`` reserves before
-                              each model call (a refusal stops the run before
-                              it) and settles with the response's
-                              ``usage_metadata``; any other graph refuses it,
-                              and so does a ``ledger.max_cost_usd`` (no cost)
+``ledger.url``                `middleware()`: its ``wrap_model_call`` reserves
+                              before each model call and settles with the
+                              response's ``usage_metadata``; any other graph
+                              refuses it, and so does a ``ledger.max_cost_usd``
 ============================  ==================================================
 
-`limits()` carries ``max_steps`` only, `middleware()` ``max_steps`` and
-``max_tool_calls``: any other budget set is refused (`UsageError`), or run
-without and warned about with ``unenforced="warn"``.
+`limits()` carries ``max_steps`` only: any other budget set is refused
+(`UsageError`), or run without and warned about with ``unenforced="warn"``.
+The bridge changes nothing of the caller's graph or config, so one graph may
+serve runs at once; a graph built with `middleware()` runs only through
+`run()` or `arun()`.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Mapping
 
 try:
     import langgraph  # noqa: F401  (cheap: the heavy modules are imported when used)
@@ -57,57 +64,50 @@ except ImportError:
     raise missing("langgraph", "langgraph", "langgraph") from None
 
 from budgetconf._loop_table import BudgetName, StopReason
-from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import (
-    BridgeResult,
-    bridge_budget,
-    ended,
-    refuse_conflicting,
-    stopped,
-    unreadable,
-)
+from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS, Framework
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
     from typing import Any
 
+    from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
-    from budgetconf.integrations._draw import Tally
-    from budgetconf.loop._budget import Budget
+    from budgetconf.integrations._langgraph_run import GraphRun
+    from budgetconf.loop import Budget
 
 __all__ = ["arun", "limits", "middleware", "run"]
 
 _FRAMEWORK: Framework = FRAMEWORKS["langgraph"]
-#: what middleware() carries: the framework's knob and the two caps langchain enforces
+#: what middleware() checks a budget against: all the bridge enforces through it
 _MIDDLEWARE = Framework(
     "langgraph",
     package="langgraph's middleware()",  # as a refusal names it
     extra="langgraph",
-    knobs={
-        BudgetName.MAX_STEPS: "ModelCallLimitMiddleware",
-        BudgetName.MAX_TOOL_CALLS: "ToolCallLimitMiddleware",
-    },
-    bridged={},
+    knobs=_FRAMEWORK.knobs,
+    bridged=_FRAMEWORK.bridged,
     conflicting=(),
     keywords=_FRAMEWORK.keywords,
     ledger=_FRAMEWORK.ledger,
 )
-#: a graph without the bridge's middleware: it cannot draw on the shared ledger
+#: a graph without the bridge's middleware: no call can be answered in its tool node's place,
+#: and no model call is seen before it is made
 _UNDRAWN = Framework(
     "langgraph",
     package="langgraph",
     extra="langgraph",
     knobs=_FRAMEWORK.knobs,
-    bridged=_FRAMEWORK.bridged,
+    bridged={
+        n: how for n, how in _FRAMEWORK.bridged.items() if n != BudgetName.MAX_TOOL_CALLS_PER_TURN
+    },
     conflicting=_FRAMEWORK.conflicting,
     keywords=_FRAMEWORK.keywords,
 )
-#: the attribute that marks a middleware as the bridge's, holding the budget it was built from
-_MARK = "_budgetconf_budget"
-#: keywords of ``graph.stream`` the bridge sets itself
-_OWN = ("recursion_limit", "stream_mode")
+#: the class attribute that marks a middleware as the bridge's
+_MARK = "budgetconf_meter"
+#: keywords of ``graph.stream`` the bridge sets itself: it reads every state's messages
+_OWN = ("stream_mode", "subgraphs", "output_keys")
 
 
 def limits(
@@ -116,8 +116,8 @@ def limits(
     """``{"config": {"recursion_limit": steps_per_turn * max_steps}}``, for ``graph.invoke``.
 
     ``steps_per_turn`` is the number of graph steps one model response takes
-    (2 for an agent-tools loop; more with ``create_agent`` middleware, where
-    `middleware()` is exact). Without a step budget, ``{}``.
+    (2 for an agent-tools loop; more with ``create_agent`` middleware). Without
+    a step budget, ``{}``.
     """
     checked = bridge_budget(_FRAMEWORK, budget, resolve_kwargs, through="limits")
     per_turn = _per_turn(steps_per_turn)
@@ -128,38 +128,23 @@ def limits(
 def middleware(
     budget: object = None, *, unenforced: Unenforced = "error", **resolve_kwargs: Any
 ) -> list[Any]:
-    """langchain's call-limit middleware for ``create_agent``, raising at the budget's caps.
+    """The bridge's middleware for ``create_agent``: each model call and tool call of the graph
+    through the Meter of the `run()` or `arun()` it runs in.
 
-    ``ModelCallLimitMiddleware(run_limit=max_steps)`` and, when the budget has
-    one, ``ToolCallLimitMiddleware(run_limit=max_tool_calls)``, both with
-    ``exit_behavior="error"``; `run()` reports their errors as stops. When
-    the budget names a shared ledger, a middleware that draws on it per model
-    call, in `run()` and `arun()` only.
+    The budget is the run's; ``budget`` (resolved like `run()`'s) is checked
+    here too, so a budget the middleware cannot enforce is refused as the
+    graph is built.
     """
-    # bridged={}: "run" differs from "limits" only in letting the ledger's middleware draw
-    checked = bridge_budget(
-        _MIDDLEWARE, budget, resolve_kwargs, through="run", unenforced=unenforced
-    )
+    bridge_budget(_MIDDLEWARE, budget, resolve_kwargs, through="run", unenforced=unenforced)
     try:
-        from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
+        import langchain.agents.middleware  # noqa: F401  (create_agent's: the class builds on it)
     except ImportError:
         from budgetconf.integrations._install import missing
 
         raise missing("langgraph", "langchain", "langgraph") from None
-    found: list[Any] = []
-    steps = checked.value(BudgetName.MAX_STEPS)
-    if steps is not None:
-        found.append(ModelCallLimitMiddleware(run_limit=int(steps), exit_behavior="error"))
-    calls = checked.value(BudgetName.MAX_TOOL_CALLS)
-    if calls is not None:
-        found.append(ToolCallLimitMiddleware(run_limit=int(calls), exit_behavior="error"))
-    if checked.ledger is not None:
-        from budgetconf.integrations._langchain_ledger import LedgerMiddleware
+    from budgetconf.integrations._langchain_middleware import MeterMiddleware
 
-        found.append(LedgerMiddleware(checked))
-    for each in found:
-        setattr(each, _MARK, checked)
-    return found
+    return [MeterMiddleware()]
 
 
 def run(
@@ -170,25 +155,40 @@ def run(
     unenforced: Unenforced = "error",
     steps_per_turn: int = 2,
     config: Mapping[str, Any] | None = None,
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
-    """Stream ``graph`` on ``input`` within ``budget`` and report how it ended.
+    """Stream ``graph`` on ``input`` within ``budget``; a budget stop is a result.
 
     ``config`` and ``framework_kwargs`` go to ``graph.stream``; a
-    ``recursion_limit`` in either is refused: the budget sets it.
+    ``recursion_limit`` in either is refused: the budget sets it. A failure of
+    the graph (its model, a tool) is a ``failed`` result whose ``native`` is
+    the exception; an error of the caller's (a bad input or update) is raised.
+    ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
     """
-    watch, options = _prepare(graph, budget, unenforced, steps_per_turn, config, framework_kwargs)
-    with watch.drawing():
+    graph_run, options = _prepare(
+        graph, budget, unenforced, steps_per_turn, config, on_event, name, framework_kwargs
+    )
+    from budgetconf.integrations._langgraph_run import METERING, Ended
+
+    token = METERING.set(graph_run)
+    try:
         stream = graph.stream(input, stream_mode="values", **options)
         try:
+            see = graph_run.see
             for chunk in stream:
-                if watch.see(chunk):
+                if see(chunk):
                     break
-        except Exception as exc:
-            return watch.failed(exc)
         finally:
             stream.close()  # a stop between two steps: the next one does not run
-        return watch.result()
+    except Ended:
+        pass  # the Meter's end, decided in the graph
+    except BaseException as exc:
+        return _raised(graph_run, exc)
+    finally:
+        METERING.reset(token)
+    return graph_run.result()
 
 
 async def arun(
@@ -199,25 +199,38 @@ async def arun(
     unenforced: Unenforced = "error",
     steps_per_turn: int = 2,
     config: Mapping[str, Any] | None = None,
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
-    """`run()` through ``graph.astream``; at the deadline a step still running is cancelled."""
+    """`run()` through ``graph.astream``; at the deadline a step still running is cancelled
+    (the deadline cancels the run, not the caller's task)."""
     import asyncio  # here: importing it costs more than the rest of the bridge
 
-    watch, options = _prepare(graph, budget, unenforced, steps_per_turn, config, framework_kwargs)
-    with watch.drawing():
-        try:
-            async with asyncio.timeout(watch.seconds_left()):
-                async for chunk in _values(graph.astream(input, stream_mode="values", **options)):
-                    if watch.see(chunk):
-                        break
-        except TimeoutError as exc:
-            if not watch.late():
-                return watch.failed(exc)
-            return watch.stop(StopReason.TIMEOUT, exc)
-        except Exception as exc:
-            return watch.failed(exc)
-        return watch.result()
+    graph_run, options = _prepare(
+        graph, budget, unenforced, steps_per_turn, config, on_event, name, framework_kwargs
+    )
+    from budgetconf.integrations._langgraph_run import METERING, Ended
+
+    token = METERING.set(graph_run)
+    scope = asyncio.timeout(graph_run.seconds_left())
+    try:
+        async with scope:
+            see = graph_run.see
+            async for chunk in _values(graph.astream(input, stream_mode="values", **options)):
+                if see(chunk):
+                    break
+    except Ended:
+        pass
+    except TimeoutError as exc:
+        if not scope.expired():  # a timeout of the graph's own: its failure
+            return _raised(graph_run, exc)
+        return graph_run.bridged.stopped(StopReason.TIMEOUT, exc)
+    except BaseException as exc:
+        return _raised(graph_run, exc)
+    finally:
+        METERING.reset(token)
+    return graph_run.result()
 
 
 async def _values(stream: Any) -> AsyncIterator[Any]:
@@ -227,6 +240,22 @@ async def _values(stream: Any) -> AsyncIterator[Any]:
             yield chunk
     finally:
         await stream.aclose()
+
+
+def _raised(graph_run: GraphRun, exc: BaseException) -> BridgeResult:
+    """The result of a graph's run that raised ``exc``: the recursion limit the bridge set is
+    the step budget's stop, any other failure fails the run; the caller's own error (and an
+    interrupt) is raised, once the Meter has ended the run."""
+    from langgraph.errors import EmptyInputError, GraphRecursionError, InvalidUpdateError
+
+    bridged = graph_run.bridged
+    if isinstance(exc, GraphRecursionError):  # the bridge always sets the limit
+        return bridged.stopped(StopReason.MAX_STEPS, exc)
+    ended = bridged.failed(exc)
+    caller = isinstance(exc, UsageError | EmptyInputError | InvalidUpdateError)
+    if caller or not isinstance(exc, Exception):  # the caller's own mistake, or an interrupt
+        raise exc
+    return ended
 
 
 def _per_turn(steps_per_turn: object) -> int:
@@ -245,256 +274,77 @@ def _prepare(
     unenforced: Unenforced,
     steps_per_turn: int,
     config: Mapping[str, Any] | None,
+    on_event: Sink | None,
+    name: str | None,
     kwargs: Mapping[str, Any],
-) -> tuple[_Watch, dict[str, Any]]:
-    """The run's budget, checked, and the keywords of ``graph.stream`` that carry it."""
+) -> tuple[GraphRun, dict[str, Any]]:
+    """The run, its budget checked, and the keywords of ``graph.stream`` that carry it."""
     per_turn = _per_turn(steps_per_turn)
+    if not (callable(getattr(graph, "stream", None)) and callable(getattr(graph, "astream", None))):
+        raise UsageError(f"graph: expected a compiled LangGraph graph, got {type(graph).__name__}")
     if config is not None and not isinstance(config, Mapping):
         raise UsageError(f"config: expected a mapping, got {type(config).__name__}")
     refuse_conflicting(_FRAMEWORK, {**(config or {}), **kwargs})
-    if "stream_mode" in kwargs:
-        raise UsageError('stream_mode= is set by the bridge ("values"), to keep the last state')
-    drawn = any(getattr(m, "draws_ledger", False) for m in _owners(graph))
-    framework = _FRAMEWORK if drawn else _UNDRAWN  # only the bridge's middleware draws
-    checked = bridge_budget(framework, budget, {}, through="run", unenforced=unenforced)
-    carried = _carried(graph, checked)
-    options = {**kwargs, "config": dict(config or {})}
-    steps = checked.value(BudgetName.MAX_STEPS)
-    if steps is not None:
-        if carried:  # the middleware's cap is exact: give the graph steps to spare
-            nodes = max(len(getattr(graph, "nodes", ())), per_turn)
-            options["config"]["recursion_limit"] = nodes * (int(steps) + 1) + 1
-        else:
-            options["config"]["recursion_limit"] = per_turn * int(steps)
-    return _Watch(checked, carried, drawn), options
-
-
-def _owners(graph: Any) -> list[Any]:
-    """The bridge's middleware in ``graph``, each once."""
-    found: list[Any] = []
-    for node in getattr(graph, "nodes", {}).values():
-        owner = getattr(getattr(getattr(node, "bound", None), "func", None), "__self__", None)
-        if hasattr(owner, _MARK) and all(owner is not f for f in found):
-            found.append(owner)
-    return found
-
-
-def _carried(graph: Any, budget: Budget) -> list[Any]:
-    """The bridge's middleware in ``graph``; refused when built with caps other than the run's."""
-    found = _owners(graph)
-    for each in found:
-        theirs: Budget = getattr(each, _MARK)
-        for name in (BudgetName.MAX_STEPS, BudgetName.MAX_TOOL_CALLS):
-            if theirs.value(name) != budget.value(name):
-                raise UsageError(
-                    f"the graph's middleware() has {name} = {theirs.value(name)} but the run's"
-                    f" budget has {budget.value(name)}: build both from the same budget"
-                )
-        if getattr(each, "draws_ledger", False) and theirs.ledger != budget.ledger:
+    for own in _OWN:
+        if own in kwargs:
             raise UsageError(
-                "the graph's middleware() draws on another shared ledger than the run's"
-                " budget names: build both from the same budget"
+                f'{own}= is set by the bridge (stream_mode="values"), which reads the'
+                " messages of every state"
             )
-    return found
+    owners, tools, nodes = _found(graph)
+    framework = _FRAMEWORK if owners else _UNDRAWN
+    checked = bridge_budget(framework, budget, {}, through="run", unenforced=unenforced)
+    steps = checked.value(BudgetName.MAX_STEPS)
+    if steps is None:
+        raise UsageError("the budget sets no loop.max_steps: a bridged run counts its turns")
+    options = {**kwargs, "config": dict(config or {})}
+    if owners:  # the Meter stops the run: give every turn's middleware steps to spare
+        options["config"]["recursion_limit"] = max(nodes, per_turn) * (int(steps) + 1) + 1
+    else:
+        options["config"]["recursion_limit"] = per_turn * int(steps)
+        checked = _unbridged(checked)
+    from budgetconf.integrations._langgraph_run import Everything, GraphRun
+
+    found = set(tools) if owners or tools else Everything()
+    run = GraphRun(checked, owners=tuple(owners), tools=found, on_event=on_event, name=name)
+    return run, options
 
 
-def _messages(state: object) -> list[Any]:
-    found = (
-        state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
-    )
-    return found if isinstance(found, list) else []
+def _unbridged(budget: Budget) -> Budget:
+    """The budget a graph without the middleware runs on: without what nothing can enforce
+    there and was let through (the default per-response cap; one warned about) or warned
+    about (the shared ledger)."""
+    from dataclasses import replace
+
+    cap = BudgetName.MAX_TOOL_CALLS_PER_TURN
+    if cap not in budget.limits and budget.ledger is None:
+        return budget
+    kept = {n: limit for n, limit in budget.limits.items() if n != cap}
+    return replace(budget, limits=kept, ledger=None)
 
 
-def _is_ai(message: object) -> bool:
-    return getattr(message, "type", None) in ("ai", "AIMessageChunk")
-
-
-def _text(message: object) -> str:
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else []
-    return "".join(
-        p if isinstance(p, str) else str(p.get("text", ""))
-        for p in parts
-        if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text")
-    )
-
-
-def _tokens(message: object) -> int:
-    """The tokens an AI message reports (none without ``usage_metadata``), or `Unreadable`."""
-    usage = getattr(message, "usage_metadata", None)  # langchain-core requires total_tokens
-    total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
-    return reported_tokens(total, "usage_metadata.total_tokens") if isinstance(total, int) else 0
-
-
-class _Watch:
-    """What the streamed states say: turns, tool calls and tokens, and whether to stop."""
-
-    def __init__(self, budget: Budget, carried: list[Any], drawn: bool) -> None:
-        self.budget = budget
-        self.carried = carried  # the bridge's middleware in the graph: it caps steps and calls
-        self.tally: Tally | None = None  # the shared ledger's draw, through the middleware
-        if drawn and budget.ledger is not None:
-            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
-
-            self.tally = Tally(budget)
-        self.ended = "error"  # the stop reason the run's ledger record is written with
-        timeout = budget.value(BudgetName.TIMEOUT_SECONDS)
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.seen: set[object] | None = None  # the AI messages the state held at the start
-        self.turns = 0
-        self.calls = 0
-        self.tokens = 0
-        self.state: object = None
-        self.reason: StopReason | None = None
-
-    @contextmanager
-    def drawing(self) -> Iterator[None]:
-        """Within: the graph's ledger middleware draws for this run; after: the run's record."""
-        if self.tally is None:
-            yield
-            return
-        from budgetconf.integrations._langchain_ledger import drawing
-
-        try:
-            with drawing(self.tally):
-                yield
-        finally:
-            self.tally.end(self.ended)
-
-    def seconds_left(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-    def late(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
-
-    def see(self, state: object) -> bool:
-        """Count what ``state`` adds; True when a budget stops the run before the next step."""
-        self.state = state
-        messages = _messages(state)
-        if self.seen is None:  # the input (or the resumed thread's state)
-            self.seen = {_key(m) for m in messages if _is_ai(m)}
-            self.reason = StopReason.TIMEOUT if self.late() else None
-            return self.reason is not None
-        batch = self._count(messages, self.seen)
-        last = messages[-1] if messages else None
-        waiting = batch > 0 and _is_ai(last)  # the response's calls have not run yet
-        self.reason = self._over(batch) if waiting else self._spent(last)
-        return self.reason is not None
-
-    def _count(self, messages: list[Any], seen: set[object]) -> int:
-        """Count the AI messages not seen before; the number of calls the last one makes."""
-        batch = 0
-        for message in messages:
-            if _is_ai(message) and _key(message) not in seen:
-                seen.add(_key(message))
-                self.turns += 1
-                self.tokens += _tokens(message)
-                batch = len(getattr(message, "tool_calls", None) or ())
-                self.calls += batch
-        return batch
-
-    def _over(self, batch: int) -> StopReason | None:
-        """A budget the response just read takes past its limit: its calls must not run."""
-        limit = self.budget.value
-        cap = limit(BudgetName.MAX_TOOL_CALLS)
-        if cap is not None and not self.carried and self.calls > cap:
-            self.calls -= batch  # not run
-            return StopReason.MAX_TOOL_CALLS
-        tokens = limit(BudgetName.MAX_TOKENS)
-        if tokens is not None and self.tokens > tokens:
-            self.calls -= batch
-            return StopReason.MAX_TOKENS
-        return StopReason.TIMEOUT if self.late() else None
-
-    def _spent(self, last: object) -> StopReason | None:
-        """A budget that leaves no room for another model call, when one is next."""
-        if self.late():
-            return StopReason.TIMEOUT
-        if last is None or _is_ai(last):  # a final answer: the graph ends, or goes on without
-            return None
-        tokens = self.budget.value(BudgetName.MAX_TOKENS)
-        if tokens is not None and self.tokens >= tokens:
-            return StopReason.MAX_TOKENS
-        steps = self.budget.value(BudgetName.MAX_STEPS)
-        if steps is not None and not self.carried and self.turns >= steps:
-            return StopReason.MAX_STEPS
-        return None
-
-    def output(self) -> str:
-        for message in reversed(_messages(self.state)):
-            if _is_ai(message):
-                return _text(message)
-        return ""
-
-    def stop(self, reason: StopReason, native: object) -> BridgeResult:
-        result = stopped(
-            _FRAMEWORK,
-            self.budget,
-            reason,
-            output=self.output(),
-            turns=self.turns,
-            native=native,
-        )
-        self.ended = result.stop_reason
-        return result
-
-    def result(self) -> BridgeResult:
-        if self.reason is not None:
-            return self.stop(self.reason, self.state)
-        turns = self.turns
-        message = f"completed in {turns} turn{'' if turns == 1 else 's'}"
-        self.ended = StopReason.COMPLETED.value
-        return ended(
-            _FRAMEWORK,
-            StopReason.COMPLETED,
-            message,
-            output=self.output(),
-            turns=turns,
-            native=self.state,
-        )
-
-    def failed(self, exc: Exception) -> BridgeResult:
-        """The stop a limit the bridge set raised; any other error is raised unchanged."""
-        from langgraph.errors import GraphRecursionError
-
-        if isinstance(exc, Unreadable):  # a usage no response can report: the run failed
-            self.ended = StopReason.ERROR.value
-            return unreadable(_FRAMEWORK, exc, output=self.output(), turns=self.turns, native=exc)
-        if isinstance(exc, GraphRecursionError) and self.budget.value(BudgetName.MAX_STEPS):
-            return self.stop(StopReason.MAX_STEPS, exc)
-        if self.tally is not None:
-            from budgetconf.integrations._draw import Refused
-
-            if isinstance(exc, Refused):  # the ledger's stop before a model call
-                stop = exc.stop
-                self.ended = self.budget.stop_name(stop.reason)
-                return stop.result(_FRAMEWORK, self.budget, self.output(), self.turns, exc)
-        if self.carried:
-            reason = self._middleware(exc)
-            if reason is not None:
-                return self.stop(reason, exc)
-        raise exc
-
-    def _middleware(self, exc: Exception) -> StopReason | None:
-        """The stop the bridge's middleware raised ``exc`` for, if it did."""
-        from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
-        from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededError
-
-        steps = self.budget.value(BudgetName.MAX_STEPS)
-        if isinstance(exc, ModelCallLimitExceededError) and exc.run_limit == steps:
-            self.turns = exc.run_count  # the middleware counts the model calls of this run
-            return StopReason.MAX_STEPS
-        if (
-            isinstance(exc, ToolCallLimitExceededError)
-            and exc.tool_name is None
-            and exc.run_limit == self.budget.value(BudgetName.MAX_TOOL_CALLS)
-        ):
-            return StopReason.MAX_TOOL_CALLS
-        return None
-
-
-def _key(message: object) -> object:
-    found = getattr(message, "id", None)
-    return found if found is not None else id(message)
+def _found(graph: Any) -> tuple[list[Any], set[str], int]:
+    """The bridge's middleware in ``graph`` (and its subgraphs), each once; the names of the
+    tools its tool nodes run; the most nodes one of them has (the most steps a turn takes)."""
+    owners: list[Any] = []
+    tools: set[str] = set()
+    most = 0
+    todo, seen = [graph], set()
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        nodes = getattr(each, "nodes", {})
+        most = max(most, len(nodes))
+        for node in nodes.values():
+            bound = getattr(node, "bound", None)
+            by_name = getattr(bound, "tools_by_name", None)
+            if isinstance(by_name, Mapping):  # a ToolNode
+                tools.update(n for n in by_name if isinstance(n, str))
+            owner = getattr(getattr(bound, "func", None), "__self__", None)
+            if getattr(type(owner), _MARK, False) is True and all(owner is not o for o in owners):
+                owners.append(owner)
+            if isinstance(getattr(bound, "nodes", None), Mapping):  # a subgraph
+                todo.append(bound)
+    return owners, tools, most

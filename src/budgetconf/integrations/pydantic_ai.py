@@ -2,99 +2,99 @@
 
 ``pip install 'budgetconf[pydantic-ai]'`` (from a checkout ``pip install -e
 '.[pydantic-ai]'``). `limits(res)` gives the keywords of ``agent.run`` /
-``agent.run_sync`` (``agent.run_sync(prompt, **limits(res))``); `run()` and
-`arun()` run the agent and return a `BridgeResult` whose ``native`` is
-pydantic-ai's ``AgentRunResult``, or the ``UsageLimitExceeded`` /
-``RunTimedOut`` that stopped it.
+``agent.run_sync`` (``agent.run_sync(prompt, **limits(res))``), for code that
+keeps its own call; `run()` and `arun()` run the agent through the executor's
+`Meter` and return a `BridgeResult` whose ``message``, ``limit``, ``usage`` and
+``events`` are the executor's.
 
-=========================  ==================================================  ==========
-budget                     how                                                 by
-=========================  ==================================================  ==========
-loop.max_steps             ``UsageLimits(request_limit=N)``: checked before    framework
-                           each request, so at most N model responses; the
-                           tools of the Nth run. Always set: pydantic-ai's
-                           own default is 50, and ``None`` means unlimited
-limits.max_tool_calls      ``UsageLimits(tool_calls_limit=N)``: counts tool    framework
-                           calls run; a response whose batch would pass N is
-                           refused whole (none of its calls run)
-limits.max_tokens          ``UsageLimits(total_tokens_limit=N)``: checked      framework
-                           after each response, so the run overshoots; the
-                           response that crosses N stops the run even when it
-                           is a final answer, and its tools do not run
-limits.max_cost_usd        ``UsageLimits(cost_limit=N)``: as the tokens, from  framework
-                           the cost each response reports; with no priced
-                           usage pydantic-ai warns ``CostNotFoundWarning``
-                           at the end of the run and cannot enforce it
-limits.timeout_seconds     the run's ``timeout=``: the whole run, raising      framework
-                           ``RunTimedOut``
-loop.max_tool_calls_per_   not enforceable: pydantic-ai has no per-response    --
-turn                       cap. Its default (10) is left unenforced without a
-                           word; set anywhere else it is refused
-=========================  ==================================================  ==========
+In `run()` every budget is the Meter's, through a capability the bridge adds
+to the run (``capabilities=``; the caller's agent is not changed): each model
+that serves a request is wrapped, so the Meter allows each call first and
+reads each response before pydantic-ai runs any of its tools; the run's
+toolset is wrapped, so the Meter decides each tool call.
+
+=========================  ===========================================  ===================
+budget                     `run()` / `arun()`: the Meter                `limits()`
+=========================  ===========================================  ===================
+loop.max_steps             before each model call; the calls of the     ``request_limit``
+                           last permitted response are answered as
+                           not executed, as in the executor
+loop.max_tool_calls_per_   the wrapped toolset: a response over it is   refused when set
+turn                       rejected whole (``over_cap = reject``) or
+                           truncated, each call answered, and the run
+                           goes on
+limits.max_tool_calls      the wrapped toolset: a response whose        ``tool_calls_limit``
+                           calls would pass it stops the run, none of
+                           them run
+limits.max_tokens          each response's usage, before its tools      ``total_tokens_``
+                           run: one past the cap stops the run (a       ``limit``
+                           final answer past it completes it, as in
+                           the executor); a spent cap stops the next
+                           call
+limits.max_cost_usd        as the tokens, from the cost pydantic-ai     ``cost_limit``
+                           prices each response at (one it cannot
+                           price costs nothing; a run with none
+                           priced warns ``CostNotFoundWarning``)
+limits.timeout_seconds     before each call and each response's         ``timeout``
+                           tools, and pydantic-ai's own ``timeout=``
+                           set to what is left (it cancels a call or
+                           a tool in flight)
+ledger.url                 reserved before each model call, settled     refused
+                           with the response's tokens and cost
+=========================  ===========================================  ===================
 
 ``run()`` refuses ``usage_limits=`` and ``timeout=`` (they would set the same
-limits). A ``conversation=`` or ``usage=`` carrying earlier usage would count
-against pydantic-ai's limits, which are cumulative over a conversation; the
-bridge adds that usage to each limit, so the budget bounds this run, as the
-executor's does. A stop is attributed to a budget only when it is the
-bridge's own ``UsageLimits`` that raised (a nested agent's limit, raised
-through a tool, is re-raised unchanged) or, for ``RunTimedOut``, when the
-run lasted the whole ``timeout_seconds`` (a shorter deadline inherited from
-an enclosing run is not the budget's). ``turns`` counts this run's model
-responses in the messages ``capture_run_messages()`` keeps, and a stopped
-run's ``output`` is the last text a response of the run held, the crossing
-one included. No last-turn notice is sent.
+limits) and sets pydantic-ai's own ``request_limit`` one above the budget, so
+the Meter always stops first. A ``conversation=``, ``usage=`` or
+``message_history=`` carries earlier turns; the budget bounds this run, as the
+executor's does (the Meter counts this run's own responses). A
+``RunTimedOut`` is the budget's only when the Meter's deadline has passed: a
+shorter deadline inherited from an enclosing run, and a ``RunCancelled`` of
+the caller's, are re-raised once the run is recorded as cancelled. A model
+or tool failure is a ``failed`` result whose ``native`` is the exception; a
+``UserError`` (the caller's own) is raised, and so is anything raised before
+the first model call (a toolset that cannot start, say). The last-turn notice
+goes with the last permitted call, added to that request's input when it
+offers tools.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from decimal import Decimal
+import warnings
+from collections.abc import Mapping
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 from budgetconf._loop_table import StopReason
-from budgetconf._usage import Unreadable, reported_cost, reported_tokens
-from budgetconf.integrations._bridge import (
-    BridgeResult,
-    bridge_budget,
-    ended,
-    refuse_conflicting,
-    stopped,
-    unreadable,
-)
+from budgetconf.errors import UsageError
+from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.integrations._metered import Bridged
 
 try:
     import pydantic_core
-    from pydantic_ai import UsageLimits, capture_run_messages
+    from pydantic_ai import UsageLimits
     from pydantic_ai.agent import AbstractAgent
-    from pydantic_ai.exceptions import RunTimedOut, UsageLimitExceeded
-    from pydantic_ai.messages import ModelMessage, ModelResponse
-    from pydantic_ai.usage import RunUsage
+    from pydantic_ai.exceptions import CostNotFoundWarning, RunCancelled, RunTimedOut, UserError
+
+    from budgetconf.integrations._pydantic_ai_meter import Ended, Metering
 except ImportError:
     raise missing("pydantic_ai", "pydantic-ai-slim", "pydantic-ai") from None
 
 __all__ = ["arun", "limits", "run"]
 
-_FRAMEWORK = FRAMEWORKS["pydantic_ai"]
-
-# UsageLimits' field -> the stop it is; the field's name is how its message starts
-_REASONS: Mapping[str, StopReason] = {
-    "request_limit": StopReason.MAX_STEPS,
-    "tool_calls_limit": StopReason.MAX_TOOL_CALLS,
-    "total_tokens_limit": StopReason.MAX_TOKENS,
-    "cost_limit": StopReason.MAX_COST,
-}
-_NAMED = re.compile(r"\b(" + "|".join(_REASONS) + r")\b")
+_FRAMEWORK: Final = FRAMEWORKS["pydantic_ai"]
+#: how much later than the Meter's deadline pydantic-ai's own may fall (its clock is the
+#: wall's, the Meter's monotonic): a RunTimedOut that late is still the budget's
+_CLOCKS: Final = 0.01
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -102,10 +102,21 @@ def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
 
     For ``agent.run_sync(prompt, **limits(res))``. ``budget=None`` resolves
     the default preset with ``resolve_kwargs``. A budget set that
-    pydantic-ai cannot enforce is a `UsageError`.
+    pydantic-ai's own keywords cannot carry (a per-response cap, a shared
+    ledger: only `run()` enforces those) is a `UsageError`.
     """
     checked = bridge_budget(_FRAMEWORK, budget, resolve_kwargs, through="limits")
-    return _native(_FRAMEWORK.keywords(checked, {}), RunUsage())
+    plain = _FRAMEWORK.keywords(checked, {})
+    given = plain["usage_limits"]
+    fields = {name: value for name, value in given.items() if name != "cost_limit"}
+    if "cost_limit" in given:
+        from decimal import Decimal
+
+        fields["cost_limit"] = Decimal(str(given["cost_limit"]))
+    native: dict[str, Any] = {"usage_limits": UsageLimits(**fields)}
+    if "timeout" in plain:
+        native["timeout"] = plain["timeout"]
+    return native
 
 
 def run(
@@ -114,23 +125,26 @@ def run(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
-    """Run ``agent.run_sync(input, **framework_kwargs)`` within ``budget``.
+    """``agent.run_sync(input, **framework_kwargs)`` within ``budget``.
 
-    A budget stop is a result (``truncated``), never an exception; any other
-    error pydantic-ai raises is raised unchanged.
+    A budget stop is a result (``truncated``), never an exception; so is a
+    model or tool failure (``failed``, the exception as ``native``). An error
+    of the caller's own (a pydantic-ai ``UserError``, or anything raised before the first
+    model call) is raised. ``on_event``
+    hears the run's events (a `budgetconf.events.Sink`); ``name`` names the
+    run, as in `LoopExecutor`.
     """
-    plan = _Plan(budget, unenforced, framework_kwargs, agent, sys._getframe(1))
-    with capture_run_messages() as messages:
-        try:
-            done = agent.run_sync(input, **plan.kwargs)
-        except (UsageLimitExceeded, RunTimedOut) as exc:
-            result = plan.stopped(exc, messages)
-            if result is None:
-                raise
-            return result
-    return plan.completed(done.output, messages, done)
+    caller = sys._getframe(1)
+    bridged = _Bridging(agent, budget, unenforced, on_event, name, framework_kwargs, caller)
+    try:
+        done = agent.run_sync(input, **bridged.kwargs)
+    except BaseException as exc:
+        return bridged.ended(exc)
+    return bridged.finished(done)
 
 
 async def arun(
@@ -139,147 +153,121 @@ async def arun(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """`run()` with ``await agent.run(...)``, for code already in an event loop."""
-    plan = _Plan(budget, unenforced, framework_kwargs, agent, sys._getframe(1))
-    with capture_run_messages() as messages:
-        try:
-            done = await agent.run(input, **plan.kwargs)
-        except (UsageLimitExceeded, RunTimedOut) as exc:
-            result = plan.stopped(exc, messages)
-            if result is None:
-                raise
-            return result
-    return plan.completed(done.output, messages, done)
+    caller = sys._getframe(1)
+    bridged = _Bridging(agent, budget, unenforced, on_event, name, framework_kwargs, caller)
+    try:
+        done = await agent.run(input, **bridged.kwargs)
+    except BaseException as exc:
+        return bridged.ended(exc)
+    return bridged.finished(done)
 
 
-class _Plan:
-    """One run's budget, the framework keywords that carry it, and how to read its end."""
+class _Bridging:
+    """One bridged run: its Meter (a `Bridged`), the keywords that give pydantic-ai the run's
+    capability, and how the framework's end becomes the run's result."""
 
-    __slots__ = ("budget", "kwargs", "prior", "reasons", "started", "timeout", "usage_limits")
+    __slots__ = ("bridged", "kwargs")
 
     def __init__(
         self,
+        agent: AbstractAgent[Any, Any],
         budget: object,
         unenforced: Unenforced,
+        on_event: Sink | None,
+        name: str | None,
         kwargs: dict[str, Any],
-        agent: AbstractAgent[Any, Any],
         caller: FrameType,
     ) -> None:
+        from budgetconf.integrations._metered import Bridged
+
         refuse_conflicting(_FRAMEWORK, kwargs)
-        self.budget = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
-        conversation = kwargs.get("conversation")
-        if conversation is not None:
-            start, history = conversation.usage, conversation.messages
-        else:
-            start = kwargs.get("usage") or RunUsage()
-            history = kwargs.get("message_history") or ()
-        plain = _FRAMEWORK.keywords(self.budget, {})
-        native = _native(plain, start)
-        self.usage_limits: UsageLimits = native["usage_limits"]
-        self.timeout: float | None = native.get("timeout")
-        self.reasons = {name: _REASONS[name] for name in plain["usage_limits"]}
-        self.prior = {message.run_id for message in history}
+        if not isinstance(agent, AbstractAgent):
+            raise UsageError(f"agent: expected a pydantic-ai agent, got {type(agent).__name__}")
+        checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
         if kwargs.pop("infer_name", True) and agent.name is None:
             _infer_name(agent, caller)
-        # run_sync would name the agent after this module's own variable: named above instead
-        self.kwargs = {**kwargs, **native, "infer_name": False}
-        self.started = time.monotonic()
-
-    def stopped(self, exc: Exception, messages: list[ModelMessage]) -> BridgeResult | None:
-        """The budget stop ``exc`` is, or None when no limit the bridge set raised it."""
-        reason = self._reason(exc)
-        if reason is None:
-            return None
-        responses = self._responses(messages)
-        output = next((r.text for r in reversed(responses) if r.text), None) or ""
-        fault = _unreadable(responses)
-        if fault is not None:
-            return unreadable(_FRAMEWORK, fault, output=output, turns=len(responses), native=exc)
-        return stopped(
-            _FRAMEWORK, self.budget, reason, output=output, turns=len(responses), native=exc
+        tools: set[str] = set()
+        self.bridged = bridged = Bridged(
+            _FRAMEWORK, checked, tools=tools, on_event=on_event, name=name
         )
+        conversation = kwargs.get("conversation")
+        start = conversation.usage if conversation is not None else kwargs.get("usage")
+        requests = 0 if start is None else start.requests
+        meter = bridged.meter
+        # pydantic-ai counts requests over a conversation, and would stop at 50 unless told
+        # otherwise: one above the budget, counted from the conversation's, never fires first;
+        # a budget without a step budget has no last turn, and pydantic-ai no request limit
+        steps = "max_steps" in meter.limits
+        request_limit = requests + meter.last_turn - meter.turns + 1 if steps else None
+        native: dict[str, Any] = {
+            "usage_limits": UsageLimits(request_limit=request_limit),
+            "capabilities": [*(kwargs.get("capabilities") or ()), Metering(bridged, tools)],
+            # run_sync would name the agent after this module's own variable: named above instead
+            "infer_name": False,
+        }
+        if meter.deadline is not None:  # pydantic-ai cancels what is in flight at the deadline
+            native["timeout"] = max(0.0, meter.deadline - time.monotonic())
+        self.kwargs = {**kwargs, **native}
 
-    def completed(
-        self, output: object, messages: list[ModelMessage], native: object
-    ) -> BridgeResult:
-        responses = self._responses(messages)
-        turns = len(responses)
+    def finished(self, done: Any) -> BridgeResult:
+        """The result of a run pydantic-ai ended with its answer."""
+        output = done.output
         text = output if isinstance(output, str) else pydantic_core.to_json(output).decode()
-        fault = _unreadable(responses)
-        if fault is not None:
-            return unreadable(_FRAMEWORK, fault, output=text, turns=turns, native=native)
-        message = f"completed in {turns} turn{'' if turns == 1 else 's'}"
-        return ended(
-            _FRAMEWORK, StopReason.COMPLETED, message, output=text, turns=turns, native=native
-        )
+        result = self.bridged.result(done, text)
+        self._uncosted()
+        return result
 
-    def _reason(self, exc: Exception) -> StopReason | None:
-        if isinstance(exc, RunTimedOut):
-            # an enclosing run's deadline, shorter than the budget's, is not the budget's stop
-            ran = time.monotonic() - self.started
-            hit = self.timeout is not None and ran >= self.timeout
-            return StopReason.TIMEOUT if hit else None
-        if not _raised_by(exc, self.usage_limits):
-            return None  # a nested agent's own limits, raised through a tool
-        named = _NAMED.search(str(exc))
-        return None if named is None else self.reasons.get(named.group(1))
+    def ended(self, exc: BaseException) -> BridgeResult:
+        """The result of a run that raised ``exc``: the Meter's stop, the deadline, or a failure;
+        raises what is not this run's to report (the caller's own error, a cancellation)."""
+        bridged = self.bridged
+        if isinstance(exc, Ended) or (bridged.stop is not None and isinstance(exc, Exception)):
+            return bridged.failed(exc)  # the Meter's end, decided already
+        if isinstance(exc, RunTimedOut) and self._overdue():
+            return bridged.stopped(StopReason.TIMEOUT, exc)
+        if isinstance(exc, UserError):
+            bridged.failed(exc)  # recorded after a model call (before one, failed raises it)
+            raise exc
+        if isinstance(exc, RunCancelled) or not isinstance(exc, Exception):
+            _cancelled(bridged)  # an enclosing run's deadline, or the caller's own cancel
+            raise exc
+        return bridged.failed(exc)
 
-    def _responses(self, messages: Sequence[ModelMessage]) -> list[ModelResponse]:
-        """This run's model responses: those no run of the history made."""
-        return [m for m in messages if isinstance(m, ModelResponse) and m.run_id not in self.prior]
+    def _overdue(self) -> bool:
+        """Whether the Meter's deadline has passed: pydantic-ai's own, set from it, fired."""
+        deadline = self.bridged.meter.deadline
+        return deadline is not None and time.monotonic() >= deadline - _CLOCKS
 
-
-def _unreadable(responses: Sequence[ModelResponse]) -> Unreadable | None:
-    """The first usage among ``responses`` that no response can report, if one is.
-
-    pydantic-ai counts usage itself, so the bridge reads it when the run has ended: such a
-    run fails, as the executor's does.
-    """
-    for response in responses:
-        usage = response.usage
-        try:
-            reported_tokens(usage.total_tokens, "usage.total_tokens")
-            if usage.cost is not None:
-                reported_cost(float(usage.cost), "usage.cost")
-        except Unreadable as exc:
-            return exc
-    return None
-
-
-def _native(plain: Mapping[str, Any], start: RunUsage) -> dict[str, Any]:
-    """pydantic-ai's keywords from the plain ones, each limit counted from ``start``'s usage."""
-    given = plain["usage_limits"]
-    counted = {
-        "request_limit": start.requests,
-        "tool_calls_limit": start.tool_calls,
-        "total_tokens_limit": start.total_tokens,
-    }
-    fields: dict[str, Any] = {
-        name: counted[name] + int(given[name]) for name in counted.keys() & given.keys()
-    }
-    if "cost_limit" in given:
-        fields["cost_limit"] = (start.cost or Decimal(0)) + Decimal(str(given["cost_limit"]))
-    native: dict[str, Any] = {"usage_limits": UsageLimits(**fields)}
-    if "timeout" in plain:
-        native["timeout"] = plain["timeout"]
-    return native
+    def _uncosted(self) -> None:
+        """A cost budget over responses pydantic-ai could price none of cannot have counted
+        anything: said with pydantic-ai's own warning, as its ``cost_limit`` would say it."""
+        meter = self.bridged.meter
+        if "max_cost_usd" in meter.limits and meter.turns and not meter.cost_sources:
+            limit = meter.budget.limits["max_cost_usd"]
+            warnings.warn(
+                f"{limit.field} = {limit.shown()} from {limit.locator} cannot be enforced: no"
+                " cost was calculated for this run's responses (no pricing data for the model"
+                " or provider in use)",
+                CostNotFoundWarning,
+                stacklevel=3,
+            )
 
 
-def _raised_by(exc: BaseException, usage_limits: UsageLimits) -> bool:
-    """Whether one of ``usage_limits``' own checks raised ``exc``."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_locals.get("self") is usage_limits:
-            return True
-        tb = tb.tb_next
-    return False
+def _cancelled(bridged: Bridged) -> None:
+    """Record the run as cancelled from outside (its events and its ledger record end)."""
+    meter = bridged.meter
+    bridged.stop = meter.finish(StopReason.CANCELLED, f"cancelled on turn {meter.turns}")
 
 
 def _infer_name(agent: AbstractAgent[Any, Any], caller: FrameType) -> None:
     """Name the agent after the caller's variable, as ``run_sync`` called there would."""
-    for scope in (caller.f_locals, caller.f_globals):
+    scopes: tuple[Mapping[str, Any], ...] = (caller.f_locals, caller.f_globals)
+    for scope in scopes:
         for name, item in scope.items():
             if item is agent:
                 agent.name = name

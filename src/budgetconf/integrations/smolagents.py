@@ -4,105 +4,111 @@
 >>> agent.run(task, **limits(res))      # the step budget, through smolagents' own max_steps
 >>> result = run(agent, task, res)      # every budget, and the stop the budgetconf way
 
-smolagents counts steps, and at its limit makes one more model call, without
-tools, for a final answer. So the agent gets ``max_steps - 1`` steps and that
-forced call is the last turn: a run never makes more than ``max_steps`` model
-calls, and one that ends in the forced call is ``truncated`` (``max_steps``)
-with its text as the output. With ``planning_interval``, each planning call is
-a turn too, and `run()` gives the agent as many steps as fit.
+`run()` enforces the whole budget through the executor's `Meter`: for the
+run it gives the agent a model that asks the Meter before each model call (a
+step's, a plan's) and hands it each response, and, for a ``ToolCallingAgent``,
+a wrapper in each tool's place, so the Meter decides each call smolagents
+makes, as the executor's loop does. Its result's ``message``, ``limit``,
+``usage`` and ``events`` are the executor's.
 
-Budget, and what enforces it:
+=========================== ================================================
+budget                      enforced by
+=========================== ================================================
+``max_steps``               `run()`: the Meter refuses the model call past
+                            it, and the calls of the last permitted response
+                            are answered as not executed (smolagents'
+                            ``max_steps`` is set one higher, never reached).
+                            `limits()`: smolagents' ``max_steps``, as
+                            ``max_steps - 1``, since at its limit smolagents
+                            makes one more, tool-less, call
+``max_tool_calls_per_turn`` `run()`, ``ToolCallingAgent``: the wrapped tools
+                            answer the calls of a response over the cap as
+                            rejected (or skip the surplus), and the run goes
+                            on. Refused for a ``CodeAgent`` when set
+``max_tool_calls``          `run()`, ``ToolCallingAgent``: calls past it are
+                            answered as not executed, and the run stops at
+                            the next model call. Refused for a ``CodeAgent``
+``max_tokens``              `run()`: each response's ``token_usage``; one
+                            past it runs no tools, a spent budget stops the
+                            next model call
+``timeout_seconds``         `run()`: checked before each model call and each
+                            response's tools; a model call still running at
+                            the deadline is abandoned (a streamed one, a
+                            tool in progress, are not cut short)
+``max_cost_usd``            cannot be: smolagents reports no cost
+``ledger.url``              `run()`: reserved before each model call (a
+                            refusal stops the run before it), settled with
+                            the response's ``token_usage``
+                            (``ledger.max_cost_usd`` is refused: no cost)
+=========================== ================================================
 
-- ``max_steps``: smolagents' ``max_steps``, set to ``max_steps - 1`` (fewer
-  with planning).
-- ``max_tool_calls``: `run()`, for a ``ToolCallingAgent``: a response whose
-  calls would pass it runs none of them, and the run stops.
-- ``max_tokens``: `run()`: a response that takes the run past it runs no
-  tools, and no model call follows one that reaches it.
-- ``timeout_seconds``: `run()`: once it has passed no tool runs and no model
-  is called; a call in progress is not cut short.
-- ``max_tool_calls_per_turn``: cannot be (smolagents runs a response's calls
-  together); left unenforced at the preset's default, refused when set.
-- ``max_cost_usd``: cannot be: smolagents reports no cost.
-- ``ledger.url``: `run()`: the shared ledger is reserved before the run's
-  first model call and, from each step callback, before the next one (the
-  plan, the step, the forced final answer); a refusal stops the run before
-  that call. Each step's token usage settles what its call held; a
-  ``ledger.max_cost_usd`` is refused (smolagents reports no cost).
-
-`run()` watches the run through a step callback and a gate in front of a
-``ToolCallingAgent``'s tool calls; a budget is stopped with
-``agent.interrupt()``, or by ending the run from the callback where smolagents
-would ignore that (its last step, a planning step). A ``CodeAgent`` calls its
-tools inside the code it writes, out of the bridge's sight: ``max_tool_calls``
-is refused there, and the step that crosses a token budget or the deadline
-has run its code. Tokens are counted as each step reports them; a model that
-reports none counts nothing.
+A ``CodeAgent`` calls its tools inside the code it writes, which smolagents'
+interpreter runs: the Meter sees its responses (their steps, tokens, time and
+the ledger are enforced) but no call in them, so its tools run unwrapped and
+the last permitted response's code runs. One agent runs one bridged run at a
+time: smolagents keeps a run's memory and steps on the agent.
 """
 
 from __future__ import annotations
 
-import time
+import threading
 import warnings
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 try:
     from smolagents.agents import (  # type: ignore[import-untyped]
         MultiStepAgent,
-        RunResult,
         ToolCallingAgent,
     )
-    from smolagents.memory import (  # type: ignore[import-untyped]
-        ActionStep,
-        CallbackRegistry,
-        PlanningStep,
-    )
-    from smolagents.utils import AgentError, AgentMaxStepsError  # type: ignore[import-untyped]
+    from smolagents.utils import AgentError  # type: ignore[import-untyped]
 except ImportError:
     from budgetconf.integrations._install import missing
 
     raise missing("smolagents", "smolagents", "smolagents") from None
 
-from budgetconf._loop_table import StopReason
-from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import BudgetConfWarning, UsageError, UsageTypeError
-from budgetconf.integrations._bridge import (
-    BridgeResult,
-    bridge_budget,
-    ended,
-    refuse_conflicting,
-    stopped,
-    unreadable,
-)
+from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
+from budgetconf.integrations._smolagents_run import Ended, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from inspect import Signature
     from typing import Any, Final
 
+    from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
-    from budgetconf.integrations._draw import LedgerStop, Tally
-    from budgetconf.loop._budget import Budget
+    from budgetconf.loop import Budget
 
 __all__ = ["limits", "run"]
 
 _FRAMEWORK: Final = FRAMEWORKS["smolagents"]
-#: the text smolagents returns, as a list of parts, when its forced final call fails
-_FAILED: Final = "Error in generating final LLM output:"
+#: the agents in a bridged run in this process, by id: smolagents keeps a run on its agent
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+#: ``run``'s signature, by agent class: a keyword it does not take is the caller's mistake
+_SIGNATURES: dict[type, Signature] = {}
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
     """``{"max_steps": max_steps - 1}``, for ``agent.run(task, **limits(res))``.
 
-    smolagents' forced final answer is one more model call, so the total is
-    ``max_steps``. A ``max_steps`` below 2 is a `UsageError`, and so is any
-    other budget set (not by its default): only `run()` enforces those. An
-    agent with ``planning_interval`` makes more calls than this counts: run
-    it through `run()`.
+    At its limit smolagents makes one more model call, without tools, and
+    returns its text: so the total is ``max_steps``, and the tools of every
+    step's response run. A ``max_steps`` below 2 is a `UsageError`, and so is
+    any other budget set (not by its default): only `run()` enforces those.
+    An agent with ``planning_interval`` makes a model call for each plan
+    besides: run it through `run()`, which counts every call.
     """
     checked = bridge_budget(_FRAMEWORK, budget, resolve_kwargs, through="limits")
-    return {"max_steps": _agent_steps(checked, None)}
+    limit = _step_limit(checked)
+    if int(limit.value) < 2:
+        raise UsageError(
+            f"{limit.field} = {limit.shown()} from {limit.locator}: smolagents needs at least"
+            " 2 (its forced final answer is one more model call)"
+        )
+    return _FRAMEWORK.keywords(checked, {})
 
 
 def run(
@@ -111,102 +117,111 @@ def run(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """Run ``agent.run(task, **framework_kwargs)`` within ``budget``; a budget stop is a result.
 
-    ``budget`` is what `LoopExecutor` accepts (None: the default preset).
-    The agent's ``max_steps`` and step callbacks are set for the run and
-    restored after it, also when it raises. ``max_steps=`` is refused (set the
-    budget through budgetconf), and so is ``stream=True``: the bridge runs to
-    the end. ``native`` is what ``agent.run`` returned: smolagents'
-    ``RunResult`` with ``return_full_result=True``. An error smolagents raises
-    that no budget caused (a model that fails) is raised unchanged.
+    ``budget`` is what `LoopExecutor` accepts (None: the default preset);
+    ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s. The agent's
+    model, tools and ``max_steps`` are the run's while it runs, and its own
+    afterwards, also when it raises. ``max_steps=`` is refused (set the budget
+    through budgetconf), and so are ``stream=True`` (the bridge runs to the
+    end), a keyword ``agent.run`` does not take, and a run of an agent already
+    in a bridged run. ``native`` is what ``agent.run`` returned (smolagents'
+    ``RunResult`` with ``return_full_result=True``), the exception it raised,
+    or None when the budget stopped the run. A model or tool failure that ends
+    smolagents' run is a ``failed`` result; ``agent.interrupt()`` a
+    ``cancelled`` one.
     """
     refuse_conflicting(_FRAMEWORK, framework_kwargs)
     if framework_kwargs.get("stream"):
         raise UsageError("stream=True: the bridge runs the agent to its end; leave it out")
     if not isinstance(agent, MultiStepAgent):
         raise UsageTypeError(f"agent: expected a smolagents agent, got {type(agent).__name__}")
+    _bind(agent, task, framework_kwargs)
     checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+    _step_limit(checked)
     gated = isinstance(agent, ToolCallingAgent)
     _refuse_unseen(agent, checked, gated, unenforced)
-    guard = _Guard(checked, _agent_steps(checked, agent.planning_interval), gated)
-    try:
-        result = _run(agent, task, guard, framework_kwargs)
-    except BaseException:
-        guard.close("error")  # what the run holds in the shared ledger goes back at once
-        raise
-    guard.close(result.stop_reason)
-    return result
+    with _alone(agent):
+        session = Session(_FRAMEWORK, agent, checked, gated, on_event, name)
+        try:  # the agent is its own again before any result is made
+            with session.borrowed():
+                native = agent.run(task, **framework_kwargs)
+        except Ended:
+            return session.ended()
+        except KeyboardInterrupt as exc:  # as the executor takes one: the run cancelled
+            return session.cancelled(exc)
+        except Exception as exc:
+            if isinstance(exc, AgentError) and agent.interrupt_switch:
+                return session.cancelled(exc)  # the caller's agent.interrupt()
+            return session.failed(exc)
+        except BaseException as exc:  # the process is leaving: the run ends, recorded
+            session.failed(exc)
+            raise
+    return session.finished(native)
 
 
-def _run(agent: Any, task: str, guard: _Guard, kwargs: dict[str, Any]) -> BridgeResult:
-    if guard.draw() is not None:  # the shared ledger refuses the first model call
-        return guard.stopped(None)
-    with _borrowed(agent, guard):
-        try:
-            # not return_full_result=True for its state: building that result serializes every
-            # step's messages, which costs more than the run; the forced step says the same
-            native = agent.run(task, **kwargs)
-        except _Stop as exc:
-            return guard.stopped(exc)
-        except Unreadable as exc:  # a usage no response can report: the run failed
-            return unreadable(_FRAMEWORK, exc, output=guard.text, turns=guard.turns, native=exc)
-        except AgentError as exc:
-            if guard.reason is None or not agent.interrupt_switch:
-                raise  # not the bridge's interrupt: smolagents' own error
-            return guard.stopped(exc)
-    return guard.finished(native)
-
-
-def _agent_steps(budget: Budget, planning_interval: object) -> int:
-    """The steps smolagents may take so that every model call fits in ``max_steps``."""
-    path = budget.spec.budgets["max_steps"]
+def _step_limit(budget: Budget) -> Any:
+    """The budget's ``max_steps``, which every run needs."""
     limit = budget.limits.get("max_steps")
     if limit is None:
+        path = budget.spec.budgets["max_steps"]
         raise UsageError(f"{path} is unset: smolagents would run its own max_steps of 20")
-    total = int(limit.value)
-    if planning_interval is None:
-        steps, least = total - 1, "2 (its forced final answer is one more model call)"
-    elif isinstance(planning_interval, int) and planning_interval >= 1:
-        steps, least = _planned_steps(total, planning_interval), "3 with planning_interval"
-    else:
-        raise UsageError(
-            f"planning_interval: expected an int of 1 or more, got {planning_interval!r}"
-        )
-    if steps < 1:
-        raise UsageError(
-            f"{limit.field} = {limit.shown()} from {limit.locator}:"
-            f" smolagents needs at least {least}"
-        )
-    return steps
+    return limit
 
 
-def _calls(steps: int, interval: int) -> int:
-    """Model calls of a run of ``steps`` (1 or more) that reaches its limit, the plans (step 1,
-    then every ``interval`` steps) and the forced final call included."""
-    return steps + 1 + (steps - 1) // interval + 1
+def _bind(agent: Any, task: str, kwargs: dict[str, Any]) -> None:
+    """Raise the caller's mistake as it is: a keyword ``agent.run`` does not take."""
+    kind = type(agent)
+    signature = _SIGNATURES.get(kind)
+    if signature is None:
+        from inspect import signature as signature_of
+
+        signature = _SIGNATURES[kind] = signature_of(kind.run)
+    try:
+        signature.bind(agent, task, **kwargs)
+    except TypeError as exc:
+        raise UsageTypeError(f"agent.run: {exc}") from None
 
 
-def _planned_steps(total: int, interval: int) -> int:
-    """The most steps whose calls, planning ones included, fit in ``total``; 0 when none do."""
-    # never too many: s + (s - 1) // interval <= s * (interval + 1) / interval <= total - 2
-    steps = max(0, (total - 2) * interval // (interval + 1))
-    while _calls(steps + 1, interval) <= total:
-        steps += 1
-    return steps
+@contextmanager
+def _alone(agent: Any) -> Iterator[None]:
+    """Within: ``agent`` is in this bridged run, and in no other (a `UsageError` if it is)."""
+    key = id(agent)
+    with _RUNNING_LOCK:
+        if key in _RUNNING:
+            raise UsageError(
+                f"the agent {agent.name or type(agent).__name__!r} is in a bridged run already:"
+                " smolagents keeps a run's memory and steps on its agent, so two runs of one"
+                " agent cannot overlap; run another agent, or wait for that run to end"
+            )
+        _RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(key)
 
 
 def _refuse_unseen(agent: Any, budget: Budget, gated: bool, unenforced: Unenforced) -> None:
     """Refuse (or warn about) budgets this agent would spend where the bridge cannot see."""
     found = []
-    cap = budget.limits.get("max_tool_calls")
-    if cap is not None and not gated:
-        found.append(
-            f"{cap.field} = {cap.shown()} from {cap.locator} cannot be enforced by smolagents"
-            f" for a {type(agent).__name__}: it calls its tools inside the code it writes"
-        )
+    policed = False
+    if not gated:
+        for field in ("max_tool_calls", "max_tool_calls_per_turn"):
+            cap = budget.limits.get(field)
+            if cap is None or cap.source == "default":
+                continue
+            policed = policed or cap.source == "policy"
+            source = "the policy " if cap.source == "policy" else ""
+            found.append(
+                f"{cap.field} = {cap.shown()} from {source}{cap.locator} cannot be enforced by"
+                f" smolagents for a {type(agent).__name__}: it calls its tools inside the code"
+                " it writes"
+            )
     if agent.managed_agents:
         names = ", ".join(sorted(agent.managed_agents))
         found.append(
@@ -216,190 +231,8 @@ def _refuse_unseen(agent: Any, budget: Budget, gated: bool, unenforced: Unenforc
     if not found:
         return
     what = "; ".join(found)
+    if policed:  # an administrator's ceiling is never a warning
+        raise UsageError(f"{what}; a budget the policy sets is never run without")
     if unenforced == "error":
         raise UsageError(f"{what}; or pass unenforced='warn' to run without it")
     warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=3)
-
-
-class _Stop(Exception):
-    """Ends the run from inside smolagents where an interrupt would come too late."""
-
-
-class _Guard:
-    """Counts one run's model calls, tool calls, tokens and time, and stops it at a budget."""
-
-    def __init__(self, budget: Budget, steps: int, gated: bool) -> None:
-        self.budget = budget
-        self.steps = steps  # the agent's max_steps for the run
-        self.turns = 0  # model calls, planning and the forced final one included
-        self.tokens = 0
-        self.executed = 0  # tool calls let through; the final_answer tool is the answer, not one
-        self.text = ""  # the last assistant text, for a stop that leaves no answer
-        self.reason: StopReason | None = None
-        self.forced = False  # smolagents made its tool-less final call: the steps ran out
-        value = budget.value
-        tools = value("max_tool_calls") if gated else None
-        tokens, seconds = value("max_tokens"), value("timeout_seconds")
-        self.max_tools = None if tools is None else int(tools)
-        self.max_tokens = None if tokens is None else int(tokens)
-        self.deadline = None if seconds is None else time.monotonic() + seconds
-        self.tally: Tally | None = None  # the shared ledger's draw, when the budget names one
-        self.refused: LedgerStop | None = None  # the ledger's stop before a model call
-        if budget.ledger is not None:
-            from budgetconf.integrations._draw import Tally  # only a run with a ledger loads it
-
-            self.tally = Tally(budget)
-
-    def step(self, step: Any, agent: Any) -> None:
-        """After each step: count it, and stop the run when a budget leaves no room."""
-        self.turns += 1
-        used = _used(step)
-        self.tokens += used
-        if self.tally is not None:
-            self._settle(step, used)
-        if isinstance(step, ActionStep):
-            message = step.model_output_message
-            said = _text(None if message is None else message.content)
-            self.text = said or self.text
-            self.forced = isinstance(step.error, AgentMaxStepsError)
-            if message is None or step.is_final_answer or self.forced:
-                return  # the model failed (smolagents raises that), or the run is over
-        if self.reason is not None:
-            return  # the gate stopped this step
-        reason = self._spent() or self.draw()  # the ledger's share of the next model call
-        if reason is None:
-            return
-        self.reason = reason
-        if isinstance(step, PlanningStep) or step.step_number >= self.steps:
-            # smolagents acts on an interrupt at the next step only: after a planning step
-            # comes this step's model call, and after the last one its forced final call
-            raise _Stop(reason)
-        agent.interrupt()
-
-    def gate(self, step: Any, calls: int) -> None:
-        """Before a response's tool calls run: stop the run if a budget forbids them."""
-        tokens = self.tokens + _used(step)
-        reason = None
-        if self.max_tokens is not None and tokens > self.max_tokens:
-            reason = StopReason.MAX_TOKENS
-        elif self.max_tools is not None and self.executed + calls > self.max_tools:
-            reason = StopReason.MAX_TOOL_CALLS
-        elif self.deadline is not None and time.monotonic() >= self.deadline:
-            reason = StopReason.TIMEOUT
-        if reason is not None:
-            self.reason = reason
-            raise _Stop(reason)
-        self.executed += calls
-
-    def _settle(self, step: Any, used: int) -> None:
-        """The step's usage replaces what its model call held in the shared ledger."""
-        assert self.tally is not None
-        failed = isinstance(step, ActionStep) and step.model_output_message is None
-        if failed and not isinstance(step.error, AgentMaxStepsError):
-            return  # its model call raised: smolagents raises it, and the share goes back
-        self.tally.settle(used, 0.0)
-
-    def draw(self) -> StopReason | None:
-        """Reserve the next model call's share of the shared ledger; its stop when refused."""
-        if self.tally is None:
-            return None
-        self.refused = self.tally.reserve()
-        if self.refused is None:
-            return None
-        self.reason = self.refused.reason
-        return self.reason
-
-    def close(self, stop_reason: str) -> None:
-        """The run has ended: what it holds in the shared ledger goes back, its record written."""
-        tally, self.tally = self.tally, None
-        if tally is not None:
-            tally.end(stop_reason)
-
-    def _spent(self) -> StopReason | None:
-        """A budget that leaves no room for another model call."""
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            return StopReason.MAX_TOKENS
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            return StopReason.TIMEOUT
-        return None
-
-    def stopped(self, exc: Exception | None) -> BridgeResult:
-        assert self.reason is not None
-        if self.refused is not None:  # the shared ledger's stop, in the executor's words
-            return self.refused.result(_FRAMEWORK, self.budget, self.text, self.turns, exc)
-        return stopped(
-            _FRAMEWORK, self.budget, self.reason, output=self.text, turns=self.turns, native=exc
-        )
-
-    def finished(self, native: Any) -> BridgeResult:
-        """The result of a run smolagents ended: its final answer, or its forced one."""
-        answer = native.output if isinstance(native, RunResult) else native
-        output = _text(answer)
-        if not self.forced:
-            turns = self.turns
-            message = f"completed in {turns} turn{'' if turns == 1 else 's'}"  # the executor's
-            return ended(
-                _FRAMEWORK, StopReason.COMPLETED, message, output=output, turns=turns, native=native
-            )
-        if isinstance(answer, list) and output.startswith(_FAILED):
-            output = self.text  # the forced call failed: its text is smolagents' error
-        return stopped(
-            _FRAMEWORK,
-            self.budget,
-            StopReason.MAX_STEPS,
-            output=output,
-            turns=self.turns,
-            native=native,
-        )
-
-
-@contextmanager
-def _borrowed(agent: Any, guard: _Guard) -> Iterator[None]:
-    """Give the agent the run's max_steps, step callback and tool gate; put its own back."""
-    saved = agent.max_steps, agent.step_callbacks, vars(agent).get("process_tool_calls")
-    registry = CallbackRegistry()  # a copy: smolagents' registry has no way to unregister
-    for cls, callbacks in agent.step_callbacks._callbacks.items():
-        for callback in callbacks:
-            registry.register(cls, callback)
-    registry.register(ActionStep, guard.step)
-    registry.register(PlanningStep, guard.step)
-    agent.max_steps, agent.step_callbacks = guard.steps, registry
-    if isinstance(agent, ToolCallingAgent):
-        agent.process_tool_calls = _gated(agent.process_tool_calls, guard)
-    try:
-        yield
-    finally:
-        agent.max_steps, agent.step_callbacks, process = saved
-        if process is None:
-            vars(agent).pop("process_tool_calls", None)
-        else:
-            agent.process_tool_calls = process
-        agent.interrupt_switch = False  # the bridge's interrupt ends with its run
-
-
-def _gated(process: Any, guard: _Guard) -> Any:
-    """``process_tool_calls`` that asks the guard first, for the whole response's calls."""
-
-    def gated(chat_message: Any, memory_step: Any) -> Generator[Any, None, None]:
-        calls = sum(1 for c in chat_message.tool_calls or () if c.function.name != "final_answer")
-        if calls:
-            guard.gate(memory_step, calls)
-        yield from process(chat_message, memory_step)
-
-    return gated
-
-
-def _used(step: Any) -> int:
-    """The tokens a step's model call reports; `Unreadable` past what a response can use."""
-    usage = step.token_usage
-    return 0 if usage is None else reported_tokens(usage.total_tokens, "usage.total_tokens")
-
-
-def _text(content: object) -> str:
-    """A model's content or a final answer as text: a list of parts joined, None as ``""``."""
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        parts = (p.get("text") for p in content if isinstance(p, Mapping))
-        return "".join(p for p in parts if isinstance(p, str))
-    return str(content)

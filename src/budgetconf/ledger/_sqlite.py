@@ -61,6 +61,8 @@ __all__ = ["SQLiteLedger"]
 
 #: the schema this code writes; a database of another one is not opened
 SCHEMA: Final = "1"
+#: the pause between two tries at opening a database another process holds
+RETRY_SECONDS: Final = 0.01
 #: the table that marks a database as a ledger, and holds its schema's version
 MARK: Final = "budgetconf_ledger"
 TABLES: Final = (
@@ -131,6 +133,19 @@ class SQLiteLedger(Ledger):
                 self.url, f"its folder {folder} does not exist (a ledger's folder is not made)"
             )
         with self._errors():
+            conn = self._open()
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection to a ledger database, its schema made if the file was empty.
+
+        Opening is tried again until the busy timeout has passed: turning on WAL while
+        another process holds a write lock on a database still in rollback mode fails at
+        once, without SQLite's busy handler (a deadlock it declines to wait on).
+        """
+        deadline = time.monotonic() + self._busy
+        while True:
             conn = sqlite3.connect(
                 self._path, timeout=self._busy, isolation_level=None, check_same_thread=False
             )
@@ -142,11 +157,16 @@ class SQLiteLedger(Ledger):
                 conn.execute("PRAGMA synchronous=NORMAL")
                 if not made:
                     _transaction(conn, _make_schema)  # made by another process meanwhile?
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(RETRY_SECONDS)
+                continue
             except BaseException:
                 conn.close()
                 raise
-        self._conn, self._pid = conn, os.getpid()
-        return conn
+            return conn
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -157,7 +177,7 @@ class SQLiteLedger(Ledger):
             raise unavailable(self.url, exc) from None
         except sqlite3.OperationalError as exc:
             text = str(exc)
-            if "locked" in text or "busy" in text:
+            if _busy(exc):
                 text = f"the database stayed locked by another process for {self._busy:g} s"
             raise unavailable(self.url, text) from None
         except sqlite3.DatabaseError as exc:
@@ -321,6 +341,12 @@ class _NotALedger(Exception):
 
 def _past(maximum: int | None, total: int) -> bool:
     return maximum is not None and total > maximum
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` says another connection holds the database."""
+    text = str(exc)
+    return "locked" in text or "busy" in text
 
 
 def _transaction(

@@ -42,7 +42,7 @@ from budgetconf.events import (
 from budgetconf.loop._faults import PASSING, describe
 from budgetconf.loop._plan import Planning
 from budgetconf.loop._reasons import StopReason
-from budgetconf.loop._result import Event, RunResult, Totals
+from budgetconf.loop._result import Event, Message, RunResult, Totals
 
 if TYPE_CHECKING:
     import threading
@@ -431,6 +431,8 @@ class Meter(Planning):
             self.draw.end(stop)
         result = self._result(reason, stop, message, output, limit)
         self.ended = result
+        if self.handle is not None:  # a handle a tool kept carves no more
+            self.handle._ended = True
         self._ended(result)
         closed = getattr(self.on_event, "close_run", None)
         if closed is not None:
@@ -443,6 +445,11 @@ class Meter(Planning):
     def _ending(self, stop: str) -> None:
         """What a driver does as its run ends, before the ``stopped`` event (the executor
         answers the calls left without an answer)."""
+
+    def _transcript(self) -> list[Message]:
+        """The conversation a result carries: none of a bridged run's, which its framework
+        keeps."""
+        return []
 
     def _result(
         self,
@@ -462,7 +469,7 @@ class Meter(Planning):
             tool_calls_executed=self.executed,
             tokens=self.tokens,
             cost_usd=self.cost,
-            messages=[],
+            messages=self._transcript(),
             events=self.events,
             limit=limit,
             run_id=self.run_id,

@@ -265,30 +265,8 @@ class Run(Meter):
                         )
                 return
 
-    def _result(
-        self,
-        reason: StopReason,
-        stop: str,
-        message: str,
-        output: str | None,
-        limit: dict[str, Any] | None,
-    ) -> RunResult:
-        return RunResult(
-            status=reason.status,
-            stop_reason=stop,
-            stop_kind=reason,
-            message=message,
-            output=self.output if output is None else output,
-            turns=self.turns,
-            tool_calls_executed=self.executed,
-            tokens=self.tokens,
-            cost_usd=self.cost,
-            messages=self.messages,
-            events=self.events,
-            limit=limit,
-            run_id=self.run_id,
-            usage=self.usage,
-        )
+    def _transcript(self) -> list[Message]:
+        return self.messages
 
 
 class ChildRun(ChildMeter, Run):
