@@ -3,9 +3,12 @@
 Both runs drive the same fake model, a chat-completions server on 127.0.0.1
 that asks for a tool on every call, so each run ends at its step budget of
 ``TURNS`` model calls: ``agent.start`` under ``ExecutionConfig(max_steps=…)``
-alone, and `budgetconf.integrations.praisonai.run` with the same budget.
-Repetitions are interleaved; the medians (ns a turn, measured with
-time.perf_counter_ns) are the rows. The loopback round trip is in both.
+alone, and `budgetconf.integrations.praisonai.run` with the same budget, whose
+Meter asks before each request and decides each tool call (the last turn's
+call is answered without running, as in the executor: the tool is an addition,
+so that saves next to nothing). Repetitions are interleaved; the medians (ns a
+turn, measured with time.perf_counter_ns) are the rows. The loopback round
+trip is in both.
 
     python bench/bridge_praisonai.py [--quick]
 """

@@ -1,7 +1,7 @@
-"""A set ``ledger.url`` in a framework bridge: a bridge that reserves before each model call
-draws on it in run() (openai-agents, smolagents, LangGraph with its middleware, pydantic-ai
-through its wrapped model); the others,
-and every limits(), refuse it like any budget they cannot enforce; explain --for says which."""
+"""A set ``ledger.url`` in a framework bridge: every bridge reserves before each model call,
+so each draws on it in run() (openai-agents, smolagents, LangGraph with its middleware,
+pydantic-ai through its wrapped model, PraisonAI through its lent client); every limits()
+refuses it like any budget it cannot enforce; explain --for says which."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["langgraph", "openai_agents", "pydantic_ai", "smolagents"]
+    assert DRAWING == ["langgraph", "openai_agents", "praisonai", "pydantic_ai", "smolagents"]
+    assert REFUSING == []
 
 
 @pytest.mark.parametrize(
@@ -55,28 +56,43 @@ def test_a_bridge_that_draws_takes_the_ledger_in_run(name: str) -> None:
 def test_warn_runs_a_bridge_without_the_ledger_after_one_warning() -> None:
     with pytest.warns(budgetconf.BudgetConfWarning, match="ledger.url = .* running without it"):
         budget = bridge_budget(
-            FRAMEWORKS[REFUSING[0]], None, {"env": ENV}, through="run", unenforced="warn"
+            FRAMEWORKS["praisonai"], None, {"env": ENV}, through="limits", unenforced="warn"
         )
     assert budget.ledger is not None
 
 
-@pytest.mark.parametrize("module", ["smolagents", "langgraph", "openai_agents", "pydantic_ai"])
+#: each bridge module and the package its framework imports as
+IMPORTS = {
+    "smolagents": "smolagents",
+    "langgraph": "langgraph",
+    "openai_agents": "agents",
+    "pydantic_ai": "pydantic_ai",
+    "praisonai": "praisonaiagents",
+}
+
+
+@pytest.mark.parametrize("module", list(IMPORTS))
 def test_the_real_bridges_limits_refuse_it(module: str) -> None:
-    pytest.importorskip(module.replace("openai_agents", "agents"))
+    pytest.importorskip(IMPORTS[module])
     bridge = importlib.import_module(f"budgetconf.integrations.{module}")
     with pytest.raises(budgetconf.UsageError, match=r"ledger.url = redis://agent:\*\*\*@"):
-        bridge.limits(env=ENV)
+        bridge.limits(budgetconf.resolve(env=ENV))  # praisonai's own preset reads no env
 
 
-def test_explain_for_lists_the_ledger_as_refused(
+def test_explain_for_lists_praisonais_ledger_as_drawn_on_and_a_cost_maximum_as_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BUDGETCONF_LEDGER_URL", URL)
-    main(["explain", "ledger.url", "--for", "praisonai"])
+    monkeypatch.setenv("BUDGETCONF_LEDGER_MAX_COST_USD", "5")
+    assert main(["explain", "ledger.url", "--for", "praisonai"]) == 1
     out = capsys.readouterr().out
     assert (
-        "  refused           ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
-        " env:BUDGETCONF_LEDGER_URL: praisonaiagents cannot enforce it; run() refuses it\n"
+        "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0: its OpenAI client,"
+        " lent for the run, reserves before each model request"
+    ) in out
+    assert (
+        "  refused           ledger.max_cost_usd = 5.0 from env:BUDGETCONF_LEDGER_MAX_COST_USD:"
+        " praisonaiagents cannot enforce it; run() refuses it\n"
     ) in out
     assert "SECRET" not in out
 

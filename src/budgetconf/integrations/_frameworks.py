@@ -236,15 +236,25 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             "praisonai",
             package="praisonaiagents",
             extra="praisonai",
-            knobs={_B.MAX_STEPS: "ExecutionConfig(max_steps=…)"},
-            # max_tool_calls_per_turn is passed along (its preset default only) but never
-            # read by the OpenAI-native loop: a value set anywhere else is refused
+            knobs={
+                _B.MAX_STEPS: "ExecutionConfig(max_steps=…); in run(), the bridge asks before"
+                " each model request and answers the last turn's calls as not executed"
+            },
+            # run() lends the agent a copy of its OpenAI client and its execute_tool, so the
+            # Meter sees every model request and decides every tool call
             bridged={
-                _B.MAX_TOKENS: "the llm_end callback's usage, and a cancel token checked"
-                " before the response's tools run",
+                _B.MAX_TOOL_CALLS_PER_TURN: "the agent's execute_tool, lent for the run: a"
+                " response over it is rejected (or truncated) with the executor's answer",
+                _B.MAX_TOOL_CALLS: "the agent's execute_tool, lent for the run: calls past it"
+                " are answered as not executed, and the run stops at the next model call",
+                _B.MAX_TOKENS: "the usage of each response its OpenAI client returns",
+                _B.TIMEOUT_SECONDS: "a deadline that abandons a model request or a tool in"
+                " flight, checked too before each model call",
             },
             conflicting=("execution",),
             keywords=_praisonai,
+            ledger="its OpenAI client, lent for the run, reserves before each model request (a"
+            " refusal stops the run before it) and settles with the tokens the response reports",
         ),
     )
 }

@@ -1,54 +1,48 @@
 """Run a praisonaiagents `Agent` within a budgetconf budget, and report its stop.
 
 `limits(res)` gives ``{"execution": ExecutionConfig(...)}`` for ``Agent(...,
-**limits(res))``; `run(agent, prompt, budget)` lends the budget to the agent's
-``execution`` for one ``agent.start(prompt, stream=False, output="silent")``,
-restores the agent's own afterwards (also when the run raises), and maps
-``agent.last_stop_reason`` to a `BridgeResult`. ``budget=None`` resolves the
-``praisonai`` preset.
+**limits(res))``; `run(agent, prompt, budget)` runs one ``agent.start(prompt,
+stream=False, output="silent")`` through the executor's `Meter`, and returns a
+`BridgeResult` whose ``message``, ``limit``, ``usage`` and ``events`` are the
+executor's. ``budget=None`` resolves the ``praisonai`` preset.
 
 =========================  ==============================================================
 budget                     enforced by
 =========================  ==============================================================
-max_steps                  the framework: ``ExecutionConfig(max_steps=…)``; one model
-                           response a step, the last response's tools run
-max_tokens                 the bridge (`run()` only): the usage each response reports, and
-                           a cancel token the framework checks before that response's
-                           tools; a response that reaches the budget stops the run
-max_tool_calls_per_turn    nobody: the OpenAI-native loop never reads it (the LiteLLM
-                           loop reads it as a cap on one run's calls). Its preset default
-                           is passed along and left unenforced; a value set anywhere else
-                           is refused
-max_tool_calls, cost,      nobody: refused when set
-timeout
+max_steps                  the bridge: each model request of the OpenAI-native loop asks
+                           the Meter first, and the calls of the last permitted response
+                           are answered as not executed, as in the executor
+                           (``ExecutionConfig(max_steps=…)`` is lent one higher, never
+                           reached; `limits()` gives the budget itself)
+max_tool_calls_per_turn    the bridge: every tool call goes through the agent's
+                           ``execute_tool``, lent for the run, so a response over the cap
+                           is rejected (or truncated) with the executor's answer
+max_tool_calls             the bridge: the same ``execute_tool``, against every call run
+max_tokens                 the bridge, from the usage each response reports
+timeout_seconds            the bridge: a deadline that abandons a model request or a tool
+                           in flight, and the Meter's checks before each call and batch
+max_cost_usd               cannot be: praisonaiagents reports no cost (it estimates one)
+ledger.url                 the bridge: reserved before each model request, settled with
+                           the response's tokens (``ledger.max_cost_usd`` is refused)
 =========================  ==============================================================
 
-Turns are the model responses the bridge saw, counted through the
-framework's ``llm_end`` display callback (one a call of the native loop):
-the bridge relays that callback while a run lasts and passes every event on
-to the one registered before, which it puts back afterwards. For the run, it
-also turns off ``output_continuation``, whose extra calls after an answer cut
-at the length limit would not count against ``max_steps``: such an answer
-ends the run as ``length_truncated``.
+For the run the bridge lends the agent a copy of its OpenAI client (the client
+itself is the process's), a fresh dispatcher made from it, its ``execute_tool``
+and the budget's ``ExecutionConfig``, and puts back the agent's own afterwards,
+also when the run raises; one agent is in one bridged run at a time. It turns
+off ``output_continuation``, whose extra calls after an answer cut at the length
+limit are model calls the step budget would not see. An agent whose model calls
+the bridge cannot see (praisonaiagents' LiteLLM path, a managed backend,
+``self_reflect``, ``planning``) is refused by name.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from budgetconf._loop_table import BudgetName, StopReason
-from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import (
-    BridgeResult,
-    bridge_budget,
-    ended,
-    refuse_conflicting,
-    stopped,
-    unreadable,
-)
+from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
 
@@ -56,11 +50,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
     from typing import Any, Final
 
+    from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
-    from budgetconf.loop._budget import Budget
+    from budgetconf.loop import Budget
 
 try:
-    import praisonaiagents  # type: ignore[import-untyped]  # noqa: F401  (lazy)
+    import praisonaiagents  # type: ignore[import-untyped]  # its names load when first read
 except ImportError:
     raise missing("praisonai", "praisonaiagents", "praisonai") from None
 
@@ -68,16 +63,8 @@ __all__ = ["limits", "run"]
 
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 PRESET: Final = "praisonai"
-
-#: the framework's last_stop_reason for a run no budget stopped -> the stop it reports
-_ENDED: Final = {
-    "completed": StopReason.COMPLETED,
-    "error": StopReason.ERROR,
-    "cancelled": StopReason.CANCELLED,
-    "content_filtered": StopReason.CONTENT_FILTERED,
-    "refused": StopReason.REFUSED,
-    "length_truncated": StopReason.LENGTH_TRUNCATED,
-}
+#: the steps lent for a budget that sets none: more than any run makes
+_NO_STEP_BUDGET: Final = 2**31 - 1
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -89,9 +76,7 @@ def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
     checked = bridge_budget(
         FRAMEWORK, _preset(budget), resolve_kwargs, through="limits", default_preset=PRESET
     )
-    from praisonaiagents import ExecutionConfig
-
-    return {"execution": ExecutionConfig(**FRAMEWORK.keywords(checked, {})["execution"])}
+    return {"execution": _config(FRAMEWORK.keywords(checked, {})["execution"])}
 
 
 def run(
@@ -100,13 +85,18 @@ def run(
     budget: object = None,
     *,
     unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """Run ``agent.start(input)`` within ``budget``; a budget stop is a result, not an error.
 
-    ``framework_kwargs`` go to ``agent.start`` (``stream=True`` is refused: the
-    bridge reads the finished answer). Any exception of the run is re-raised
-    unchanged, after the agent's own ``execution`` is put back.
+    ``framework_kwargs`` go to ``agent.start`` (``stream=True`` and a verbose
+    ``output`` are refused: the bridge reads each finished response; a
+    ``cancel_token`` still cancels). ``on_event`` hears the run's events and
+    ``name`` names it, as in `LoopExecutor`. A model or tool failure is a
+    ``failed`` result whose ``native`` is the exception; a keyword ``start``
+    does not take is raised, as the framework raises it.
     """
     refuse_conflicting(FRAMEWORK, framework_kwargs)
     if framework_kwargs.get("stream"):
@@ -117,23 +107,29 @@ def run(
     checked = bridge_budget(
         FRAMEWORK, _preset(budget), {}, through="run", unenforced=unenforced, default_preset=PRESET
     )
+    if not isinstance(agent, praisonaiagents.Agent):
+        raise UsageError(f"agent: expected a praisonaiagents Agent, got {type(agent).__name__}")
+    _refuse_streaming(agent, framework_kwargs.setdefault("output", "silent"))
     _refuse_resumed(agent)
-    watch = _Watch(checked.value(BudgetName.MAX_TOKENS), framework_kwargs.pop("cancel_token", None))
-    framework_kwargs["cancel_token"] = watch  # set by a budget spent or a usage unreadable
-    framework_kwargs.setdefault("stream", False)
-    framework_kwargs.setdefault("output", "silent")
-    answer = _started(agent, input, _execution(agent, checked), watch, framework_kwargs)
-    # every test runs this line, but coverage's tracer loses the calling frames inside start()
-    output = _text(answer) or watch.text  # pragma: no cover
-    return _result(checked, str(agent.last_stop_reason), output, watch, answer)  # pragma: no cover
+    _refuse_unseen(agent)
+    _check_keywords(agent, input, framework_kwargs)
+    from budgetconf.integrations._praisonai_run import Stop, Watch, claimed
 
-
-def _started(
-    agent: Any, input: str, execution: Any, watch: _Watch, kwargs: Mapping[str, Any]
-) -> object:
-    """``agent.start(input)`` with ``execution`` lent to it, while ``watch`` hears its calls."""
-    with _lent(agent, execution), _watching(watch):
-        return agent.start(input, **kwargs)
+    with claimed(agent):
+        theirs = framework_kwargs.pop("cancel_token", None)
+        watch = Watch(agent, checked, theirs, on_event, name)
+        framework_kwargs["cancel_token"] = watch  # set once the Meter ends the run, or theirs is
+        framework_kwargs["stream"] = False
+        with watch.lent(), _lent(agent, _execution(agent, checked)):
+            try:
+                answer = agent.start(input, **framework_kwargs)
+            except Stop as stop:
+                return watch.stopped(stop)
+            except InterruptedError as exc:  # the caller's token, set before the first call
+                return watch.interrupted(exc)
+            except Exception as exc:  # the framework's own failure, outside model and tools
+                return watch.bridged.failed(exc)
+    return watch.finished(answer)
 
 
 def _preset(budget: object) -> object:
@@ -145,17 +141,55 @@ def _preset(budget: object) -> object:
     return budget
 
 
-def _execution(agent: Any, budget: Budget) -> Any:
-    """The agent's own `ExecutionConfig` with the budget's values, and no continuation calls."""
+def _config(values: Mapping[str, Any], own: Any = None) -> Any:
+    """An `ExecutionConfig` with ``values`` (over the agent's ``own``, if it has one).
+
+    ExecutionConfig, made outside praisonaiagents, warns that its ``context_compaction``
+    default will change: the bridge makes it for the caller, so the notice is not theirs.
+    """
+    import warnings
+
     from praisonaiagents import ExecutionConfig
 
-    values = {**FRAMEWORK.keywords(budget, {})["execution"], "output_continuation": False}
-    own = getattr(agent, "execution", None)
-    if isinstance(own, ExecutionConfig):
-        import dataclasses  # with the framework's config: praisonaiagents loads it by then
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "ExecutionConfig.context_compaction will default", DeprecationWarning
+        )
+        if isinstance(own, ExecutionConfig):
+            import dataclasses  # with the framework's config: praisonaiagents loads it by then
 
-        return dataclasses.replace(own, **values)
-    return ExecutionConfig(**values)
+            return dataclasses.replace(own, **values)
+        return ExecutionConfig(**values)
+
+
+def _execution(agent: Any, budget: Budget) -> Any:
+    """The agent's own `ExecutionConfig` with the budget's values, one step more (the Meter
+    stops the run first), and no continuation calls.
+
+    A budget without a step budget sets no step limit, so the framework's own (its
+    ``max_iter``, 20 by default, which ``max_steps=None`` falls back to) must not end the run
+    either: it is lent one that no run reaches, as the Meter's own is.
+    """
+    values = FRAMEWORK.keywords(budget, {})["execution"]
+    steps = values.get("max_steps")
+    values["max_steps"] = _NO_STEP_BUDGET if steps is None else steps + 1
+    return _config({**values, "output_continuation": False}, getattr(agent, "execution", None))
+
+
+def _refuse_streaming(agent: Any, output: object) -> None:
+    """An ``output`` that leaves the agent verbose makes praisonaiagents stream each request
+    to the console, and a stream reports no usage: refused (run() reads each response)."""
+    from praisonaiagents.config.presets import OUTPUT_PRESETS  # type: ignore[import-untyped]
+
+    # start() applies a preset it knows; any other value leaves the agent's own verbosity
+    preset = OUTPUT_PRESETS.get(output) if isinstance(output, str) else None
+    verbose = getattr(agent, "verbose", False) if preset is None else preset.get("verbose")
+    if verbose:
+        raise UsageError(
+            f"output={output!r} leaves the agent verbose, so praisonaiagents streams each"
+            " response to the console, where no usage is reported: run() reads each finished"
+            " response; pass output='silent' (the default) or another quiet preset"
+        )
 
 
 def _refuse_resumed(agent: Any) -> None:
@@ -166,6 +200,39 @@ def _refuse_resumed(agent: Any) -> None:
             "execution.resume_run_id: a resumed durable run counts its earlier steps against"
             " max_steps; run() gives the budget to one whole run, so resume it with agent.start"
         )
+
+
+def _refuse_unseen(agent: Any) -> None:
+    """An agent whose model calls do not all go through its OpenAI client: refused by name."""
+    unseen = [
+        phrase
+        for attribute, phrase in (
+            (
+                "_using_custom_llm",
+                "a model praisonaiagents calls through its LLM class (model='provider/model',"
+                " base_url= or a model object)",
+            ),
+            ("backend", "a managed backend"),
+            ("self_reflect", "reflection"),
+            ("planning", "planning"),
+        )
+        if getattr(agent, attribute, None)
+    ]
+    if unseen:
+        raise UsageError(
+            f"the agent {getattr(agent, 'name', None)!r} has {unseen[0]}, whose model requests"
+            " run() cannot count: it sees those of praisonaiagents' OpenAI-native tool loop"
+            " only; pass **limits(...) to Agent and call agent.start yourself"
+        )
+
+
+def _check_keywords(agent: Any, input: str, kwargs: Mapping[str, Any]) -> None:
+    """A keyword ``agent.start`` would pass on to ``chat`` and ``chat`` does not take is the
+    caller's error: raised as Python raises it, before the run starts."""
+    import inspect
+
+    passed = {k: v for k, v in kwargs.items() if k not in ("output", "cancel_token")}
+    inspect.signature(agent.chat).bind(input, **passed)
 
 
 @contextmanager
@@ -179,166 +246,3 @@ def _lent(agent: Any, execution: Any) -> Iterator[None]:
     finally:
         for name, value in own.items():
             setattr(agent, name, value)
-
-
-class _Watch:
-    """One run's model responses, as the ``llm_end`` callback reports them; and its cancel token.
-
-    The framework checks the token before a response's tools run and before
-    each call: it is set when the responses' tokens reach ``limit``, or when
-    the caller's own token (or the agent's interrupt controller) is.
-    """
-
-    def __init__(self, limit: int | float | None, theirs: Any) -> None:
-        self.limit = limit
-        self.theirs = theirs
-        self.turns = 0
-        self.tokens = 0
-        self.spent = False  # the token budget stopped the run
-        self.fault: Unreadable | None = None  # a usage no response can report stopped it
-        self.text = ""  # the last text sent along with tool calls
-
-    def response(self, tokens_in: Any = 0, tokens_out: Any = 0, **_: Any) -> None:
-        self.turns += 1
-        try:
-            used = reported_tokens(
-                reported_tokens(tokens_in or 0, "usage.prompt_tokens")
-                + reported_tokens(tokens_out or 0, "usage.completion_tokens"),
-                "usage.prompt_tokens + usage.completion_tokens",
-            )
-        except Unreadable as exc:  # the framework stops at the token, before the tools
-            self.fault = self.fault or exc
-            return
-        self.tokens += used
-        if self.limit is not None and self.tokens >= self.limit:
-            self.spent = True
-
-    def content(self, content: Any = None, **_: Any) -> None:
-        if isinstance(content, str) and content:
-            self.text = content
-
-    def is_set(self) -> bool:
-        theirs = self.theirs
-        stopped = self.spent or self.fault is not None
-        return stopped or bool(theirs is not None and theirs.is_set())
-
-    @property
-    def reason(self) -> str | None:
-        if self.fault is not None:
-            return "a response's usage cannot be read"
-        return "the token budget is spent" if self.spent else getattr(self.theirs, "reason", None)
-
-
-_local = threading.local()
-_lock = threading.Lock()
-_saved: dict[str, Any] = {}
-_runs = 0
-
-
-def _relay(event: str, handle: Callable[..., None]) -> Callable[..., None]:
-    """The display callback the bridge registers for ``event`` while runs last."""
-
-    def relay(**kwargs: Any) -> None:
-        watch = getattr(_local, "watch", None)
-        if watch is not None:
-            handle(watch, **kwargs)
-        theirs = _saved.get(event)
-        if theirs is not None:  # the callback registered before the run still hears it
-            from praisonaiagents.main import _filter_callback_kwargs  # type: ignore[import-untyped]
-
-            theirs(**_filter_callback_kwargs(theirs, kwargs))
-
-    return relay
-
-
-_RELAYS: Final[Mapping[str, Callable[..., None]]] = {
-    "llm_end": _relay("llm_end", _Watch.response),
-    "llm_content": _relay("llm_content", _Watch.content),
-}
-
-
-@contextmanager
-def _watching(watch: _Watch) -> Iterator[None]:
-    """While the block runs on this thread, ``watch`` hears each model response.
-
-    The framework keeps one display callback an event, for the whole process:
-    the first run to start registers the relays, the last to end puts back
-    what was there (unless something replaced the relays meanwhile).
-    """
-    global _runs
-    from praisonaiagents import main
-
-    with _lock:
-        if _runs == 0:
-            with main._callbacks_lock:
-                for event, relay in _RELAYS.items():
-                    _saved[event] = main.sync_display_callbacks.get(event)
-                    main.sync_display_callbacks[event] = relay
-        _runs += 1
-    outer, _local.watch = getattr(_local, "watch", None), watch
-    try:
-        yield
-    finally:
-        _local.watch = outer
-        with _lock:
-            _runs -= 1
-            if _runs == 0:
-                _restore(main)
-
-
-def _restore(main: Any) -> None:
-    with main._callbacks_lock:
-        for event, relay in _RELAYS.items():
-            theirs = _saved.pop(event, None)
-            if main.sync_display_callbacks.get(event) is not relay:
-                continue  # registered during the run: it stays
-            if theirs is None:
-                del main.sync_display_callbacks[event]
-            else:
-                main.sync_display_callbacks[event] = theirs
-
-
-def _text(answer: object) -> str:
-    """The run's answer as text: ``start()`` gives None after an error."""
-    if answer is None:
-        return ""
-    return answer if isinstance(answer, str) else str(answer)
-
-
-def _result(budget: Budget, why: str, output: str, watch: _Watch, answer: object) -> BridgeResult:
-    """The framework's stop reason, as budgetconf reports it."""
-    turns = watch.turns
-    if watch.fault is not None:
-        return unreadable(FRAMEWORK, watch.fault, output=output, turns=turns, native=answer)
-    if watch.spent:
-        return stopped(
-            FRAMEWORK, budget, StopReason.MAX_TOKENS, output=output, turns=turns, native=answer
-        )
-    steps = budget.value(BudgetName.MAX_STEPS)
-    if why == "max_steps" and steps is not None and turns >= steps:
-        return stopped(
-            FRAMEWORK, budget, StopReason.MAX_STEPS, output=output, turns=turns, native=answer
-        )
-    reason = _ENDED.get(why)
-    if reason is None:  # max_steps short of the budget: a limit of the framework's own
-        reason = StopReason.MAX_STEPS if why == "max_steps" else StopReason.ERROR
-        message = f"stopped: praisonaiagents ended the run ({why}) after {turns} turns"
-    else:
-        message = _message(reason, turns)
-    return ended(FRAMEWORK, reason, message, output=output, turns=turns, native=answer)
-
-
-def _message(reason: StopReason, turns: int) -> str:
-    done = f"{turns} turn{'' if turns == 1 else 's'}"
-    if reason is StopReason.COMPLETED:
-        return f"completed in {done}"
-    if reason is StopReason.ERROR:
-        return f"failed: the model call or its handling failed after {done} (see the log)"
-    if reason is StopReason.CANCELLED:
-        return f"cancelled: the run's cancel token was set after {done}"
-    what = {
-        StopReason.CONTENT_FILTERED: "the provider's content filter stopped the answer",
-        StopReason.REFUSED: "the model refused",
-        StopReason.LENGTH_TRUNCATED: "the answer was cut off at the model's length limit",
-    }[reason]
-    return f"blocked: {what} on turn {turns}"
