@@ -106,6 +106,20 @@ def test_the_events_are_upstream_of_the_loop_the_bridges_and_the_report() -> Non
     assert {m for m in _reached("budgetconf.events") if m.startswith(rooms)} == set()
 
 
+def test_the_bridges_use_only_the_public_faces_of_the_loop_and_the_ledger() -> None:
+    """integrations/ reaches the loop and the ledger by budgetconf.loop and budgetconf.ledger:
+    what their private modules hold may change without a bridge noticing."""
+    private = ("budgetconf.loop._", "budgetconf.ledger._")
+    found = {
+        (name, imported)
+        for name in MODULES
+        if name.startswith("budgetconf.integrations")
+        for imported in _imports(name)
+        if imported.startswith(private)
+    }
+    assert found == set()
+
+
 def test_the_preset_reader_builds_no_source_and_resolves_nothing() -> None:
     """_presets reaches neither sources/ nor the engine, the merge or the resolver."""
     reached = _reached("budgetconf._presets")
