@@ -7,9 +7,8 @@ import warnings
 import pytest
 
 import budgetconf
-from budgetconf.integrations._bridge import bridge_budget, refuse_conflicting, stopped
+from budgetconf.integrations._bridge import bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS, framework_named
-from budgetconf.loop import Budget, RunStatus, StopReason
 
 AGENTS = FRAMEWORKS["openai_agents"]
 
@@ -70,22 +69,6 @@ def test_a_framework_keyword_that_sets_a_limit_is_refused() -> None:
         " instead (explicit=, --set or its variable)"
     )
     refuse_conflicting(AGENTS, {"context": None})
-
-
-def test_a_stop_is_the_executors_message_and_limit() -> None:
-    budget = Budget.from_resolution(budgetconf.resolve(env={"BUDGETCONF_MAX_STEPS": "3"}))
-    result = stopped(AGENTS, budget, StopReason.MAX_STEPS, output="so far", turns=3, native=None)
-    assert (result.status, result.stop_reason, result.framework) == (
-        RunStatus.TRUNCATED,
-        "max_steps",
-        "openai_agents",
-    )
-    assert result.message == (
-        "stopped: hit max_steps (3): loop.max_steps = 3 from env:BUDGETCONF_MAX_STEPS;"
-        " raise it with BUDGETCONF_MAX_STEPS or --max-steps"
-    )
-    assert result.limit is not None
-    assert result.limit["locator"] == "env:BUDGETCONF_MAX_STEPS"
 
 
 def test_no_framework_is_imported_to_describe_them() -> None:

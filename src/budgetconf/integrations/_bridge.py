@@ -18,8 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
     from typing import Any, ClassVar, Literal, TypeAlias
 
-    from budgetconf._loop_table import BudgetName, RunStatus, StopReason
-    from budgetconf._usage import Unreadable, Usage
+    from budgetconf._loop_table import RunStatus, StopReason
+    from budgetconf._usage import Usage
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop import Budget, RunResult
 
@@ -29,10 +29,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bri
 __all__ = [
     "BridgeResult",
     "bridge_budget",
-    "ended",
     "refuse_conflicting",
-    "stopped",
-    "unreadable",
 ]
 
 
@@ -229,51 +226,3 @@ def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:
             f"{taken[0]}= would set {framework.package}'s own limit: set the budget through"
             " budgetconf instead (explicit=, --set or its variable)"
         )
-
-
-def stopped(
-    framework: Framework,
-    budget: Budget,
-    reason: StopReason,
-    *,
-    output: str,
-    turns: int,
-    native: object,
-    by: BudgetName | None = None,
-) -> BridgeResult:
-    """The result of a run that the budget ``reason`` names stopped, in the executor's words.
-
-    ``by`` names the budget that caused it when that is another: a bridge that
-    cannot skip a response's calls stops the run at a response over
-    ``max_tool_calls_per_turn``, a ``max_tool_calls`` stop naming that cap.
-    """
-    stop, message, limit = budget.stop(reason, by)
-    return BridgeResult(
-        reason.status, stop, reason, message, output, turns, limit, framework.name, native
-    )
-
-
-def ended(
-    framework: Framework,
-    reason: StopReason,
-    message: str,
-    *,
-    output: str,
-    turns: int,
-    native: object,
-) -> BridgeResult:
-    """The result of a run that no budget stopped: completed, or ended by its model or tools."""
-    return BridgeResult(
-        reason.status, reason.value, reason, message, output, turns, None, framework.name, native
-    )
-
-
-def unreadable(
-    framework: Framework, exc: Unreadable, *, output: str, turns: int, native: object
-) -> BridgeResult:
-    """The result of a run whose framework reported usage no response can (more than 2**40
-    tokens, say): failed, in the executor's words for an unreadable response."""
-    from budgetconf._loop_table import StopReason
-
-    message = f"failed: malformed model response: {exc} (turn {turns})"
-    return ended(framework, StopReason.ERROR, message, output=output, turns=turns, native=native)

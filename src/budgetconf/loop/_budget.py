@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from budgetconf._ledger_url import shown_url
-from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
+from budgetconf._loop_table import LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._rules import Rule
@@ -242,17 +242,14 @@ class Budget:
         limit = self.limits.get(budget)
         return None if limit is None else limit.value
 
-    def stop(
-        self, reason: StopReason, by: BudgetName | None = None
-    ) -> tuple[str, str, dict[str, Any]]:
-        """How a stop at the budget ``reason`` names (or ``by``) is reported: its name, message
-        and limit.
+    def stop(self, reason: StopReason) -> tuple[str, str, dict[str, Any]]:
+        """How a stop at the budget ``reason`` names is reported: its name, message and limit.
 
         The name is the preset's for it (``max_turns_exhausted``), else the
         reason's; the message ``stopped: hit max_steps (3): loop.max_steps = 3
         from env:BUDGETCONF_MAX_STEPS; raise it with ...``.
         """
-        budget = by if by is not None else reason.budget
+        budget = reason.budget
         assert budget is not None, "only a budget's stop names a limit"
         limit = self.limits[budget]
         name = limit.field.rpartition(".")[2]
