@@ -114,10 +114,14 @@ def _interleaved(repeat: int) -> dict[str, float]:
     agent.start("warm up", stream=False, output="silent")  # first use loads its client
     alone: list[int] = []
     bridged: list[int] = []
+    # the agent keeps its chat history from run to run, and each request sends it whole:
+    # every run starts from none, or the later run would send the longer conversation
     for _ in range(repeat):
+        agent.clear_history()
         began = time.perf_counter_ns()
         agent.start("add", stream=False, output="silent")
         alone.append(time.perf_counter_ns() - began)
+        agent.clear_history()
         began = time.perf_counter_ns()
         praisonai.run(agent, "add", budget)
         bridged.append(time.perf_counter_ns() - began)
