@@ -11,15 +11,15 @@ what `rows()` reports, and a hand-built agent-tools loop whose streamed
 states drive the Meter. The script also times the agent with a middleware
 whose hooks do nothing: langchain wraps every ``wrap_*`` hook for tracing
 (tens of µs a call, tracing off), which any middleware pays, so the bridge's
-own share is the difference from that. Repetitions of the sides alternate;
-medians, per turn, in nanoseconds.
+own share is the difference from that. Each pair of sides runs in
+alternating pairs (`_paired`): medians of each and of the pairs' differences,
+per turn, in nanoseconds.
 
     python bench/bridge_langgraph.py [--quick]
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -36,11 +36,16 @@ from langgraph.prebuilt import ToolNode, tools_condition
 import budgetconf
 from budgetconf.integrations.langgraph import middleware, run
 
+from _paired import paired
+
 ALONE = "langgraph: create_agent alone, per turn"
 BRIDGED = "langgraph: create_agent with the bridge's middleware(), per turn"
 HOOKS = "langgraph: create_agent with a middleware whose hooks do nothing, per turn"
 LOOP_ALONE = "langgraph: an agent-tools loop alone, per turn"
 LOOP_BRIDGED = "langgraph: the loop through the bridge's states, per turn"
+COST = "langgraph: the bridge's cost per turn"
+HOOKS_COST = "langgraph: an empty middleware's cost per turn"
+LOOP_COST = "langgraph: the bridge's cost per turn of the loop"
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 
 
@@ -115,11 +120,11 @@ def _pair(
     quick: bool,
     bare: Callable[[int], Any],
     other: Callable[[int], Any],
-    names: tuple[str, str],
+    names: tuple[str, str, str],
     through_bridge: bool = True,
 ) -> dict[str, float]:
     """``bare`` streamed alone and ``other`` through `run()` (or alone too), per turn."""
-    turns, repeat = (5, 3) if quick else (20, 21)
+    turns, repeat = (5, 3) if quick else (20, 41)
     res = budgetconf.resolve(
         explicit={
             "loop.max_steps": turns + 1,
@@ -127,44 +132,42 @@ def _pair(
             "limits.max_tokens": 10**6,
         }
     )
-    times: dict[str, list[int]] = {names[0]: [], names[1]: []}
-    for _ in range(repeat):  # interleaved, so a slow spell of the machine hits both
-        compiled = bare(turns)  # built outside the timing, on both sides
-        times[names[0]].append(alone(compiled, turns))
+
+    def first() -> int:
+        return alone(bare(turns), turns)  # the graph is built outside the timing, both sides
+
+    def second() -> int:
         compiled = other(turns)
-        spent = bridged(compiled, res) if through_bridge else alone(compiled, turns)
-        times[names[1]].append(spent)
-    return {name: statistics.median(found) / turns for name, found in times.items()}
+        return bridged(compiled, res) if through_bridge else alone(compiled, turns)
+
+    return dict(zip(names, paired(first, second, repeat, turns), strict=True))
 
 
 def rows(quick: bool) -> dict[str, float]:
-    """create_agent alone and with the bridge's middleware(), per turn, in nanoseconds."""
-    return _pair(quick, lambda t: agent(t, []), lambda t: agent(t, middleware()), (ALONE, BRIDGED))
+    """create_agent alone and with the bridge's middleware(), and the cost, per turn, in ns."""
+    return _pair(
+        quick, lambda t: agent(t, []), lambda t: agent(t, middleware()), (ALONE, BRIDGED, COST)
+    )
 
 
 def hook_rows(quick: bool) -> dict[str, float]:
     """create_agent alone and with a middleware whose hooks do nothing, both streamed alone."""
-    return _pair(
-        quick, lambda t: agent(t, []), lambda t: agent(t, [Hooks()]), (ALONE, HOOKS), False
-    )
+    names = (ALONE, HOOKS, HOOKS_COST)
+    return _pair(quick, lambda t: agent(t, []), lambda t: agent(t, [Hooks()]), names, False)
 
 
 def loop_rows(quick: bool) -> dict[str, float]:
     """The hand-built loop alone and through the bridge's streamed states."""
-    return _pair(quick, loop, loop, (LOOP_ALONE, LOOP_BRIDGED))
+    return _pair(quick, loop, loop, (LOOP_ALONE, LOOP_BRIDGED, LOOP_COST))
 
 
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
-    for found, (bare, through) in (
-        (rows(quick), (ALONE, BRIDGED)),
-        (hook_rows(quick), (ALONE, HOOKS)),
-        (loop_rows(quick), (LOOP_ALONE, LOOP_BRIDGED)),
-    ):
+    for found in (rows(quick), hook_rows(quick), loop_rows(quick)):
+        bare, _, cost = found.values()
         for name, ns in found.items():
             print(f"{name}: {ns / 1000:.1f} µs")
-        extra = found[through] - found[bare]
-        print(f"difference per turn: {extra / 1000:.1f} µs ({extra / found[bare]:+.1%})")
+        print(f"  ({cost / bare:+.1%} of the first)")
 
 
 if __name__ == "__main__":

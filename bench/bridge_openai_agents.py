@@ -3,8 +3,8 @@
 Both sides run the same agent with the same scripted model (a tool call on
 every turn but the last) and the same tool, through ``Runner.run_sync``; the
 bridge's side goes through ``budgetconf.integrations.openai_agents.run``
-(hooks, input filter, budget checks). Repetitions are interleaved and the
-medians compared; tracing is off.
+(hooks, input filter, budget checks). Repetitions run in alternating pairs
+(`_paired`); tracing is off.
 
     python bench/bridge_openai_agents.py [--quick]
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from typing import Any
 
@@ -26,6 +25,8 @@ from openai.types.responses import (
 
 import budgetconf
 from budgetconf.integrations import openai_agents
+
+from _paired import paired
 
 DONE: Any = ResponseOutputMessage(
     id="m",
@@ -56,6 +57,13 @@ class Scripted(Model):
         raise NotImplementedError
 
 
+NAMES = (
+    "openai_agents: framework alone, per turn",
+    "openai_agents: through the bridge, per turn",
+    "openai_agents: the bridge's cost per turn",
+)
+
+
 @function_tool
 def echo(text: str) -> str:
     """Echo the text."""
@@ -74,20 +82,15 @@ def _once(turns: int, bridged: bool, budget: Any) -> int:
 
 
 def rows(quick: bool) -> dict[str, float]:
-    """Nanoseconds per turn, framework alone and through the bridge: medians, interleaved."""
+    """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
     set_tracing_disabled(True)
-    turns, repeat = (5, 3) if quick else (20, 21)
+    turns, repeat = (5, 3) if quick else (20, 41)
     budget = budgetconf.resolve(explicit={"loop.max_steps": turns + 1})  # no last-turn notice
-    alone: list[int] = []
-    bridged: list[int] = []
     _once(turns, False, budget), _once(turns, True, budget)  # warm both paths
-    for _ in range(repeat):
-        alone.append(_once(turns, False, budget))
-        bridged.append(_once(turns, True, budget))
-    return {
-        "openai_agents: framework alone, per turn": statistics.median(alone) / turns,
-        "openai_agents: through the bridge, per turn": statistics.median(bridged) / turns,
-    }
+    found = paired(
+        lambda: _once(turns, False, budget), lambda: _once(turns, True, budget), repeat, turns
+    )
+    return dict(zip(NAMES, found, strict=True))
 
 
 def main() -> None:
@@ -96,8 +99,6 @@ def main() -> None:
     found = rows(parser.parse_args().quick)
     for name, ns in found.items():
         print(f"{name:45} {ns / 1000:10.1f} us")
-    values = list(found.values())
-    print(f"{'overhead per turn':45} {(values[1] - values[0]) / 1000:10.1f} us")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ that asks for a tool on every call, so each run ends at its step budget of
 alone, and `budgetconf.integrations.praisonai.run` with the same budget, whose
 Meter asks before each request and decides each tool call (the last turn's
 call is answered without running, as in the executor: the tool is an addition,
-so that saves next to nothing). Repetitions are interleaved; the medians (ns a
-turn, measured with time.perf_counter_ns) are the rows. The loopback round
-trip is in both.
+so that saves next to nothing). Repetitions run in alternating pairs
+(`_paired`): the rows are the medians of each (ns a turn, measured with
+time.perf_counter_ns) and of the pairs' differences. The loopback round trip is
+in both.
 
     python bench/bridge_praisonai.py [--quick]
 """
@@ -16,17 +17,22 @@ trip is in both.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
-import statistics
 import threading
 import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from _paired import paired
 
 TURNS = 5
 ALONE = "praisonai: framework alone, per turn"
 BRIDGED = "praisonai: through the bridge, per turn"
+COST = "praisonai: the bridge's cost per turn"
 
 
 class _Model(BaseHTTPRequestHandler):
@@ -62,7 +68,19 @@ def add(a: int, b: int) -> int:
 
 
 def rows(quick: bool) -> dict[str, float]:
-    """The median ns a turn, alone and through the bridge."""
+    """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
+    with served():
+        alone, bridged = sides().values()
+        found = paired(alone, bridged, 3 if quick else 41, TURNS)
+    return dict(zip((ALONE, BRIDGED, COST), found, strict=True))
+
+
+@contextlib.contextmanager
+def served() -> Iterator[None]:
+    """The fake model on a loopback port, named by the variables PraisonAI reads, and its
+    loop-guard warnings (once a turn, to its own logger and to the root one) quiet."""
+    import praisonaiagents  # noqa: F401 - it configures the root logger as it loads: first
+
     names = (
         "OPENAI_BASE_URL",
         "OPENAI_API_KEY",
@@ -70,17 +88,23 @@ def rows(quick: bool) -> dict[str, float]:
         "PRAISONAI_TELEMETRY_DISABLED",
     )
     saved = {name: os.environ.get(name) for name in names}
+    quiet = [logging.getLogger("praisonaiagents"), logging.getLogger()]
+    levels = [each.level for each in quiet]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     os.environ.update(
         OPENAI_BASE_URL=f"http://127.0.0.1:{server.server_port}/v1",
         OPENAI_API_KEY="sk-bench",
         OPENAI_MODEL_NAME="fake",
         PRAISONAI_TELEMETRY_DISABLED="true",
     )
+    for each in quiet:
+        each.setLevel(logging.ERROR)
     try:
-        return _measure(3 if quick else 21)
+        yield
     finally:
+        for each, level in zip(quiet, levels, strict=True):
+            each.setLevel(level)
         server.shutdown()
         server.server_close()
         for name, value in saved.items():
@@ -90,19 +114,8 @@ def rows(quick: bool) -> dict[str, float]:
                 os.environ[name] = value
 
 
-def _measure(repeat: int) -> dict[str, float]:
-    import logging
-
-    quiet = logging.getLogger("praisonaiagents")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # its loop-guard warnings, once a turn
-    try:
-        return _interleaved(repeat)
-    finally:
-        quiet.setLevel(level)
-
-
-def _interleaved(repeat: int) -> dict[str, float]:
+def sides() -> dict[str, Callable[[], int]]:
+    """One run alone and one through the bridge, each timed (ns), of one agent (`served`)."""
     from praisonaiagents import Agent, ExecutionConfig
 
     from budgetconf.integrations import praisonai
@@ -112,23 +125,22 @@ def _interleaved(repeat: int) -> dict[str, float]:
     )
     budget = {"execution.max_steps": TURNS}
     agent.start("warm up", stream=False, output="silent")  # first use loads its client
-    alone: list[int] = []
-    bridged: list[int] = []
+
     # the agent keeps its chat history from run to run, and each request sends it whole:
     # every run starts from none, or the later run would send the longer conversation
-    for _ in range(repeat):
+    def alone() -> int:
         agent.clear_history()
         began = time.perf_counter_ns()
         agent.start("add", stream=False, output="silent")
-        alone.append(time.perf_counter_ns() - began)
+        return time.perf_counter_ns() - began
+
+    def bridged() -> int:
         agent.clear_history()
         began = time.perf_counter_ns()
         praisonai.run(agent, "add", budget)
-        bridged.append(time.perf_counter_ns() - began)
-    return {
-        ALONE: statistics.median(alone) / TURNS,
-        BRIDGED: statistics.median(bridged) / TURNS,
-    }
+        return time.perf_counter_ns() - began
+
+    return {"alone": alone, "bridged": bridged}
 
 
 def main() -> None:
@@ -137,7 +149,6 @@ def main() -> None:
     found = rows(parser.parse_args().quick)
     for name, ns in found.items():
         print(f"{name:45} {ns / 1e6:9.3f} ms")
-    print(f"{'praisonai: overhead per turn':45} {(found[BRIDGED] - found[ALONE]) / 1e6:9.3f} ms")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """What the pydantic-ai bridge adds per turn to the same run of the framework alone.
 
 The same agent and the same fake model (pydantic-ai's own FunctionModel: a
-tool call per response, then a final answer) run three ways, interleaved so a
-slow spell of the machine hits all alike: ``agent.run_sync`` with the
-bridge's `limits()`; the same with one capability that does nothing added to
-the run (what pydantic-ai spends per turn on any run capability, which the
-bridge's is); and the bridge's `run()` with the same resolution. Each row is
-the median over the repetitions of one run's time, divided by its turns,
+tool call per response, then a final answer) run three ways: ``agent.run_sync``
+with the bridge's `limits()`; the same with one capability that does nothing
+added to the run (what pydantic-ai spends per turn on any run capability, which
+the bridge's is); and the bridge's `run()` with the same resolution. Each of the
+other two runs in alternating pairs with the first (`_paired`): the rows are the
+medians of one run's time divided by its turns, and of the pairs' differences,
 measured with `time.perf_counter_ns`.
 
     python bench/bridge_pydantic_ai.py [--quick]
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 import warnings
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from pydantic_ai.usage import RequestUsage
 
 import budgetconf
 from budgetconf.integrations import pydantic_ai as bridge
+
+from _paired import paired
 
 TURNS = 10
 
@@ -68,17 +69,22 @@ def _current_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-#: the row of the framework with an empty capability: this script's own, not bench/bridges.py's
-EMPTY = "pydantic_ai: with one empty capability, per turn"
+NAMES = (
+    "pydantic_ai: framework alone, per turn",
+    "pydantic_ai: through the bridge, per turn",
+    "pydantic_ai: the bridge's cost per turn",
+)
+#: the cost of one empty capability: this script's own row, not bench/bridges.py's
+EMPTY = "pydantic_ai: one empty capability's cost per turn"
 
 
 def rows(quick: bool) -> dict[str, float]:
-    """Nanoseconds per turn: the framework alone, and through the bridge."""
+    """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
     return {name: ns for name, ns in _rows(quick).items() if name != EMPTY}
 
 
 def _rows(quick: bool) -> dict[str, float]:
-    """`rows`, with the framework's own cost of one more capability between them."""
+    """`rows`, with the framework's own cost of one more capability after them."""
     # run_sync reuses the thread's current loop, which another framework's run_sync may have
     # left with its async generators shut down: both ways run on a loop of their own
     previous = _current_loop()
@@ -98,39 +104,38 @@ def _measured(quick: bool) -> dict[str, float]:
         env={}, explicit={"loop.max_steps": TURNS, "limits.max_tokens": 10_000}
     )
     keywords = bridge.limits(res)
-    alone: list[float] = []
-    capable: list[float] = []
-    bridged: list[float] = []
-    for _ in range(3 if quick else 60):
+
+    def alone() -> int:
         start = time.perf_counter_ns()
         done = agent.run_sync("go", **keywords)
-        alone.append((time.perf_counter_ns() - start) / TURNS)
+        elapsed = time.perf_counter_ns() - start
+        assert done.output == "done"
+        return elapsed
+
+    def capable() -> int:
         start = time.perf_counter_ns()
         agent.run_sync("go", **keywords, capabilities=[_Nothing()])
-        capable.append((time.perf_counter_ns() - start) / TURNS)
+        return time.perf_counter_ns() - start
+
+    def bridged() -> int:
         start = time.perf_counter_ns()
         result = bridge.run(agent, "go", res)
-        bridged.append((time.perf_counter_ns() - start) / TURNS)
-        assert done.output == result.output == "done"
+        elapsed = time.perf_counter_ns() - start
+        assert result.output == "done"
         assert result.turns == TURNS
-    return {
-        "pydantic_ai: framework alone, per turn": statistics.median(alone),
-        EMPTY: statistics.median(capable),
-        "pydantic_ai: through the bridge, per turn": statistics.median(bridged),
-    }
+        return elapsed
+
+    repeat = 3 if quick else 61
+    found = dict(zip(NAMES, paired(alone, bridged, repeat, TURNS), strict=True))
+    return {**found, EMPTY: paired(alone, capable, repeat, TURNS)[2]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions: a smoke run")
     args = parser.parse_args(argv)
-    measured = _rows(args.quick)
-    for name, ns in measured.items():
+    for name, ns in _rows(args.quick).items():
         print(f"{name:<50} {ns / 1000:9.1f} us")
-    alone, capable, through = measured.values()
-    print(f"{'overhead per turn':<50} {(through - alone) / 1000:9.1f} us")
-    dispatch = (capable - alone) / 1000
-    print(f"{'  of which pydantic-ai dispatching to a capability':<50} {dispatch:9.1f} us")
     return 0
 
 

@@ -14,7 +14,6 @@ between the two, and each row is the median time per turn, in nanoseconds
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from typing import Any
@@ -31,8 +30,11 @@ from smolagents.monitoring import LogLevel, TokenUsage
 import budgetconf
 from budgetconf.integrations.smolagents import run
 
+from _paired import paired
+
 ALONE = "smolagents: framework alone, per turn"
 BRIDGED = "smolagents: through the bridge, per turn"
+COST = "smolagents: the bridge's cost per turn"
 
 
 class Looping(Model):
@@ -67,28 +69,30 @@ def add(a: int, b: int) -> int:
 
 
 def rows(quick: bool) -> dict[str, float]:
-    """The median nanoseconds per turn of each run."""
-    turns, repeat = (5, 3) if quick else (20, 31)
+    """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
+    turns, repeat = (5, 3) if quick else (20, 41)
     agent = ToolCallingAgent(tools=[add], model=Looping(), verbosity_level=LogLevel.OFF)
     budget = budgetconf.resolve(explicit={"loop.max_steps": turns})
-    alone: list[float] = []
-    bridged: list[float] = []
-    for _ in range(repeat):
+
+    def alone() -> int:
         start = time.perf_counter_ns()
         agent.run("go", max_steps=turns - 1)
-        alone.append((time.perf_counter_ns() - start) / turns)
+        return time.perf_counter_ns() - start
+
+    def bridged() -> int:
         start = time.perf_counter_ns()
         result = run(agent, "go", budget)
-        bridged.append((time.perf_counter_ns() - start) / turns)
+        elapsed = time.perf_counter_ns() - start
         assert result.turns == turns, result
-    return {ALONE: statistics.median(alone), BRIDGED: statistics.median(bridged)}
+        return elapsed
+
+    return dict(zip((ALONE, BRIDGED, COST), paired(alone, bridged, repeat, turns), strict=True))
 
 
 def main(argv: list[str]) -> int:
     found = rows("--quick" in argv)
     for name, ns in found.items():
         print(f"{name}: {ns / 1000:.1f} us")
-    print(f"overhead per turn: {(found[BRIDGED] - found[ALONE]) / 1000:.1f} us")
     return 0
 
 

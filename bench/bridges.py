@@ -2,9 +2,10 @@
 
 Every bridge has its own script, ``bench/bridge_NAME.py``, whose ``rows(quick)``
 runs one framework with one scripted test double, alone and through the
-bridge, interleaved, and returns the median time per turn of each. This
-runs them all and prints one table: the two times and the bridge's cost per
-turn, in absolute terms and against the framework's own. A framework that
+bridge, in alternating pairs (``bench/_paired.py``), and returns the median
+time per turn of each and the median of the pairs' differences: the bridge's
+cost per turn. This runs them all and prints one table: the two times and the
+cost, in absolute terms and against the framework's own. A framework that
 is not installed is left out, and said so.
 
     pip install -e '.[dev]'
@@ -77,11 +78,11 @@ def measured(quick: bool) -> dict[str, dict[str, Any]]:
         except ImportError as exc:
             found[name] = {"skipped": str(exc)}
             continue
-        alone, bridged = (rows[k] for k in sorted(rows, key=lambda k: "bridge" in k))
+        alone, bridged, cost = rows.values()  # each script's order
         found[name] = {
             "alone_us": alone / 1000,
             "bridged_us": bridged / 1000,
-            "overhead_us": (bridged - alone) / 1000,
+            "overhead_us": cost / 1000,
         }
     return found
 

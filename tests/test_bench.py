@@ -163,3 +163,23 @@ def test_the_ledger_benchmark_reports_both_backends(
         assert rows[name]["1 process"]["turns_per_s"] > 0
         assert rows[name]["2 processes"]["turns_per_s"] > 0
         assert f"| {name} | turn |" in printed
+
+
+def test_pairs_alternate_which_side_runs_first_and_cost_is_the_median_difference() -> None:
+    """bench/_paired.py: a slow spell that falls on one pair moves neither side's median nor
+    the cost, and neither side always runs first."""
+    order: list[str] = []
+    firsts = iter([100, 100, 900, 100, 100])  # the third pair ran in a slow spell
+    seconds = iter([130, 120, 1000, 130, 125])
+
+    def first() -> int:
+        order.append("first")
+        return next(firsts)
+
+    def second() -> int:
+        order.append("second")
+        return next(seconds)
+
+    assert _load("_paired").paired(first, second, 5, 10) == (10.0, 13.0, 3.0)
+    assert order[:4] == ["first", "second", "second", "first"]
+

@@ -1040,7 +1040,8 @@ def test_the_missing_import_is_the_bridges_own(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_benchmark_reports_both_rows() -> None:
-    """bench/bridge_praisonai.py measures the framework alone and through the bridge."""
+    """bench/bridge_praisonai.py measures the framework alone, through the bridge, and the
+    bridge's cost (in quick mode its times are not judged)."""
     spec = importlib.util.spec_from_file_location(
         "bridge_praisonai", Path(__file__).parent.parent / "bench" / "bridge_praisonai.py"
     )
@@ -1052,5 +1053,6 @@ def test_the_benchmark_reports_both_rows() -> None:
     assert list(rows) == [
         "praisonai: framework alone, per turn",
         "praisonai: through the bridge, per turn",
+        "praisonai: the bridge's cost per turn",
     ]
-    assert all(ns > 0 for ns in rows.values())
+    assert all(ns > 0 for ns in list(rows.values())[:2])

@@ -840,11 +840,12 @@ def test_the_bench_measures_both_runs() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rows = module.rows(quick=True)
-    assert set(rows) == {
+    assert list(rows) == [
         "smolagents: framework alone, per turn",
         "smolagents: through the bridge, per turn",
-    }
-    assert all(ns > 0 for ns in rows.values())
+        "smolagents: the bridge's cost per turn",
+    ]
+    assert all(ns > 0 for ns in list(rows.values())[:2])
 
 
 def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:
