@@ -183,3 +183,12 @@ def test_pairs_alternate_which_side_runs_first_and_cost_is_the_median_difference
     assert _load("_paired").paired(first, second, 5, 10) == (10.0, 13.0, 3.0)
     assert order[:4] == ["first", "second", "second", "first"]
 
+
+def test_the_instructions_benchmark_runs_one_side_in_process() -> None:
+    """bench/instructions.py's own process work (what it counts under valgrind), once each way;
+    an unknown framework is a usage error."""
+    pytest.importorskip("smolagents")
+    module = _load("instructions")
+    assert module.main(["--side", "smolagents", "bridged", "1"]) == 0
+    with pytest.raises(SystemExit):
+        module.main(["no-such-framework"])
