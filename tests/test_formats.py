@@ -530,6 +530,16 @@ def test_yaml_plain_scalars_read_differently_by_1_1_and_1_2_are_ambiguous(
 
 
 @pytest.mark.usefixtures("yaml_loader")
+@pytest.mark.parametrize("digits", [1001, 5000])
+def test_yaml_integer_with_too_many_digits_is_out_of_range_not_ambiguous(digits: int) -> None:
+    """An integer both YAML versions read as one, past any field's range (and even past
+    Python's 4300-digit limit), is one bad value, as in JSON: not a question of versions."""
+    value = _yaml_table(f"a: {'1' * digits}\nb: 2\n")
+    assert value["a"] == Unusable("1" * 24 + "…", "out of range", "too many digits to read")
+    assert value["b"] == 2
+
+
+@pytest.mark.usefixtures("yaml_loader")
 def test_an_explicit_tag_settles_what_a_scalar_is() -> None:
     """!!str 010 is the text "010" and !!int 10 is 10: a tag leaves nothing ambiguous."""
     table = _yaml_table("a: !!str 010\nb: !!int 10\nc: !!str on\n")

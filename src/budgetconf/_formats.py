@@ -405,6 +405,8 @@ class _YamlBuilder:
             value = self._loader.construct_object(node)
         except ValueError:  # an integer past Python's digit limit
             return Unusable(text[:24] + "…", "out of range", _TOO_LONG)
+        if type(value) is int and value.bit_length() > _LONG_BITS:  # past any field, as in JSON
+            return Unusable(text[:24] + "…", "out of range", _TOO_LONG)
         if node.style or node.tag not in _TYPED_TAGS:
             return value  # quoted, or null, a date, ...: YAML 1.1 and 1.2 agree
         if node.tag != self._loader.resolve(yaml.ScalarNode, text, (True, False)):
