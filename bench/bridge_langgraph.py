@@ -11,9 +11,9 @@ what `rows()` reports, and a hand-built agent-tools loop whose streamed
 states drive the Meter. The script also times the agent with a middleware
 whose hooks do nothing: langchain wraps every ``wrap_*`` hook for tracing
 (tens of µs a call, tracing off), which any middleware pays, so the bridge's
-own share is the difference from that. Each pair of sides runs in
-alternating pairs (`_paired`): medians of each and of the pairs' differences,
-per turn, in nanoseconds.
+own share is the difference from that. The two sides of each comparison run
+in alternating pairs (`_paired`): medians of each and of the pairs'
+differences, per turn, in nanoseconds.
 
     python bench/bridge_langgraph.py [--quick]
 """
