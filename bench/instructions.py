@@ -1,4 +1,4 @@
-"""Each bridge's cost per turn in instructions: exact, where a shared machine's clock is not.
+"""Each bridge's cost per turn in instructions: repeatable, where a machine's clock is not.
 
 For each framework, one process per side runs the same set-up as
 ``bench/bridge_NAME.py``, warms every side (three runs each, so lazy imports
