@@ -116,16 +116,12 @@ def bridged(compiled: Any, res: budgetconf.Resolution) -> int:
     return elapsed
 
 
-def _pair(
-    quick: bool,
-    bare: Callable[[int], Any],
-    other: Callable[[int], Any],
-    names: tuple[str, str, str],
-    through_bridge: bool = True,
-) -> dict[str, float]:
-    """``bare`` streamed alone and ``other`` through `run()` (or alone too), per turn."""
-    turns, repeat = (5, 3) if quick else (20, 41)
-    res = budgetconf.resolve(
+TURNS = 20  # a run's turns, out of quick mode
+
+
+def _budget(turns: int) -> budgetconf.Resolution:
+    """A step, tool-call and token budget that a run of ``turns`` turns stays within."""
+    return budgetconf.resolve(
         explicit={
             "loop.max_steps": turns + 1,
             "limits.max_tool_calls": turns,
@@ -133,32 +129,45 @@ def _pair(
         }
     )
 
-    def first() -> int:
-        return alone(bare(turns), turns)  # the graph is built outside the timing, both sides
 
-    def second() -> int:
-        compiled = other(turns)
-        return bridged(compiled, res) if through_bridge else alone(compiled, turns)
+def sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
+    """One timed run (ns) of ``turns`` turns each way of running create_agent: alone, with a
+    middleware whose hooks do nothing, through the bridge with and without its middleware();
+    each graph is built outside the timing."""
+    res = _budget(turns)
+    return {
+        "alone": lambda: alone(agent(turns, []), turns),
+        "empty middleware": lambda: alone(agent(turns, [Hooks()]), turns),
+        "bridged": lambda: bridged(agent(turns, middleware()), res),
+        "bridged without middleware()": lambda: bridged(agent(turns, []), res),
+    }
 
-    return dict(zip(names, paired(first, second, repeat, turns), strict=True))
+
+def _pair(quick: bool, first: str, second: str, names: tuple[str, str, str]) -> dict[str, float]:
+    """The sides ``first`` and ``second`` in alternating pairs, per turn."""
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    found = sides(turns)
+    return dict(zip(names, paired(found[first], found[second], repeat, turns), strict=True))
 
 
 def rows(quick: bool) -> dict[str, float]:
     """create_agent alone and with the bridge's middleware(), and the cost, per turn, in ns."""
-    return _pair(
-        quick, lambda t: agent(t, []), lambda t: agent(t, middleware()), (ALONE, BRIDGED, COST)
-    )
+    return _pair(quick, "alone", "bridged", (ALONE, BRIDGED, COST))
 
 
 def hook_rows(quick: bool) -> dict[str, float]:
     """create_agent alone and with a middleware whose hooks do nothing, both streamed alone."""
-    names = (ALONE, HOOKS, HOOKS_COST)
-    return _pair(quick, lambda t: agent(t, []), lambda t: agent(t, [Hooks()]), names, False)
+    return _pair(quick, "alone", "empty middleware", (ALONE, HOOKS, HOOKS_COST))
 
 
 def loop_rows(quick: bool) -> dict[str, float]:
     """The hand-built loop alone and through the bridge's streamed states."""
-    return _pair(quick, loop, loop, (LOOP_ALONE, LOOP_BRIDGED, LOOP_COST))
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    res = _budget(turns)
+    found = paired(
+        lambda: alone(loop(turns), turns), lambda: bridged(loop(turns), res), repeat, turns
+    )
+    return dict(zip((LOOP_ALONE, LOOP_BRIDGED, LOOP_COST), found, strict=True))
 
 
 def main(argv: list[str]) -> None:

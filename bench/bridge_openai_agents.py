@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
@@ -81,16 +82,26 @@ def _once(turns: int, bridged: bool, budget: Any) -> int:
     return time.perf_counter_ns() - start
 
 
+TURNS = 20  # a run's turns, out of quick mode
+
+
 def rows(quick: bool) -> dict[str, float]:
     """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    found = sides(turns)
+    for each in found.values():  # warm both paths
+        each()
+    return dict(zip(NAMES, paired(*found.values(), repeat, turns), strict=True))
+
+
+def sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
+    """One timed run (ns) of ``turns`` turns alone and one through the bridge; tracing off."""
     set_tracing_disabled(True)
-    turns, repeat = (5, 3) if quick else (20, 41)
     budget = budgetconf.resolve(explicit={"loop.max_steps": turns + 1})  # no last-turn notice
-    _once(turns, False, budget), _once(turns, True, budget)  # warm both paths
-    found = paired(
-        lambda: _once(turns, False, budget), lambda: _once(turns, True, budget), repeat, turns
-    )
-    return dict(zip(NAMES, found, strict=True))
+    return {
+        "alone": lambda: _once(turns, False, budget),
+        "bridged": lambda: _once(turns, True, budget),
+    }
 
 
 def main() -> None:

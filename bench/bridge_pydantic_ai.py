@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,16 @@ def _rows(quick: bool) -> dict[str, float]:
 
 
 def _measured(quick: bool) -> dict[str, float]:
+    found = sides()
+    alone, bridged = found["alone"], found["bridged"]
+    repeat = 3 if quick else 61
+    measured = dict(zip(NAMES, paired(alone, bridged, repeat, TURNS), strict=True))
+    return {**measured, EMPTY: paired(alone, found["empty capability"], repeat, TURNS)[2]}
+
+
+def sides() -> dict[str, Callable[[], int]]:
+    """One timed run (ns) of `TURNS` turns each way: alone, with one capability that does
+    nothing, and through the bridge."""
     agent = _agent()
     res = budgetconf.resolve(
         env={}, explicit={"loop.max_steps": TURNS, "limits.max_tokens": 10_000}
@@ -125,9 +136,7 @@ def _measured(quick: bool) -> dict[str, float]:
         assert result.turns == TURNS
         return elapsed
 
-    repeat = 3 if quick else 61
-    found = dict(zip(NAMES, paired(alone, bridged, repeat, TURNS), strict=True))
-    return {**found, EMPTY: paired(alone, capable, repeat, TURNS)[2]}
+    return {"alone": alone, "empty capability": capable, "bridged": bridged}
 
 
 def main(argv: list[str] | None = None) -> int:
