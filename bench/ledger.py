@@ -170,7 +170,7 @@ def redis_url(given: str | None, folder: Path) -> Iterator[str | None]:
         yield given
         return
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from redis_server import EXECUTABLE, RedisServer
+    from helpers.redis_server import EXECUTABLE, RedisServer
 
     if EXECUTABLE is None:
         yield None

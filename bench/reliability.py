@@ -12,7 +12,7 @@ soak: RUNS scripted runs of the loop executor, cycling through completions,
 budget stops, tool errors and malformed responses; Python's traced memory
 and its count of live objects after a warm-up and after all the runs.
 
-tests/test_reliability.py runs both in a small size and checks every result;
+tests/resolution/test_reliability.py runs both in a small size and checks every result;
 docs/reliability.md gives the figures of a full run.
 
     python bench/reliability.py [--threads 8] [--versions 2000] [--runs 10000] [--json FILE]

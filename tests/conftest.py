@@ -22,8 +22,8 @@ from budgetconf import _files
 from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
 
-from loops import Driver
-from redis_server import EXECUTABLE, MISSING, RedisServer
+from helpers.loops import Driver
+from helpers.redis_server import EXECUTABLE, MISSING, RedisServer
 
 
 @dataclass

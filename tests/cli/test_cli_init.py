@@ -1,0 +1,306 @@
+"""budgetconf init: a settings file that sets nothing, written whole, never over another."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import tomllib
+import warnings
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import budgetconf
+from budgetconf.cli import _init, main
+
+from conftest import Place
+from helpers.presetfiles import preset_file
+
+DEFAULTS = {f.path: f.default for f in budgetconf.resolve(env={}).schema}
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _clean(*, profile: str | None = None) -> budgetconf.Resolution:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a written file must read back without a warning
+        return budgetconf.resolve(env={}, profile=profile)
+
+
+def test_the_project_file_changes_nothing_and_explains_every_field(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """./settings.toml: all comments, read back as loaded with no value; defaults unchanged."""
+    code, out, err = run(["init"], capsys)
+    assert (code, err) == (0, "")
+    path = place.work / "settings.toml"
+    assert out == f"wrote {path}: project settings for preset budgetconf, nothing set yet\n"
+    text = path.read_text()
+    assert tomllib.loads(text) == {}
+    assert "# max_steps = 40\n" in text
+    assert '# last_turn = "wrap_up"\n' in text
+    assert "# [limits]\n" in text
+    assert "BUDGETCONF_MAX_STEPS" in text
+    assert "--timeout-seconds" in text
+    res = _clean()
+    assert res.values == DEFAULTS
+    project = next(s for s in res.sources if s.source == "project")
+    assert (project.status.value, project.offered) == ("loaded", 0)
+
+
+def test_uncommenting_a_line_sets_that_value(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Switch on `[loop]` and `max_steps`, and the file's value wins at its own line."""
+    assert main(["init"]) == 0
+    path = place.work / "settings.toml"
+    text = (
+        path.read_text().replace("# [loop]", "[loop]").replace("# max_steps = 40", "max_steps = 7")
+    )
+    path.write_text(text)
+    line = text.splitlines().index("max_steps = 7") + 1
+    res = _clean()
+    assert res["loop.max_steps"] == 7
+    assert res.trace("loop.max_steps").locator == f"{path}:{line}"
+
+
+@pytest.mark.parametrize(
+    ("args", "relative"),
+    [
+        (["--kind", "global"], ".budgetconf/settings.json"),
+        (["--format", "json"], ".budgetconf/settings.json"),
+        (["--kind", "profile", "fast"], ".budgetconf/profiles/fast.json"),
+    ],
+)
+def test_the_json_files_say_what_they_hold_in_a_comment_key(
+    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], relative: str
+) -> None:
+    """global and profile files: JSON with one `$comment` list, read back with nothing set."""
+    assert main(["init", *args]) == 0
+    path = place.home / relative
+    document = json.loads(path.read_text())
+    assert list(document) == ["$comment"]
+    (note,) = [n for n in document["$comment"] if n.startswith("loop.max_steps: ")]
+    assert "Takes an integer >= 1. Default: 40. Environment: BUDGETCONF_MAX_STEPS." in note
+    kind = "profile" if "profile" in args else "global"
+    res = _clean(profile="fast" if kind == "profile" else None)
+    assert res.values == DEFAULTS
+    report = next(s for s in res.sources if s.source == kind)
+    assert (report.status.value, report.offered) == ("loaded", 0)
+
+
+def test_the_json_file_validates_against_the_schema(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An editor given `budgetconf schema` finds nothing wrong with the written file."""
+    assert main(["init", "--kind", "global"]) == 0
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    document = json.loads((place.home / ".budgetconf/settings.json").read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(document)) == []
+
+
+def test_an_existing_file_is_kept_without_force(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1 and one line; the file is untouched; with --force it is replaced."""
+    place.write("settings.toml", "[loop]\nmax_steps = 3\n")
+    code, out, err = run(["init"], capsys)
+    assert (code, out) == (1, "")
+    path = place.work / "settings.toml"
+    assert err == f"budgetconf: error: {path} exists; pass --force to overwrite it\n"
+    assert (place.work / "settings.toml").read_text() == "[loop]\nmax_steps = 3\n"
+    assert main(["init", "--force"]) == 0
+    assert tomllib.loads((place.work / "settings.toml").read_text()) == {}
+    assert sorted(p.name for p in place.work.iterdir()) == ["settings.toml"]
+
+
+def test_the_file_is_readable_as_an_ordinary_file_would_be(place: Place) -> None:
+    """Not the 0600 of a temporary file: the umask decides."""
+    old = os.umask(0o022)
+    try:
+        assert main(["init", "elsewhere/budget.toml"]) == 0
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((place.work / "elsewhere/budget.toml").stat().st_mode)
+    assert mode == 0o644
+
+
+def test_a_failed_write_leaves_no_file_behind(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The disk fills up after the temporary file is made: one line, exit 1, nothing left."""
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    code, _, err = run(["init"], capsys)
+    assert code == 1
+    assert err == (
+        f"budgetconf: error: cannot write {place.work / 'settings.toml'}: No space left on device\n"
+    )
+    assert list(place.work.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--kind", "project", "--format", "json"], "the project file is TOML, not JSON"),
+        (["--kind", "profile"], "init --kind profile needs a NAME or PATH"),
+        (["--preset", "opendot"], "preset 'opendot' has no project source"),
+        (["--preset", "nope"], "unknown preset"),
+        (["--", "--max-steps", "3"], "init takes no application arguments"),
+        (["--kind", "profile", "./p.toml"], "the profile file is JSON, not TOML: ./p.toml"),
+        (["--kind", "project", "x.json"], "the project file is TOML, not JSON: x.json"),
+        (["--format", "toml", "y.json"], "--format toml, but y.json is a JSON file name"),
+        (["--format", "json", "y.toml"], "--format json, but y.toml is a TOML file name"),
+    ],
+)
+def test_usage_errors_exit_64_with_one_line(
+    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    """A request init cannot carry out (an extension against --kind or --format) writes nothing."""
+    code, out, err = run(["init", *args], capsys)
+    assert (code, out) == (64, "")
+    assert re.fullmatch(rf"budgetconf: usage error: .*{re.escape(message)}.*\n", err)
+    assert list(place.work.iterdir()) == []
+
+
+def test_a_preset_without_a_default_project_path_needs_one(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A preset file whose project source names no path: init asks for PATH, then writes it."""
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", "project"],
+        fields={"agent.turns": {"type": "int", "default": 5, "help": "Turns."}},
+    )
+    code, _, err = run(["init", "--preset", "app.toml"], capsys)
+    assert code == 64
+    assert "names no project file: give a PATH" in err
+    assert main(["init", "--preset", "app.toml", "budget.toml"]) == 0
+    assert "# turns = 5\n" in (place.work / "budget.toml").read_text()
+    res = budgetconf.resolve("app.toml", project_file=Path("budget.toml"))
+    assert res["agent.turns"] == 5
+
+
+def test_a_file_that_reads_some_sections_lists_only_those(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A project source with `sections = ["agent"]`: the written file leaves the others out."""
+    preset_file(
+        place.work,
+        name="app",
+        sources=[
+            "default",
+            {"kind": "project", "path": "app-settings.toml", "sections": ["agent"]},
+        ],
+        fields={
+            "agent.turns": {"type": "int", "default": 5},
+            "server.retries": {"type": "int", "default": 2},
+        },
+    )
+    assert main(["init", "--preset", "app.toml"]) == 0
+    text = (place.work / "app-settings.toml").read_text()
+    assert "# [agent]\n" in text
+    assert "server" not in text
+
+
+def test_a_name_longer_than_a_comment_line_is_never_cut_in_two(place: Place) -> None:
+    """A variable of 90 characters stays whole on its comment line, as explain never breaks one."""
+    variable = "APP_" + "LONG_" * 17 + "STEPS"
+    preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "project", "path": "settings.toml"}, "env"],
+        fields={"loop.max_steps": {"type": "int", "default": 5, "env": [variable]}},
+    )
+    assert main(["init", "--preset", "app.toml"]) == 0
+    lines = (place.work / "settings.toml").read_text().splitlines()
+    assert f"# {variable}." in lines
+    assert tomllib.loads("\n".join(lines)) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "name", "kind"),
+    [
+        (["x.json"], "x.json", "global"),
+        (["y.toml"], "y.toml", "project"),
+        (["--kind", "profile", "./p.json"], "p.json", "profile"),
+    ],
+)
+def test_the_extension_gives_the_format(
+    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], name: str, kind: str
+) -> None:
+    """Without --format, ``x.json`` is written as JSON (the global file) and ``y.toml`` as TOML."""
+    code, out, _ = run(["init", *args], capsys)
+    assert code == 0
+    assert out.startswith(f"wrote {place.work / name}: {kind} settings")
+    text = (place.work / name).read_text()
+    if name.endswith(".json"):
+        assert "$comment" in json.loads(text)
+    else:
+        assert tomllib.loads(text) == {}
+
+
+def test_force_writes_through_a_symbolic_link(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--force on a link: the link stays, and its target gets the new text."""
+    real = place.write("real.toml", "[loop]\nmax_steps = 3\n")
+    link = place.work / "settings.toml"
+    link.symlink_to(real.name)
+
+    code, _, err = run(["init"], capsys)
+    assert (code, err) == (1, f"budgetconf: error: {link} exists; pass --force to overwrite it\n")
+    assert run(["init", "--force"], capsys)[0] == 0
+    assert link.is_symlink()
+    assert os.readlink(link) == real.name
+    assert tomllib.loads(real.read_text()) == {}
+    assert sorted(p.name for p in place.work.iterdir()) == ["real.toml", "settings.toml"]
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["new", "force"])
+def test_a_directory_is_named_as_one(
+    place: Place, capsys: pytest.CaptureFixture[str], force: list[str]
+) -> None:
+    """``init somedir``: "is a directory", exit 1, with or without --force; nothing left."""
+    (place.work / "somedir").mkdir()
+    code, _, err = run(["init", "somedir", *force], capsys)
+    assert (code, err) == (1, f"budgetconf: error: {place.work / 'somedir'} is a directory\n")
+    assert [p.name for p in place.work.iterdir()] == ["somedir"]
+    assert list((place.work / "somedir").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [("/proc/nope.toml", "No such file or directory"), ("a-file/x.toml", "Not a directory")],
+    ids=["proc", "under-a-file"],
+)
+def test_a_file_that_cannot_be_written_is_named_not_the_temporary(
+    place: Place, capsys: pytest.CaptureFixture[str], where: str, reason: str
+) -> None:
+    """A folder that takes no file: "cannot write PATH: reason", exit 1, no temporary name."""
+    place.write("a-file", "")
+    code, _, err = run(["init", where], capsys)
+    assert (code, err) == (1, f"budgetconf: error: cannot write {place.work / where}: {reason}\n")
+    assert sorted(p.name for p in place.work.iterdir()) == ["a-file"]
+
+
+def test_an_exclusive_create_never_overwrites(place: Place) -> None:
+    """Where hard links fail, the fallback writes a new file and refuses an existing one."""
+    path = str(place.work / "new.toml")
+    _init.create_new(path, "# new\n")
+    assert Path(path).read_text() == "# new\n"
+    with pytest.raises(FileExistsError):
+        _init.create_new(path, "# other\n")
+    assert Path(path).read_text() == "# new\n"

@@ -1,0 +1,42 @@
+"""Each example of docs/frameworks.md runs as written, offline, against the real framework."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import DOCS
+
+PAGE = DOCS / "frameworks.md"
+SECTIONS = re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", PAGE.read_text(), flags=re.M | re.S)
+EXAMPLES = [
+    (title, block)
+    for title, body in SECTIONS
+    for block in re.findall(r"^```python\n(.*?)^```", body, flags=re.M | re.S)
+]
+
+
+def test_every_framework_has_an_example() -> None:
+    titled = " ".join(title.lower() for title, _ in EXAMPLES)
+    for name in ("openai-agents", "langgraph", "smolagents", "pydantic-ai", "praisonai"):
+        assert name in titled, name
+
+
+@pytest.mark.parametrize(("title", "example"), EXAMPLES, ids=[t for t, _ in EXAMPLES])
+def test_the_example_runs(title: str, example: str, tmp_path: Path) -> None:
+    """Each block is a script of its own, run as a reader who copied it would run it: in a
+    fresh interpreter, from a file (smolagents reads its tools' source), warnings as errors."""
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr  # a framework's own log lines may go to stderr

@@ -1,0 +1,203 @@
+"""The conformance suite's parts: one loopback model server, the scenarios it plays, and a
+driver for the executor and for each bridge, each through its framework's standard OpenAI
+client.
+
+A scenario is a budget and a way to answer each request (by its number and body: a text
+answer when the request offers no tools, as a framework's final tool-less call asks). A
+driver runs one agent with the one tool ``add`` against the server and gives the `Outcome`:
+how many requests the server received, how many times ``add`` ran, and how the run ended.
+Every bridge must give the executor's outcome in every scenario.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import budgetconf
+
+from helpers.chat_server import Failure, Reply, reply
+
+#: the model name every driver asks for
+MODEL = "conformance-model"
+KEY = "sk-conformance"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run did, as the suite compares it."""
+
+    requests: int
+    tool_runs: int
+    status: str
+    stop_reason: str
+    limit_field: str | None
+
+
+@dataclass
+class Adder:
+    """The one tool: adds two numbers, counting its runs."""
+
+    runs: int = 0
+
+    def __call__(self, a: int, b: int) -> int:
+        self.runs += 1
+        return a + b
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offers."""
+    return [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
+
+
+def answer(body: dict[str, Any]) -> Reply:
+    """The final answer: the framework's answer tool where it has one, else text."""
+    if "final_answer" in offered(body):
+        return reply(None, calls=[("fin", "final_answer", {"answer": "done"})], usage=(60, 40))
+    return reply("done", usage=(60, 40))
+
+
+def asking(calls: int = 1, *, same_id: bool = False) -> Callable[[int, dict[str, Any]], Reply]:
+    """A model that always asks for ``calls`` calls of ``add`` (text when offered no tools)."""
+
+    def respond(n: int, body: dict[str, Any]) -> Reply:
+        if not offered(body):
+            return reply("done", usage=(60, 40))
+        made = [  # the same call, word for word, when the model reuses its id
+            ("same", "add", {"a": 1, "b": 1})
+            if same_id
+            else (f"call_{n}_{i}", "add", {"a": n, "b": i})
+            for i in range(calls)
+        ]
+        return reply(f"step {n}", calls=made, usage=(60, 40))
+
+    return respond
+
+
+def once(n: int, body: dict[str, Any]) -> Reply:
+    """A tool once, then the answer."""
+    return asking()(n, body) if n == 1 else answer(body)
+
+
+SERVER_ERROR = Failure(500, {"error": {"message": "the model is down", "type": "server_error"}})
+
+
+def failing_at(*numbers: int, after: int | None = None) -> Callable[[int, dict[str, Any]], Reply]:
+    """HTTP 500 for the requests ``numbers`` (and every one from ``after`` on), else a tool."""
+
+    def respond(n: int, body: dict[str, Any]) -> Reply:
+        if n in numbers or (after is not None and n >= after):
+            return SERVER_ERROR
+        return asking()(n, body)
+
+    return respond
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A budget (variables, and the shared ledger's when ``ledger``) and the server's part."""
+
+    name: str
+    env: dict[str, str]
+    respond: Callable[[int, dict[str, Any]], Reply]
+    delay: float = 0.0
+    ledger: bool = False
+
+    def budget(self, tmp_path: Path) -> budgetconf.Resolution:
+        env = dict(self.env)
+        if self.ledger:
+            env["BUDGETCONF_LEDGER_URL"] = f"sqlite:///{tmp_path / 'ledger.db'}"
+        return budgetconf.resolve(env=env)
+
+
+SCENARIOS = [
+    Scenario("a tool once, then an answer", {"BUDGETCONF_MAX_STEPS": "5"}, once),
+    Scenario("always a tool", {"BUDGETCONF_MAX_STEPS": "3"}, asking()),
+    Scenario(
+        "three calls a response, two allowed",
+        {"BUDGETCONF_MAX_STEPS": "3", "BUDGETCONF_MAX_TOOL_CALLS_PER_TURN": "2"},
+        asking(3),
+    ),
+    Scenario(
+        "three calls a response, four in all",
+        {"BUDGETCONF_MAX_STEPS": "3", "BUDGETCONF_MAX_TOOL_CALLS": "4"},
+        asking(3),
+    ),
+    Scenario("one server error, retried", {"BUDGETCONF_MAX_STEPS": "3"}, failing_at(2)),
+    Scenario("server errors from the second", {"BUDGETCONF_MAX_STEPS": "3"}, failing_at(after=2)),
+    Scenario("100 tokens a reply", {"BUDGETCONF_MAX_TOKENS": "250"}, asking()),
+    Scenario(
+        "100 tokens a reply, a ledger's maximum",
+        {"BUDGETCONF_LEDGER_MAX_TOKENS": "250", "BUDGETCONF_LEDGER_RESERVE_TOKENS": "100"},
+        asking(),
+        ledger=True,
+    ),
+    Scenario("1.5 s a reply", {"BUDGETCONF_TIMEOUT_SECONDS": "2"}, asking(), delay=1.5),
+    Scenario(
+        "one call id in every response", {"BUDGETCONF_MAX_TOOL_CALLS": "2"}, asking(same_id=True)
+    ),
+]
+
+#: a driver: the server's base URL, the budget and the tool in, the run's end out
+Driver = Callable[[str, budgetconf.Resolution, Adder], Any]
+
+
+def outcome(result: Any, requests: int, adder: Adder) -> Outcome:
+    """The `Outcome` of a run's result (a `RunResult` or a `BridgeResult`)."""
+    limit = result.limit
+    return Outcome(
+        requests,
+        adder.runs,
+        result.status.value,
+        result.stop_reason,
+        None if limit is None else limit["field"],
+    )
+
+
+def executor(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+    """`LoopExecutor` with `OpenAIModel`, as the baseline every bridge is held to."""
+    import openai
+
+    from budgetconf.integrations.openai import OpenAIModel
+    from budgetconf.loop import LoopExecutor
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return adder(a, b)
+
+    client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=2)
+    return LoopExecutor(OpenAIModel(MODEL, client=client), {"add": add}, res).run("Add.")
+
+
+DRIVERS: dict[str, Driver] = {}
+#: driver -> scenario -> what the UsageError says: the refusals BRIDGES.md allows
+REFUSALS: dict[str, dict[str, str]] = {}
+#: driver -> scenario -> (what the bridge does, the framework's reason as docs/frameworks.md
+#: words it): where the framework itself does otherwise, and the bridge stays within budget
+DIFFERENCES: dict[str, dict[str, tuple[Outcome, str]]] = {}
+
+
+def driver(
+    name: str,
+    refuses: dict[str, str] | None = None,
+    differs: dict[str, tuple[Outcome, str]] | None = None,
+) -> Callable[[Driver], Driver]:
+    """Register a bridge's driver under ``name``; ``refuses`` names the scenarios its bridge
+    refuses (a `UsageError` matching the text), ``differs`` those where its framework does
+    otherwise, each with the framework's reason, which docs/frameworks.md gives."""
+
+    def register(fn: Driver) -> Driver:
+        DRIVERS[name] = fn
+        REFUSALS[name] = refuses or {}
+        DIFFERENCES[name] = differs or {}
+        return fn
+
+    return register
+
+
+def requests_bodies(received: list[Any]) -> str:
+    """The requests' bodies, for a failing comparison's message."""
+    return json.dumps([r.body.get("messages", [])[-1:] for r in received], default=str)[:2000]

@@ -1,0 +1,51 @@
+"""The conformance suite's drivers for the LangGraph bridge, with and without its
+`middleware()`: langchain-openai's ChatOpenAI against the suite's loopback server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import budgetconf
+
+from helpers.conformance import KEY, MODEL, Adder, driver
+
+
+def _agent(url: str, adder: Adder, middleware: list[Any]) -> Any:
+    """langchain's ``create_agent`` with the standard OpenAI chat model and the tool ``add``."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return adder(a, b)
+
+    model = ChatOpenAI(base_url=url, api_key=KEY, model=MODEL, max_retries=2)  # type: ignore[arg-type]
+    return create_agent(model, [add], middleware=middleware)
+
+
+@driver("langgraph_middleware")
+def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+    from budgetconf.integrations import langgraph
+
+    agent = _agent(url, adder, langgraph.middleware(res))
+    return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)
+
+
+@driver(
+    "langgraph",
+    refuses={
+        # BRIDGES.md: a graph without middleware() cannot answer a call in its tool node's place
+        "three calls a response, two allowed": r"loop\.max_tool_calls_per_turn = 2 from"
+        r" env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN cannot be enforced by langgraph;",
+        # nor reserve on the shared ledger before a model call it sees only once it is made
+        "100 tokens a reply, a ledger's maximum": r"ledger\.url = sqlite:.* cannot be drawn on"
+        r" by langgraph: the shared ledger is drawn on before each model call",
+    },
+)
+def without_middleware(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+    from budgetconf.integrations import langgraph
+
+    agent = _agent(url, adder, [])
+    return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)

@@ -1,0 +1,38 @@
+"""The conformance suite's driver for the openai-agents bridge: the framework's own
+`OpenAIChatCompletionsModel` on an `AsyncOpenAI` client against the suite's loopback server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import budgetconf
+
+from helpers.conformance import KEY, MODEL, Adder, Outcome, driver
+
+#: openai-agents' own reading of a reused call id, which the bridge cannot change
+REUSED = (
+    "openai-agents takes a call whose id it has seen, word for word, as the call it already"
+    " ran, and runs it no more"
+)
+
+
+@driver(
+    "openai_agents",
+    differs={"one call id in every response": (Outcome(2, 1, "ok", "completed", None), REUSED)},
+)
+def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+    from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    from budgetconf.integrations import openai_agents
+
+    set_tracing_disabled(True)  # offline: nothing to export
+
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return adder(a, b)
+
+    client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
+    model = OpenAIChatCompletionsModel(model=MODEL, openai_client=client)
+    return openai_agents.run(Agent(name="adder", model=model, tools=[add]), "Add.", res)

@@ -1,0 +1,32 @@
+"""The conformance suite's driver for the pydantic-ai bridge: the framework's own
+`OpenAIChatModel` on an `AsyncOpenAI` client against the suite's loopback server
+(tests/helpers/conformance.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import budgetconf
+
+from helpers.conformance import KEY, MODEL, Adder, driver
+
+
+@driver("pydantic_ai")
+def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+    from openai import AsyncOpenAI
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from budgetconf.integrations import pydantic_ai
+
+    client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
+    agent = Agent(model, name="adder")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return adder(a, b)
+
+    return pydantic_ai.run(agent, "Add.", res)

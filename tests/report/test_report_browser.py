@@ -1,0 +1,275 @@
+"""The report as a browser shows it: real headless Chromium, read through the DOM.
+
+Each page is opened from disk (``file://``), as a person opens a CI
+artifact. Every request the page makes is recorded, and the console's
+messages too: the page may ask for nothing but itself, and log no error.
+
+``REPORT_SCREENSHOT=docs/report.png`` makes the first test write
+its screenshot there too: that is how the screenshot of docs/report.md is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import budgetconf
+from budgetconf._text import escape
+from budgetconf.cli import main
+
+from conftest import Place
+from helpers import DOCS
+from helpers.reports import completed_run, from_environment, stopped_run, write_events
+
+CHROMIUM = "/usr/bin/chromium"
+
+if not os.path.exists(CHROMIUM):  # pragma: no cover - CI installs it
+    pytest.skip(
+        f"no {CHROMIUM}: install the Debian package `chromium` to render the report",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra's playwright")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Opened:
+    """A page opened in the browser, with what it asked for, logged and raised."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+def opened(browser: Any, path: Path) -> Opened:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    seen = Opened(context.new_page())
+
+    def record(route: Any) -> None:
+        seen.requests.append(route.request.url)
+        if route.request.url == path.as_uri():
+            route.continue_()
+        else:
+            route.abort()  # nothing leaves the file
+
+    context.route("**/*", record)
+    seen.page.on("console", lambda m: seen.console.append((m.type, m.text)))
+    seen.page.on("pageerror", lambda e: seen.errors.append(str(e)))
+
+    def dialog(d: Any) -> None:
+        seen.dialogs.append(d.message)
+        d.dismiss()
+
+    seen.page.on("dialog", dialog)
+    seen.page.goto(path.as_uri())
+    seen.page.wait_for_load_state("load")
+    return seen
+
+
+def report(path: Path) -> int:
+    return main(["report", str(path)])
+
+
+def test_the_page_in_a_browser_shows_the_stop_the_charts_and_the_turns(
+    browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The DOM holds the stop sentence, a drawn chart per budget and a row per turn; a clean
+    console, no request but the file itself, and a screenshot."""
+    result = stopped_run(from_environment())
+    assert "raise it with BUDGETCONF_MAX_STEPS or --max-steps" in result.message
+    events = write_events(place.work / "events.jsonl", result, completed_run())
+    assert report(events) == 0
+    capsys.readouterr()
+    seen = opened(browser, place.work / "events.html")
+    page = seen.page
+    first = page.locator("section.run").first
+    assert first.locator(".stop .message").inner_text() == result.message
+    assert first.locator(".stop .status").inner_text().lower() == "truncated"
+    charts = first.locator("svg.chart")
+    assert charts.count() == 6
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        box = chart.bounding_box()
+        assert box is not None
+        assert box["width"] > 300
+        assert box["height"] > 100
+        assert chart.locator("polyline.used, path.bars").count() == 1
+        assert chart.locator("line.limit").count() == 1
+    assert first.locator("table.turns tr[data-turn]").count() == result.turns
+    assert first.locator("tr.rejected td").first.inner_text() == "2"
+    assert page.locator("nav.runs a").count() == 2
+    assert page.locator("section.run").count() == 2
+    shot = place.work / "report.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    wanted = os.environ.get("REPORT_SCREENSHOT")
+    if wanted:  # pragma: no cover - run by hand to remake docs/report.png
+        shutil.copyfile(shot, wanted)
+    assert seen.requests == [(place.work / "events.html").as_uri()]
+    assert [m for m in seen.console if m[0] in ("error", "warning")] == []
+    assert seen.errors == []
+
+
+def test_the_docs_screenshot_is_a_real_small_png() -> None:
+    """docs/report.png, made by the test above: a PNG under 300 KB, as docs/report.md shows."""
+    png = (DOCS / "report.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(png) < 300_000
+    assert "(report.png)" in (DOCS / "report.md").read_text(encoding="utf-8")
+
+
+HOSTILE = [
+    "<script>window.pwned = 1; alert('pwned')</script>",
+    '"><img src=x onerror="window.pwned=2;alert(2)">',
+    "</title></svg></table><script>window.pwned=3</script>",
+    "<svg onload=\"window.pwned=4\"></svg><iframe src='https://example.invalid/'></iframe>",
+    "\x1b[31mred\x07\x00\u202eevil\ud800",
+    "<style>body{display:none}</style><link rel=stylesheet href=https://example.invalid/x.css>",
+]
+
+
+def _hostile_lines(good_run: Any) -> str:
+    import json
+
+    evil = iter(HOSTILE * 4)
+    events = []
+    for event in good_run.events:
+        event = dict(event)
+        for key in ("content", "message", "preset", "finish_reason", "stop_reason", "status"):
+            if key in event:
+                event[key] = next(evil)
+        if event["type"] == "model_response":
+            event["tool_calls"] = [{"id": "x", "name": next(evil)}]
+            event["tokens"] = 2**63 - 1  # huge, and still a count
+        if event["type"] == "run_started":
+            event["limits"] = {next(evil): next(evil), "max_tokens": 1e300}
+            event["budgets"] = {"max_tokens": {"field": next(evil), "locator": "x" * 100_000}}
+        events.append(json.dumps(event))
+    return "\n".join(events) + "\n"
+
+
+def test_a_hostile_events_file_executes_nothing_and_breaks_nothing(
+    browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Markup, scripts, controls, huge values, a non-JSON and a cut line: nothing runs, the page
+    holds, each bad line is one line on stderr, and the good runs are still shown."""
+    good = completed_run()
+    hostile = completed_run()
+    text = (
+        _hostile_lines(hostile)
+        + "<script>window.pwned=5</script>\n"
+        + write_events(place.work / "good.jsonl", good).read_text()
+        + '{"type": "model_response", "turn": 1, "content": "<script>window.pwned=6</scr'
+    )
+    events = place.work / "hostile.jsonl"
+    events.write_text(text, encoding="utf-8", errors="surrogatepass")
+    assert report(events) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith(f"{events}:{len(hostile.events) + 1}: not JSON: ")
+    assert err[1].endswith("(the file ends inside the line: cut short?)")
+    seen = opened(browser, place.work / "hostile.html")
+    page = seen.page
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert seen.dialogs == []
+    assert page.locator("script, iframe, img, link, object, embed").count() == 0
+    assert page.locator("style").count() == 1  # the page's own
+    assert page.evaluate("document.querySelectorAll('[onerror],[onload]').length") == 0
+    runs = page.locator("section.run")
+    assert runs.count() == 2
+    assert runs.nth(1).get_attribute("data-run-id") == good.run_id
+    assert runs.nth(1).locator(".stop .message").inner_text() == good.message
+    shown = runs.first.locator(".stop .message").inner_text()
+    assert shown in [escape(h, keep="") for h in HOSTILE]  # as text, controls visible
+    assert page.locator("body").is_visible()
+    assert page.locator("section.problems li").count() == 2
+    assert seen.requests == [(place.work / "hostile.html").as_uri()]
+    assert seen.errors == []
+    assert [m for m in seen.console if m[0] == "error"] == []
+    page.screenshot(path=str(place.work / "hostile.png"))
+
+
+def test_a_bridged_run_with_a_sub_agent_is_drawn_like_the_executors(
+    browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An openai-agents run through the bridge, its events in a file: the page shows its stop,
+    its charts and turns, and the sub-agent its wrapped tool ran, linked to its own run."""
+    from agents import Agent, function_tool, set_tracing_disabled
+    from test_bridge_openai_agents import Scripted
+
+    from budgetconf.events import EventsFile
+    from budgetconf.integrations import openai_agents
+    from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
+
+    from helpers.agents_double import call
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def research(topic: str) -> str:
+        """Ask a sub-agent."""
+        handle = current_run()
+        assert handle is not None
+        notes = ScriptedModel([{"content": f"notes on {topic}"}])
+        child = LoopExecutor(notes, budget=handle.carve(), on_event=sinks[0], name="notes")
+        return child.run(topic).output
+
+    asks = [[call(f"c{n}", name="research")] for n in range(3)]
+    for item in asks:
+        item[0].arguments = '{"topic": "budgets"}'
+    agent = Agent(name="lead", model=Scripted(asks), tools=[research])
+    path = place.work / "bridged.jsonl"
+    env = {"BUDGETCONF_MAX_STEPS": "3", "BUDGETCONF_MAX_TOKENS": "1000"}
+    ran: list[Any] = []
+    sinks: list[EventsFile] = []
+
+    def bridged() -> None:  # on a thread of its own: the browser's event loop runs on this one
+        with EventsFile(str(path)) as sink:
+            sinks.append(sink)  # the sub-agents' events go to the same file
+            ran.append(openai_agents.run(agent, "go", budgetconf.resolve(env=env), on_event=sink))
+        # Runner.run_sync leaves the loop it made this thread's: closed before the thread ends
+        asyncio.get_event_loop_policy().get_event_loop().close()
+
+    worker = threading.Thread(target=bridged)
+    worker.start()
+    worker.join()
+    (result,) = ran
+    assert (result.stop_reason, result.turns) == ("max_steps", 3), result.message
+    assert report(path) == 0
+    capsys.readouterr()
+    seen = opened(browser, place.work / "bridged.html")
+    page = seen.page
+    lead = page.locator("section.run").first
+    assert lead.locator(".stop .message").inner_text() == result.message
+    assert lead.locator("table.turns tr[data-turn]").count() == 3
+    assert lead.locator("svg.chart").count() >= 2  # steps and tokens at least
+    assert lead.locator("section.child").count() == 2  # the last turn's call did not run
+    assert page.locator("section.run").count() == 3  # the lead and its two children's own
+    assert seen.errors == []
