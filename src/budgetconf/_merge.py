@@ -27,8 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Field, Invalid, Schema, Unusable, Value, show_value
+from budgetconf._schema import Field, Invalid, Schema, Unusable
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
+from budgetconf._values import Value, show_value
 from budgetconf.errors import ConfigError
 from budgetconf.sources._records import Context, Layer, Offer, Problem
 

@@ -11,8 +11,9 @@ from types import MappingProxyType
 
 from budgetconf._description import Description
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._schema import Schema, Value
+from budgetconf._schema import Schema
 from budgetconf._trace import FieldTrace, SourceReport
+from budgetconf._values import Value
 from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Value
+from budgetconf._values import Value
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError, UsageTypeError
 from budgetconf.sources import KINDS
 from budgetconf.sources._records import Request, names

@@ -9,14 +9,14 @@ some of its bounds.
 
 from __future__ import annotations
 
-from budgetconf._ledger_url import conceal
 from budgetconf._record import MASK, Record, set_field
+from budgetconf.ledger._address import conceal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-    from budgetconf._schema import Value
+    from budgetconf._values import Value
 
 __all__ = ["BOUNDS", "Bound", "Rule"]
 

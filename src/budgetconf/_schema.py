@@ -15,18 +15,18 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from budgetconf._ledger_url import STRICT, conceal, text_problem
 from budgetconf._record import MASK, ReadOnly, Record, Unusable, set_field
 from budgetconf._spelling import did_you_mean, edits
 from budgetconf._text import clipped, listed
+from budgetconf._text_formats import FORMATS, text_problem
+from budgetconf._values import Value, plain_number, show_text, show_typed, show_value, type_name
+from budgetconf.ledger._address import conceal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final, TypeAlias
+    from typing import Any, Final
 
 __all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value"]
-
-Value: TypeAlias = int | float | bool | str | None
 
 MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
@@ -57,40 +57,6 @@ class Invalid(Exception):
         self.reason = reason
 
 
-def show_text(raw: str) -> str:
-    """Quote text as it was given: ``'abc'``; past `SHOWN <budgetconf._text.SHOWN>` characters,
-    its start, and how long it is."""
-    return clipped(str(conceal(raw)), repr)
-
-
-def show_typed(value: object) -> str:
-    """Quote a typed value as a message shows it: `typed_text`, cut as `show_text` cuts."""
-    if isinstance(value, str):
-        return clipped(str(conceal(value)), typed_text)
-    return clipped(typed_text(value))
-
-
-def typed_text(value: object) -> str:
-    """A typed value in the notation of the files it comes from: ``"7"``, ``true``; whole."""
-    if isinstance(value, Unusable):
-        return value.text
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)  # inf, -inf, nan: how TOML writes them and YAML nearly does
-    if isinstance(value, tuple):
-        return repr(value)
-    import json  # only to show a value
-
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def show_value(value: Value) -> str:
-    """A resolved value for people: ``40``, ``"wrap_up"``, ``unset``."""
-    return "unset" if value is None else show_typed(value)
-
-
 def shown_default(f: Field) -> str:
     """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
     if f.default_from:
@@ -98,38 +64,12 @@ def shown_default(f: Field) -> str:
     return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
 
 
-def type_name(value: object) -> str:
-    """What ``value`` is, for a message that must not quote it: ``a list``, ``a string``.
-
-    A value of unknown secrecy (a section's body, a step, what a settings
-    object holds) is named this way and never shown.
-    """
-    if isinstance(value, Unusable):
-        return f"a value that is {value.what}"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, Mapping):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, tuple):
-        return "a tuple"
-    return type(value).__name__
-
-
 class Field(Record):
     """One knob: its type, constraints, default and the names users set it by.
 
     ``default_from`` names another field whose resolved value this one takes
-    when it is left unset.
+    when it is left unset; ``format`` names the rule of `FORMATS` a ``text``
+    field's values follow (``ledger-url``), or None for any text.
     """
 
     __module__ = "budgetconf"
@@ -140,6 +80,7 @@ class Field(Record):
         "default_from",
         "env",
         "flags",
+        "format",
         "ge",
         "gt",
         "help",
@@ -166,6 +107,7 @@ class Field(Record):
     secret: bool
     help: str
     default_from: str | None
+    format: str | None
 
     def __init__(
         self,
@@ -184,6 +126,7 @@ class Field(Record):
         secret: bool = False,
         help: str = "",
         default_from: str | None = None,
+        format: str | None = None,
     ) -> None:
         set_field(self, "path", path)
         set_field(self, "kind", kind)
@@ -200,6 +143,7 @@ class Field(Record):
         set_field(self, "secret", secret)
         set_field(self, "help", help)
         set_field(self, "default_from", default_from)
+        set_field(self, "format", format)
 
     def __repr__(self) -> str:
         default = MASK if self.secret else repr(self.default)
@@ -284,32 +228,42 @@ class Field(Record):
         """The value of text from an environment variable, a flag or ``--set``."""
         text = raw.strip(_ASCII_SPACE)
         if self.kind is Kind.INT:
-            digits = text[1:] if text[:1] in ("+", "-") else text
-            if not (digits.isascii() and digits.isdigit()):
-                raise self._not_a(raw, True)
-            digits = digits.lstrip("0") or "0"  # int() counts leading zeros too
-            if len(digits) > _MAX_DIGITS:  # before int(): 4300-digit limit
-                raise self._out_of_range(raw, True)
-            number = int(digits)
-            return self._check(-number if text[0] == "-" else number, raw, True)
+            return self._int_text(text, raw)
         if self.kind is Kind.NUMBER:
-            import re  # re caches the pattern; `import budgetconf` does not load re
-
-            if not re.fullmatch(NUMBER_TEXT, text):
-                raise self._not_a(raw, True)
-            return self._check(float(text), raw, True)
+            return self._number_text(text, raw)
         if self.kind is Kind.BOOL:
-            lowered = text.lower()
-            if lowered in _TRUE:
-                return True
-            if lowered in _FALSE:
-                return False
-            raise self._not_a(raw, True)
+            return self._bool_text(text, raw)
         if self.kind is Kind.TEXT:
             return self._text(text, raw, True)
         if text in self.choices:
             return text
         raise self._not_a(raw, True, self._suggest(text))
+
+    def _int_text(self, text: str, raw: str) -> int | float:
+        """ASCII digits with an optional sign, read without int()'s 4300-digit limit."""
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        if not (digits.isascii() and digits.isdigit()):
+            raise self._not_a(raw, True)
+        digits = digits.lstrip("0") or "0"  # int() counts leading zeros too
+        if len(digits) > _MAX_DIGITS:  # before int(): 4300-digit limit
+            raise self._out_of_range(raw, True)
+        number = int(digits)
+        return self._check(-number if text[0] == "-" else number, raw, True)
+
+    def _number_text(self, text: str, raw: str) -> int | float:
+        import re  # re caches the pattern; `import budgetconf` does not load re
+
+        if not re.fullmatch(NUMBER_TEXT, text):
+            raise self._not_a(raw, True)
+        return self._check(float(text), raw, True)
+
+    def _bool_text(self, text: str, raw: str) -> bool:
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise self._not_a(raw, True)
 
     def check_value(self, value: object) -> Value:
         """The value of a typed value from a file or from code."""
@@ -322,17 +276,9 @@ class Field(Record):
         if self.kind is Kind.TEXT:
             return self._typed_text(value)
         if self.kind is Kind.INT:
-            if type(value) is not int:
-                raise self._not_a(value, False, f" ({type_name(value)})")
-            return self._check(value, value, False)
+            return self._typed_int(value)
         if self.kind is Kind.NUMBER:
-            if type(value) not in (int, float):
-                raise self._not_a(value, False, f" ({type_name(value)})")
-            try:
-                number = float(value)  # type: ignore[arg-type]  # int or float, checked above
-            except OverflowError:
-                raise self._out_of_range(value, False) from None
-            return self._check(number, value, False)
+            return self._typed_number(value)
         if self.kind is Kind.BOOL:
             if type(value) is not bool:
                 raise self._not_a(value, False, f" ({type_name(value)})")
@@ -342,10 +288,25 @@ class Field(Record):
         note = self._suggest(value) if isinstance(value, str) else f" ({type_name(value)})"
         raise self._not_a(value, False, note)
 
+    def _typed_int(self, value: object) -> int | float:
+        if type(value) is not int:
+            raise self._not_a(value, False, f" ({type_name(value)})")
+        return self._check(value, value, False)
+
+    def _typed_number(self, value: object) -> int | float:
+        """An int or a float, as a float: an int too large for one is out of range."""
+        if type(value) not in (int, float):
+            raise self._not_a(value, False, f" ({type_name(value)})")
+        try:
+            number = float(value)  # type: ignore[arg-type]  # int or float, checked above
+        except OverflowError:
+            raise self._out_of_range(value, False) from None
+        return self._check(number, value, False)
+
     @property
     def strict(self) -> bool:
-        """Whether an invalid value is an error under every invalid policy (``ledger.url``)."""
-        return self.path in STRICT and self.kind is Kind.TEXT
+        """Whether an invalid value is an error under every invalid policy: its format says."""
+        return self.format is not None and FORMATS[self.format].strict
 
     def _typed_text(self, value: object) -> str:
         if not isinstance(value, str):
@@ -353,7 +314,7 @@ class Field(Record):
         return self._text(value, value, False)
 
     def _text(self, value: str, raw: object, text: bool) -> str:
-        reason = text_problem(self.path, value)
+        reason = text_problem(self.format, value)
         if reason is not None:
             raise Invalid(f"{reason}: {self.show_raw(raw, text)}")
         return value
@@ -393,11 +354,6 @@ _BOUNDS: Final = (
     ("le", operator.le, "<="),
     ("lt", operator.lt, "<"),
 )
-
-
-def plain_number(number: float) -> str:
-    """A bound for people: ``2500000``, not ``2.5e+06``; ``0.5`` as it is."""
-    return str(int(number)) if float(number).is_integer() else str(number)
 
 
 def _frozen(groups: dict[str, list[Field]]) -> Mapping[str, tuple[Field, ...]]:

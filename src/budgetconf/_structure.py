@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import cattrs
 
-from budgetconf._schema import type_name
+from budgetconf._values import type_name
 from budgetconf.errors import ConfigError
 
 T = TypeVar("T")

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from budgetconf._description import MergeMode
-from budgetconf._ledger_url import conceal
 from budgetconf._record import Record, set_field
-from budgetconf._schema import MASK, Field, Unusable, Value
+from budgetconf._schema import MASK, Field, Unusable
+from budgetconf._values import Value
+from budgetconf.ledger._address import conceal
 from budgetconf.sources._records import SourceStatus
 
 TYPE_CHECKING = False

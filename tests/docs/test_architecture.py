@@ -1,4 +1,5 @@
-"""docs/architecture.md's worked example: a new source kind is its module and its registration."""
+"""docs/architecture.md's worked examples: a new source kind, ledger backend or bridge is its
+module and its line in its table."""
 
 from __future__ import annotations
 
@@ -144,3 +145,52 @@ def test_a_bridge_is_its_module_and_its_entry_in_the_frameworks_table(tmp_path: 
     explained = _run(env, "-m", "budgetconf", "explain", "--for", "toy")
     assert explained.returncode == 0, explained.stderr
     assert "max_steps" in explained.stdout
+
+
+def _with_the_backend(root: Path) -> Path:
+    """A copy of the package with the page's Valkey backend added as the page says."""
+    package = root / "src" / "budgetconf"
+    shutil.copytree(SRC, package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "ledger" / "_valkey.py").write_text(
+        _block("python src/budgetconf/ledger/_valkey.py")
+    )
+    row = _block("python src/budgetconf/ledger/_address.py").splitlines()[2]
+    table = package / "ledger" / "_address.py"
+    text = table.read_text()
+    anchor = '    "rediss": Scheme("redis", "RedisLedger", _tls_server_address),\n'
+    assert text.count(anchor) == 1
+    table.write_text(text.replace(anchor, anchor + row + "\n"))
+    return root / "src"
+
+
+def test_a_ledger_backend_is_its_module_and_its_row_in_the_table(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """The page's backend, added to a copy of the package: a run draws on the ledger at a
+    valkey:// address (a real redis-server, which speaks the protocol), and `budgetconf ledger
+    status` reads back what it spent."""
+    src = _with_the_backend(tmp_path)
+    url = redis_url.replace("redis://", "valkey://", 1)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src),
+        "ROOT": str(tmp_path),
+        "BUDGETCONF_LEDGER_URL": url,
+        "BUDGETCONF_LEDGER_SCOPE": "example",
+    }
+    code = (
+        "from budgetconf.loop import LoopExecutor\n"
+        "model = lambda messages, tools: {'content': 'done', 'usage': {'total_tokens': 7}}\n"
+        "result = LoopExecutor(model).run('go')\n"
+        "print(result.status.value, result.usage.total_tokens)\n"
+    )
+    done = _run(env, "-c", code)
+    assert (done.returncode, done.stdout.split()) == (0, ["ok", "7"]), done.stderr
+    status = _run(env, "-m", "budgetconf", "ledger", "status", "--format", "json")
+    assert status.returncode == 0, status.stderr
+    document = json.loads(status.stdout)
+    assert (document["scope"], document["spent"]["tokens"], document["runs"]) == ("example", 7, 1)
+    refused = _run({**env, "BUDGETCONF_LEDGER_URL": "valkey://"}, "-m", "budgetconf", "check")
+    assert refused.returncode == 1
+    assert "ledger.url" in refused.stderr
+    assert "the ledger URL names no host: 'valkey://'" in refused.stderr

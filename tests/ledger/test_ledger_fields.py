@@ -13,10 +13,11 @@ import pytest
 import budgetconf
 from budgetconf import BudgetConfWarning, ConfigError
 from budgetconf._engine import load_preset
-from budgetconf._ledger_url import parse_url, text_problem
+from budgetconf._text_formats import text_problem
 from budgetconf.cli import main
 from budgetconf.errors import PresetError
 from budgetconf.ledger import open_ledger
+from budgetconf.ledger._address import parse_url
 from budgetconf.loop import Budget, LoopExecutor, ScriptedModel
 
 from conftest import Place
@@ -290,7 +291,7 @@ def test_a_text_field_s_default_is_checked_when_the_preset_is_read(tmp_path: Pat
     ],
 )
 def test_every_fault_of_an_address_is_named(url: str, why: str) -> None:
-    problem = text_problem("ledger.url", url)
+    problem = text_problem("ledger-url", url)
     assert problem is not None
     assert problem.startswith(f"the ledger URL {why}")
 
@@ -299,8 +300,8 @@ def test_a_good_address_reads_as_its_parts() -> None:
     parsed = parse_url("rediss://agent:pw@[::1]:6380/3")
     assert (parsed.host, parsed.port, parsed.db, parsed.tls) == ("::1", 6380, 3, True)
     assert parsed.shown == "rediss://agent:***@[::1]:6380/3"
-    assert text_problem("ledger.url", "redis://h") is None
-    assert text_problem("app.note", "x" * 4097) == "longer than 4096 characters"
+    assert text_problem("ledger-url", "redis://h") is None
+    assert text_problem(None, "x" * 4097) == "longer than 4096 characters"
 
 
 def test_open_ledger_refuses_what_is_no_address() -> None:

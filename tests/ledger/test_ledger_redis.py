@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from budgetconf._ledger_url import parse_url
 from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, iso, open_ledger
+from budgetconf.ledger._address import parse_url
 from budgetconf.ledger._redis import RedisLedger
 
 from helpers.redis_server import RedisServer, free_port

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from budgetconf._ledger_url import parse_url
 from budgetconf.cli import main
 from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
+from budgetconf.ledger._address import parse_url
 from budgetconf.ledger._sqlite import SQLiteLedger
 from budgetconf.loop import LoopExecutor, ScriptedModel
 

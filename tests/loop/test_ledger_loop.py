@@ -208,7 +208,8 @@ def test_without_a_ledger_url_the_run_never_loads_the_ledger() -> None:
         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
         check=True,
     ).stdout
-    assert out.strip() == "['budgetconf._ledger_url']"  # the schema's reader, not the ledger
+    # the address rules the schema reads with, not the ledger's records or any backend
+    assert out.strip() == "['budgetconf.ledger', 'budgetconf.ledger._address']"
 
 
 def test_a_budget_made_in_code_has_no_ledger_unless_given(tmp_path: Path) -> None:

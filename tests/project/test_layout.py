@@ -12,6 +12,7 @@ import pytest
 
 import budgetconf
 from budgetconf import errors, loop, sources
+from budgetconf.ledger._address import SCHEMES
 from budgetconf.loop import LoopExecutor
 
 SRC = Path(budgetconf.__file__).parent
@@ -130,16 +131,49 @@ def test_the_preset_reader_builds_no_source_and_resolves_nothing() -> None:
 
 @pytest.mark.parametrize("half", ["budgetconf._description", "budgetconf._loop_table"])
 def test_the_description_imports_only_the_schema(half: str) -> None:
-    """Both halves of the description are leaves: records on the schema and the record base."""
+    """Both halves of the description are leaves: records on the schema and the record base,
+    and the rules a field's text follows (the ledger's address among them)."""
     leaves = {
         "budgetconf._schema",
-        "budgetconf._ledger_url",  # how the schema reads and shows a text field's URL
+        "budgetconf._values",
+        "budgetconf._text_formats",
+        "budgetconf.ledger._address",  # how a ledger URL is read and shown
+        "budgetconf.ledger",  # the package of the address: its records load when asked for
+        "budgetconf.ledger._base",
+        "budgetconf.errors",
         "budgetconf._record",
         "budgetconf._loop_table",
         "budgetconf._text",
         "budgetconf._spelling",
     }
     assert _reached(half) <= leaves
+
+
+def test_import_budgetconf_reads_addresses_without_the_ledger() -> None:
+    """The schema checks a ledger URL with the address rules alone: `import budgetconf` and a
+    resolution that reads an address load neither the ledger's records nor a backend."""
+    probe = (
+        "import sys, budgetconf\n"
+        "budgetconf.resolve(env={'BUDGETCONF_LEDGER_URL': 'redis://h:1/0'})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('budgetconf.ledger')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['budgetconf.ledger', 'budgetconf.ledger._address']"
+
+
+def test_only_the_ledger_imports_a_backend() -> None:
+    """A backend (a module `SCHEMES` names) is opened through `open_ledger`, never imported from
+    outside ledger/, so adding one is its module and its line in the table."""
+    backends = {f"budgetconf.ledger._{row.backend}" for row in SCHEMES.values()}
+    assert backends <= set(MODULES)
+    found = {
+        (name, imported)
+        for name in MODULES
+        if not name.startswith("budgetconf.ledger")
+        for imported in _imports(name)
+        if imported in backends
+    }
+    assert found == set()
 
 
 @pytest.mark.parametrize("leaf", ["budgetconf._text", "budgetconf._spelling"])

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 import budgetconf
 from budgetconf import _files
 from budgetconf._formats import ParseError, parse_json, parse_toml, parse_yaml
-from budgetconf._ledger_url import text_problem
 from budgetconf._schema import Field, Invalid, Kind
+from budgetconf._text_formats import text_problem
 
 _EXAMPLES: Final = int(os.environ.get("FUZZ_EXAMPLES", "500"))
 _SEED: Final = os.environ.get("FUZZ_SEED")
@@ -81,7 +81,7 @@ def _check_value(field: Field, value: object) -> None:
         assert type(value) is bool
     elif field.kind is Kind.TEXT:
         assert type(value) is str
-        assert text_problem(field.path, value) is None
+        assert text_problem(field.format, value) is None
     else:
         assert value in field.choices
     for bound, holds in (("ge", float.__ge__), ("gt", float.__gt__), ("le", float.__le__)):

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from budgetconf._ledger_url import conceal
 from budgetconf._resolution import explain_document
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
+from budgetconf.ledger._address import conceal
 
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from budgetconf._ledger_url import LedgerURL, parse_url, text_problem
-from budgetconf._schema import plain_number
+from budgetconf._text_formats import text_problem
 from budgetconf._trace import shown_locator
+from budgetconf._values import plain_number
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import resolve
@@ -21,7 +21,8 @@ from budgetconf.errors import LedgerUnavailable, UsageError
 
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
-    from budgetconf.ledger import Ledger, LedgerStatus
+    from budgetconf.ledger import Ledger, LedgerStatus, LedgerURL
+    from budgetconf.loop import LedgerSettings, Limit
 
 __all__ = ["command", "status_document"]
 
@@ -33,15 +34,17 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     if res.errors:
         problems(res, err, warnings=False)
         return EXIT_ERROR
-    url = res.values.get("ledger.url") if "ledger.url" in res.schema.by_path else None
-    if not isinstance(url, str):
+    from budgetconf.loop import LedgerSettings
+
+    settings = LedgerSettings.from_resolution(res)
+    if settings is None or settings.address is None:
         say(err, f"budgetconf: error: ledger.url is not set; {_where_to_set(res)}")
         return EXIT_ERROR
-    scope = line.ns.scope or str(res.values.get("ledger.scope") or "default")
-    problem = text_problem("ledger.scope", scope)
+    scope = line.ns.scope or settings.scope
+    problem = text_problem("ledger-scope", scope)
     if problem is not None:
         raise Usage(f"--scope: {problem}: {scope!r}")
-    address = parse_url(url)  # the resolution has judged it
+    address = settings.address
     missing = _missing_database(address)
     if missing is not None:
         say(err, f"budgetconf: error: {missing}")
@@ -49,10 +52,10 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     from budgetconf.ledger import open_ledger
 
     try:
-        with open_ledger(url) as ledger:
+        with open_ledger(address) as ledger:
             if line.ns.view == "runs":
                 return _runs(ledger, scope, line.ns.limit, line.ns.format, out)
-            doc = status_document(res, ledger.status(scope, window=_window(res)))
+            doc = status_document(settings, ledger.status(scope, window=settings.window))
     except (LedgerUnavailable, UsageError) as exc:
         say(err, f"budgetconf: error: {address.conceal(_one_line(exc))}")
         return EXIT_ERROR
@@ -64,40 +67,32 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
 
 
 def _missing_database(address: LedgerURL) -> str | None:
-    """Why a SQLite ledger cannot be read yet: reading one would create an empty database, and
-    a mistyped path would then show a spend of nothing."""
-    if address.backend != "sqlite" or address.path is None or os.path.exists(address.path):
+    """Why a ledger in a file cannot be read yet: reading one would create an empty database,
+    and a mistyped path would then show a spend of nothing."""
+    if address.path is None or os.path.exists(address.path):
         return None
     return f"ledger {address.shown} does not exist yet (a run that draws on it creates it)"
 
 
-def _window(res: Resolution) -> str:
-    window = res.values.get("ledger.window") if "ledger.window" in res.schema.by_path else None
-    return window if isinstance(window, str) else "day"
-
-
-def status_document(res: Resolution, status: LedgerStatus) -> dict[str, Any]:
+def status_document(settings: LedgerSettings, status: LedgerStatus) -> dict[str, Any]:
     """The ``ledger status --format json`` document: the status, and each maximum with where it
     was set and what is left of it (maximum - spent - reserved), or null when unset."""
     doc = status.to_dict()
     doc["max"] = {
-        key: _maximum(res, f"ledger.{field}", doc["spent"][key] + doc["reserved"][key])
-        for key, field in (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"))
+        key: _maximum(limit, doc["spent"][key] + doc["reserved"][key])
+        for key, limit in (("tokens", settings.max_tokens), ("cost_usd", settings.max_cost_usd))
     }
     return doc
 
 
-def _maximum(res: Resolution, path: str, used: float) -> dict[str, Any] | None:
-    if path not in res.schema.by_path or res.values.get(path) is None:
+def _maximum(limit: Limit | None, used: float) -> dict[str, Any] | None:
+    if limit is None:
         return None
-    trace = res.trace(path)
-    value = trace.value
-    assert isinstance(value, int | float)
-    left = value - used
+    left = limit.value - used
     return {
-        "value": value,
-        "source": trace.source,
-        "locator": shown_locator(trace.locator, trace.winner.derived_from),
+        "value": limit.value,
+        "source": limit.source,
+        "locator": shown_locator(limit.locator, limit.via),
         "left": round(left, 12) if isinstance(left, float) else left,
     }
 
@@ -156,7 +151,9 @@ def _cell(value: object) -> str:
 
 def _where_to_set(res: Resolution) -> str:
     """Where a person sets ``ledger.url`` in the preset: its variables, ``--set``, a file."""
-    field = res.schema.by_path.get("ledger.url")
+    from budgetconf.loop import LedgerSettings
+
+    field = res.schema.by_path.get(LedgerSettings.path("url"))
     kinds = {report.source for report in res.sources}
     ways = []
     if field is not None and "env" in kinds:

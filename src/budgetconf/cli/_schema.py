@@ -15,7 +15,8 @@ from typing import Any, Final, TextIO
 
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
-from budgetconf._schema import Field, Kind, plain_number, shown_default
+from budgetconf._schema import Field, Kind, shown_default
+from budgetconf._values import plain_number
 from budgetconf.cli._output import EXIT_OK, write_json
 from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
 from budgetconf.cli._resolution import chosen_preset

@@ -300,7 +300,7 @@ def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
     if ledger is not None:
         by, how = ("bridge", framework.ledger) if framework.ledger else ("refused", None)
         where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
-        shown = {"field": "ledger.url", "value": ledger.shown, **where}
+        shown = {"field": ledger.path("url"), "value": ledger.shown, **where}
         budgets.append({**shown, "budget": "ledger", "enforced_by": by, "how": how})
         cost = uncounted(framework, ledger)
         if cost is not None:  # the framework reports no cost to settle with

@@ -10,54 +10,77 @@ lease expires, so a worker that dies frees what it held.
 `open_ledger` opens one by its address: ``sqlite:///path.db`` on one machine
 (the standard library's ``sqlite3``), ``redis://host:port/db`` across many
 (the ``redis`` client, extra ``budgetconf[redis]``). Every backend is a
-`Ledger`, and behaves the same.
+`Ledger`, and behaves the same; `_address` holds the table of them.
+
+The package loads its records when one is first asked for: reading an
+address (every resolution with a ``ledger-url`` field does) needs none.
 """
 
 from __future__ import annotations
 
-from budgetconf._ledger_url import parse_url
 from budgetconf.errors import LedgerUnavailable, UsageError
-from budgetconf.ledger._base import (
-    KEPT_RUNS,
-    WINDOWS,
-    Ledger,
-    LedgerStatus,
-    Reservation,
-    iso,
-    window_bounds,
-)
+from budgetconf.ledger._address import SCHEMES, LedgerURL, parse_url, shown_url
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
+    from budgetconf.ledger._base import (
+        KEPT_RUNS,
+        WINDOWS,
+        Ledger,
+        LedgerStatus,
+        Reservation,
+        iso,
+        window_bounds,
+    )
 
 __all__ = [
     "KEPT_RUNS",
     "WINDOWS",
     "Ledger",
     "LedgerStatus",
+    "LedgerURL",
     "LedgerUnavailable",
     "Reservation",
     "iso",
     "open_ledger",
+    "parse_url",
     "window_bounds",
 ]
 
+#: the names `_base` gives the package, loaded when first asked for
+_BASE: Final = frozenset(
+    {"KEPT_RUNS", "WINDOWS", "Ledger", "LedgerStatus", "Reservation", "iso", "window_bounds"}
+)
 
-def open_ledger(url: str) -> Ledger:
-    """The ledger at ``url``.
+
+def open_ledger(url: str | LedgerURL) -> Ledger:
+    """The ledger at ``url``: its text, or an address `parse_url` has read.
 
     `UsageError` for an address that is not a ledger's, `LedgerUnavailable` when
     it cannot be reached.
     """
-    if not isinstance(url, str):
+    if isinstance(url, LedgerURL):
+        address = url
+    elif isinstance(url, str):
+        try:
+            address = parse_url(url)
+        except ValueError as exc:
+            raise UsageError(f"ledger URL {shown_url(url)!r} {exc}") from None
+    else:
         raise UsageError(f"open_ledger() takes a URL string, not {type(url).__name__}")
-    try:
-        address = parse_url(url)
-    except ValueError as exc:
-        from budgetconf._ledger_url import shown_url
+    row = SCHEMES[address.scheme]  # its backend, imported now
+    # __import__, not importlib.import_module: the importlib package would cost its own import
+    module = __import__(f"budgetconf.ledger._{row.backend}", fromlist=[row.ledger])
+    ledger: Ledger = getattr(module, row.ledger)(address)
+    return ledger
 
-        raise UsageError(f"ledger URL {shown_url(url)!r} {exc}") from None
-    if address.backend == "sqlite":
-        from budgetconf.ledger._sqlite import SQLiteLedger
 
-        return SQLiteLedger(address)
-    from budgetconf.ledger._redis import RedisLedger
+def __getattr__(name: str) -> object:
+    # datetime and json, which the records need, cost `import budgetconf` a few milliseconds
+    if name in _BASE:
+        from budgetconf.ledger import _base
 
-    return RedisLedger(address)
+        return getattr(_base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,10 +10,10 @@ import datetime as _dt
 import json
 from abc import ABC, abstractmethod
 
-from budgetconf._ledger_url import LedgerURL
 from budgetconf._record import Record, set_field
 from budgetconf._text import clipped
 from budgetconf.errors import LedgerUnavailable, UsageError
+from budgetconf.ledger._address import LedgerURL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ import datetime as _dt
 import json
 import math
 
-from budgetconf._ledger_url import is_scope
 from budgetconf._record import Record, set_field
 from budgetconf._usage import MOST_COST_USD, MOST_TOKENS
 from budgetconf.errors import UsageError
+from budgetconf.ledger._address import is_scope
 from budgetconf.ledger._base import KEPT_RUNS, RUN_KEYS, Reservation, iso, window_bounds, window_key
 
 TYPE_CHECKING = False

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, Final, TypeVar
 
-    from budgetconf._ledger_url import LedgerURL
+    from budgetconf.ledger._address import LedgerURL
 
     T = TypeVar("T")
 

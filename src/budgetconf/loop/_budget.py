@@ -12,14 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from budgetconf._ledger_url import shown_url
 from budgetconf._loop_table import LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._rules import Rule
-from budgetconf._schema import MASK, Field, show_value
+from budgetconf._schema import MASK, Field
 from budgetconf._trace import FieldTrace, shown_locator
+from budgetconf._values import show_value
 from budgetconf.errors import PresetError, UsageError, UsageTypeError
+from budgetconf.ledger._address import LedgerURL, parse_url, shown_url
 
 __all__ = ["Budget", "LedgerSettings", "Limit"]
 
@@ -149,9 +150,13 @@ def _either(items: tuple[str, ...]) -> str:
 class LedgerSettings:
     """The shared ledger a run draws on (docs/ledger.md): where, which scope, and how.
 
-    ``url`` is the address as given, password included, for opening the ledger
-    only; every message shows `shown`. ``max_tokens`` and ``max_cost_usd`` are
-    the scope's maxima, each a `Limit` with where it was set, or None.
+    The one record the ledger's fields are read into (`from_resolution`):
+    each attribute is the field ``ledger.NAME`` (`path`), and a preset that
+    does not declare one leaves its default. ``url`` is the address as given,
+    password included, and ``address`` the same read once (None when the
+    record was made in code: the run reads it when it opens the ledger);
+    every message shows `shown`. ``max_tokens`` and ``max_cost_usd`` are the
+    scope's maxima, each a `Limit` with where it was set, or None.
     """
 
     __module__ = "budgetconf.loop"
@@ -167,11 +172,44 @@ class LedgerSettings:
     max_cost_usd: Limit | None = None
     source: str = "explicit"  # the source and locator that set ledger.url
     locator: str = "explicit"
+    address: LedgerURL | None = None
+
+    @staticmethod
+    def path(name: str) -> str:
+        """The field that holds the setting ``name``: ``ledger.url`` of ``url``."""
+        return f"ledger.{name}"
+
+    @classmethod
+    def from_resolution(
+        cls, res: Resolution, *, command_line: bool = False
+    ) -> LedgerSettings | None:
+        """The ledger ``res`` names in ``ledger.url``, or None when it names none; its maxima
+        say how to raise them as `Budget.from_resolution`'s limits do."""
+        fields = res.schema.by_path
+        url = res.values.get(cls.path("url")) if cls.path("url") in fields else None
+        if not isinstance(url, str):
+            return None
+        given = {name: res.values[cls.path(name)] for name in _SETTINGS if cls.path(name) in fields}
+        maxima = {
+            name: _limit(res, name, cls.path(name), command_line)
+            if cls.path(name) in fields
+            else None
+            for name in ("max_tokens", "max_cost_usd")
+        }
+        trace = res.trace(cls.path("url"))
+        return cls(
+            url,
+            **given,  # type: ignore[arg-type]  # each field checked by its kind
+            **maxima,  # type: ignore[arg-type]
+            source=trace.source,
+            locator=trace.locator,
+            address=parse_url(url),  # the resolution has judged it
+        )
 
     @property
     def shown(self) -> str:
         """The address as every message, event and record shows it: its password ``***``."""
-        return shown_url(self.url)
+        return shown_url(self.url) if self.address is None else self.address.shown
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show the address's password
@@ -180,9 +218,9 @@ class LedgerSettings:
         return f"LedgerSettings({where}, {maxima})"
 
 
-#: the ledger's fields that are not maxima, read by their paths; one a preset does not declare
-#: takes `LedgerSettings`' default
-_LEDGER_FIELDS: Final = (
+#: the ledger's settings that are not maxima, each read from the field `LedgerSettings.path`
+#: names; one a preset does not declare takes `LedgerSettings`' default
+_SETTINGS: Final = (
     "scope",
     "window",
     "reserve_tokens",
@@ -229,7 +267,8 @@ class Budget:
             for name, setting in spec.behaviours.items()
         }
         last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
-        return cls(res.preset, limits, last_turn, over_cap, spec, _ledger(res, command_line))
+        ledger = LedgerSettings.from_resolution(res, command_line=command_line)
+        return cls(res.preset, limits, last_turn, over_cap, spec, ledger)
 
     @classmethod
     def of(cls, budget: object) -> Budget:
@@ -318,29 +357,6 @@ def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit
         via=trace.winner.derived_from,
         policed=policed,
         rule=trace.policy,
-    )
-
-
-def _ledger(res: Resolution, command_line: bool) -> LedgerSettings | None:
-    """The shared ledger ``res`` names in ``ledger.url``, or None: read by the fields' paths."""
-    fields = res.schema.by_path
-    url = res.values.get("ledger.url") if "ledger.url" in fields else None
-    if not isinstance(url, str):
-        return None
-    declared = [name for name in _LEDGER_FIELDS if f"ledger.{name}" in fields]
-    given = {name: res.values[f"ledger.{name}"] for name in declared}
-    maxima = [
-        _limit(res, name, f"ledger.{name}", command_line) if f"ledger.{name}" in fields else None
-        for name in ("max_tokens", "max_cost_usd")
-    ]
-    trace = res.trace("ledger.url")
-    return LedgerSettings(
-        url,
-        **given,  # type: ignore[arg-type]  # each field checked by its kind
-        max_tokens=maxima[0],
-        max_cost_usd=maxima[1],
-        source=trace.source,
-        locator=trace.locator,
     )
 
 

@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf._loop_table import BudgetName
-from budgetconf._schema import MASK, show_value
+from budgetconf._schema import MASK
 from budgetconf._spelling import did_you_mean
+from budgetconf._values import show_value
 from budgetconf.errors import UsageError, UsageTypeError
 from budgetconf.events import BUDGET_EXHAUSTED, CHILD_END, CHILD_START
 from budgetconf.loop._budget import Budget, Limit

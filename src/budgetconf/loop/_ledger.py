@@ -32,10 +32,9 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from budgetconf._ledger_url import conceal_in
 from budgetconf._loop_table import StopReason
-from budgetconf._schema import plain_number
 from budgetconf._trace import shown_locator
+from budgetconf._values import plain_number
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -44,6 +43,7 @@ from budgetconf.events import (
     LEDGER_SETTLE,
     LEDGER_UNAVAILABLE,
 )
+from budgetconf.ledger._address import conceal_in
 from budgetconf.ledger._base import iso, unavailable
 from budgetconf.ledger._checks import to_nano
 from budgetconf.loop._faults import PASSING, describe
@@ -102,7 +102,7 @@ class Draw:
         if self.ledger is None:
             from budgetconf.ledger import open_ledger
 
-            self.ledger = open_ledger(self.settings.url)
+            self.ledger = open_ledger(self.settings.address or self.settings.url)
         return self.ledger
 
     def _use(self, what: str, act: Any, *args: Any, **kwargs: Any) -> Any:
@@ -255,7 +255,9 @@ class Draw:
 
     def _line(self, exc: BaseException) -> str:
         """The error's text on one line, the ledger's password hidden wherever it appears."""
-        return conceal_in(self.settings.url, " ".join(str(exc).split()) or type(exc).__name__)
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        address = self.settings.address
+        return conceal_in(self.settings.url, text) if address is None else address.conceal(text)
 
     def _unavailable(self, exc: LedgerUnavailable, turn: int) -> RunResult | None:
         """``on_unavailable``: the run fails before the call (``stop``), or it goes on."""
@@ -449,5 +451,5 @@ def _which(s: LedgerSettings, status: Any) -> tuple[StopReason, Limit, float, fl
 
 def _refusal(s: LedgerSettings, reason: StopReason) -> dict[str, Any]:
     if reason is StopReason.MAX_COST:
-        return {"field": "ledger.max_cost_usd", "cost_usd": s.reserve_cost_usd}
-    return {"field": "ledger.max_tokens", "tokens": s.reserve_tokens}
+        return {"field": s.path("max_cost_usd"), "cost_usd": s.reserve_cost_usd}
+    return {"field": s.path("max_tokens"), "tokens": s.reserve_tokens}

@@ -6,9 +6,10 @@ from collections.abc import Callable, Collection
 
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
-from budgetconf._schema import Schema, type_name
+from budgetconf._schema import Schema
 from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped
+from budgetconf._values import type_name
 from budgetconf.sources._names import one_name_each
 from budgetconf.sources._records import Layer, Offer, Problem, SourceStatus
 

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 
 from budgetconf._formats import Document, Items, Table
 from budgetconf._record import Record, set_field
-from budgetconf._schema import Unusable, typed_text
+from budgetconf._schema import Unusable
 from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped, listed
+from budgetconf._values import typed_text
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer
 from budgetconf.sources._settings_file import read_file

@@ -11,7 +11,8 @@ from collections.abc import Hashable, Mapping
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import Table
-from budgetconf._schema import Schema, type_name
+from budgetconf._schema import Schema
+from budgetconf._values import type_name
 from budgetconf.errors import SourceError, UsageTypeError
 from budgetconf.sources._records import Context, Layer, Problem, SourceStatus
 from budgetconf.sources._sections import read_fields, read_sections

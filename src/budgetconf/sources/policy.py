@@ -18,8 +18,9 @@ from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._files import read_table, source_error, stamp
 from budgetconf._formats import Table
 from budgetconf._rules import Bound, Rule
-from budgetconf._schema import Field, Invalid, Kind, Schema, Value, show_value, type_name
+from budgetconf._schema import Field, Invalid, Kind, Schema
 from budgetconf._text import clipped
+from budgetconf._values import Value, show_value, type_name
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer, SourceStatus
 

@@ -6,8 +6,9 @@ import os
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import Table
-from budgetconf._schema import Schema, type_name
+from budgetconf._schema import Schema
 from budgetconf._spelling import did_you_mean
+from budgetconf._values import type_name
 from budgetconf.errors import SourceError
 from budgetconf.sources._records import Context, Layer, SourceStatus
 from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource

@@ -1,8 +1,11 @@
-"""The address of a shared ledger: read strictly, and shown without its password.
+"""The address of a shared ledger: read strictly, shown without its password, and opened.
 
-A leaf: the schema checks ``ledger.url`` with `parse_url`, and
-`budgetconf.ledger.open_ledger` opens what it returns, so both read an
-address by the same rules. Nothing here connects to anything.
+`SCHEMES` is the table of backends: each scheme a ledger lives at, how its
+address reads and the backend that opens it, so a new backend is its module
+and a line here. A leaf: the ``ledger-url`` text format checks an address
+with `parse_url`, the settings of a run read it once, and `open_ledger`
+opens what it returns, so every reader goes by the same rules. Nothing here
+connects to anything, and no backend is imported until one is opened.
 
 The parser and the mask are one rule: a URL is shown as it is read, its
 credentials running from its ``://`` to its last ``@``, so that whatever a
@@ -17,40 +20,25 @@ from budgetconf._record import MASK, Record, set_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Final, TypeGuard
-
-__all__ = [
-    "LedgerURL",
-    "conceal",
-    "conceal_in",
-    "is_scope",
-    "parse_url",
-    "shown_url",
-    "text_problem",
-]
-
-#: the schemes a ledger can live at, and the backend each one opens
-SCHEMES: Final = {"sqlite": "sqlite", "redis": "redis", "rediss": "redis"}
-#: the longest value a ``text`` field takes
-MAX_TEXT: Final = 4096
-#: the text fields whose invalid value is an error under every invalid policy: a broken
-#: ledger address must not silently turn the fleet's budget off
-STRICT: Final = frozenset({"ledger.url"})
 
 
 class LedgerURL(Record):
-    """A ledger's address, read: ``backend`` is ``sqlite`` or ``redis``.
+    """A ledger's address, read: ``scheme`` is its row of `SCHEMES`, in lower case.
 
-    For SQLite, ``path`` is the database file (relative to the working
-    directory when the URL has three slashes); for Redis, ``host``, ``port``,
-    ``db``, ``username``, ``password`` and ``tls`` say where to connect.
+    An address of a file (``sqlite:///PATH``) has ``path``, relative to the
+    working directory when the URL has three slashes; an address of a server
+    (``redis://HOST:PORT/DB``) has ``host``, ``port``, ``db``, ``username``,
+    ``password`` and ``tls``.
     ``shown`` is the address as every message shows it, its password `MASK`.
     """
 
-    __slots__ = ("backend", "db", "host", "password", "path", "port", "shown", "tls", "username")
+    __module__ = "budgetconf.ledger"
+    __slots__ = ("db", "host", "password", "path", "port", "scheme", "shown", "tls", "username")
     unshown = ("password",)
 
-    backend: str
+    scheme: str
     shown: str
     path: str | None
     host: str | None
@@ -63,7 +51,7 @@ class LedgerURL(Record):
     def __init__(
         self,
         *,
-        backend: str,
+        scheme: str,
         shown: str,
         path: str | None = None,
         host: str | None = None,
@@ -73,7 +61,7 @@ class LedgerURL(Record):
         password: str | None = None,
         tls: bool = False,
     ) -> None:
-        set_field(self, "backend", backend)
+        set_field(self, "scheme", scheme)
         set_field(self, "shown", shown)
         set_field(self, "path", path)
         set_field(self, "host", host)
@@ -82,6 +70,11 @@ class LedgerURL(Record):
         set_field(self, "username", username)
         set_field(self, "password", password)
         set_field(self, "tls", tls)
+
+    @property
+    def backend(self) -> str:
+        """The backend that opens the address: ``sqlite``, ``redis``."""
+        return SCHEMES[self.scheme].backend
 
     def conceal(self, text: str) -> str:
         """``text`` (a backend's error, say) with this address's password replaced by `MASK`
@@ -144,25 +137,6 @@ def _masked(head: str, credentials: str | None, tail: str) -> str:
     return f"{head}{user}{':' + MASK if colon else ''}@{tail}"
 
 
-def text_problem(path: str, value: str) -> str | None:
-    """What is wrong with ``value`` for the ``text`` field at ``path``, or None.
-
-    ``ledger.url`` must be a ledger's address (`parse_url`), ``ledger.scope``
-    1 to 128 ASCII letters, digits and ``-_.:/``; any text at most `MAX_TEXT`
-    characters.
-    """
-    if len(value) > MAX_TEXT:
-        return f"longer than {MAX_TEXT} characters"
-    if path == "ledger.url":
-        try:
-            parse_url(value)
-        except ValueError as exc:
-            return f"the ledger URL {exc}"
-    elif path == "ledger.scope" and not is_scope(value):
-        return "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
-    return None
-
-
 #: what a ledger scope is written with
 _SCOPE_CHARACTERS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/"
@@ -174,6 +148,26 @@ def is_scope(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and 1 <= len(value) <= 128 and _SCOPE_CHARACTERS.issuperset(value)
 
 
+class Scheme(Record):
+    """A row of `SCHEMES`: how an address of the scheme reads, and the backend that opens it.
+
+    ``backend`` is the backend's module in this package without its underscore
+    (``sqlite`` is ``budgetconf.ledger._sqlite``), ``ledger`` the name of its
+    `Ledger` class there, called with the address read.
+    """
+
+    __slots__ = ("backend", "ledger", "read")
+
+    backend: str
+    ledger: str
+    read: Callable[[str, str], LedgerURL]
+
+    def __init__(self, backend: str, ledger: str, read: Callable[[str, str], LedgerURL]) -> None:
+        set_field(self, "backend", backend)
+        set_field(self, "ledger", ledger)
+        set_field(self, "read", read)
+
+
 def parse_url(text: str) -> LedgerURL:
     """The ledger address ``text`` names; `ValueError` saying what is wrong with it.
 
@@ -181,20 +175,27 @@ def parse_url(text: str) -> LedgerURL:
     ``redis://[user:password@]host:port/db`` and ``rediss://…`` (TLS). The
     error's message never holds the password.
     """
-    scheme, sep, rest = text.partition("://")
-    backend = SCHEMES.get(scheme.lower()) if sep else None
-    if backend is None:
+    scheme, sep, _ = text.partition("://")
+    row = SCHEMES.get(scheme.lower()) if sep else None
+    if row is None:
         raise ValueError("is not a ledger URL (use sqlite:///PATH or redis://HOST:PORT/DB)")
-    if backend == "sqlite":  # a path: an @ or a : in it is the file's name, not credentials
-        if not rest.startswith("/") or len(rest) < 2 or rest.endswith("/"):
-            raise ValueError(
-                "names no database file (use sqlite:///relative.db or sqlite:////abs.db)"
-            )
-        return LedgerURL(backend=backend, shown=text, path=rest[1:])
-    return _redis(text, tls=scheme.lower() == "rediss")
+    return row.read(text, scheme.lower())
 
 
-def _redis(text: str, *, tls: bool) -> LedgerURL:
+def file_address(text: str, scheme: str) -> LedgerURL:
+    """``scheme:///relative/path`` or ``scheme:////absolute/path``: an @ or a : in it is the
+    file's name, not credentials."""
+    rest = text.partition("://")[2]
+    if not rest.startswith("/") or len(rest) < 2 or rest.endswith("/"):
+        raise ValueError(
+            f"names no database file (use {scheme}:///relative.db or {scheme}:////abs.db)"
+        )
+    return LedgerURL(scheme=scheme, shown=text, path=rest[1:])
+
+
+def server_address(text: str, scheme: str, *, tls: bool = False, port: int = 6379) -> LedgerURL:
+    """``scheme://[user[:password]@]host[:port][/db]``; ``port`` when it names none (Redis's,
+    where every server that speaks its protocol listens)."""
     head, credentials, tail = _credentials(text)
     hostport, _, path = tail.partition("/")
     if "?" in tail or "#" in tail:
@@ -203,14 +204,14 @@ def _redis(text: str, *, tls: bool) -> LedgerURL:
     if credentials is not None:
         user, colon, secret = credentials.partition(":")
         username, password = user or None, secret if colon else None
-    host, port = _host_port(hostport)
+    host, port = _host_port(hostport, port)
     db = 0
     if path:
         if not (path.isascii() and path.isdigit()) or len(path) > 5:
             raise ValueError("has a bad database number (a whole number after the last /)")
         db = int(path)
     return LedgerURL(
-        backend="redis",
+        scheme=scheme,
         shown=_masked(head, credentials, tail),
         host=host,
         port=port,
@@ -221,8 +222,20 @@ def _redis(text: str, *, tls: bool) -> LedgerURL:
     )
 
 
-def _host_port(hostport: str) -> tuple[str, int]:
-    """The host and port of ``host:port``, ``[::1]:port`` or a host alone (port 6379)."""
+def _tls_server_address(text: str, scheme: str) -> LedgerURL:
+    return server_address(text, scheme, tls=True)
+
+
+#: each scheme a ledger lives at -> how its address reads and the backend that opens it
+SCHEMES: Final = {
+    "sqlite": Scheme("sqlite", "SQLiteLedger", file_address),
+    "redis": Scheme("redis", "RedisLedger", server_address),
+    "rediss": Scheme("redis", "RedisLedger", _tls_server_address),
+}
+
+
+def _host_port(hostport: str, default: int) -> tuple[str, int]:
+    """The host and port of ``host:port``, ``[::1]:port`` or a host alone (port ``default``)."""
     host, colon, port_text = (
         hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "")
     )
@@ -236,7 +249,7 @@ def _host_port(hostport: str) -> tuple[str, int]:
     if not host:
         raise ValueError("names no host")
     if not colon:
-        return host, 6379
+        return host, default
     if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
         raise ValueError("has a bad port (a number from 1 to 65535)")
     return host, int(port_text)

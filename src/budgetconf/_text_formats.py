@@ -1,0 +1,74 @@
+"""The rules a ``text`` field may declare as its ``format``, one table of them.
+
+A preset's field says ``format = "ledger-url"``; the schema checks each value
+by the rule of that name, so the schema names no field of another room. A rule says
+what is wrong with a value, or nothing, and whether a value it refuses is an
+error under every invalid policy (a broken ledger address must not silently
+turn the fleet's budget off).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from budgetconf._record import Record, set_field
+from budgetconf.ledger._address import is_scope, parse_url
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Final
+
+#: the longest value a ``text`` field takes, whatever its format
+MAX_TEXT: Final = 4096
+
+
+class TextFormat(Record):
+    """A row of `FORMATS`: ``problem(value)`` is what is wrong with a value, or None."""
+
+    __slots__ = ("problem", "strict")
+
+    problem: Callable[[str], str | None]
+    strict: bool
+
+    def __init__(self, problem: Callable[[str], str | None], *, strict: bool = False) -> None:
+        set_field(self, "problem", problem)
+        set_field(self, "strict", strict)
+
+
+def _ledger_url(value: str) -> str | None:
+    try:
+        parse_url(value)
+    except ValueError as exc:
+        return f"the ledger URL {exc}"
+    return None
+
+
+def _ledger_scope(value: str) -> str | None:
+    return (
+        None if is_scope(value) else "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
+    )
+
+
+#: format name -> its rule
+FORMATS: Final[Mapping[str, TextFormat]] = MappingProxyType(
+    {
+        "ledger-url": TextFormat(_ledger_url, strict=True),
+        "ledger-scope": TextFormat(_ledger_scope),
+    }
+)
+
+#: the text fields a run reads by their paths (docs/ledger.md), and the format each one follows
+#: when its preset names none: an application's own preset that declares ``ledger.url`` has
+#: its addresses checked as the built-in one does
+FORMAT_BY_PATH: Final[Mapping[str, str]] = MappingProxyType(
+    {"ledger.url": "ledger-url", "ledger.scope": "ledger-scope"}
+)
+
+
+def text_problem(format: str | None, value: str) -> str | None:
+    """What is wrong with ``value`` for a ``text`` field of ``format`` (None: any text), or
+    None: at most `MAX_TEXT` characters, and what the format's rule asks."""
+    if len(value) > MAX_TEXT:
+        return f"longer than {MAX_TEXT} characters"
+    return None if format is None else FORMATS[format].problem(value)
