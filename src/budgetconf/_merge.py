@@ -89,38 +89,50 @@ class _Merging:
 
     def add(self, spec: SourceSpec, layer: Layer, kind: SourceKind) -> None:
         """One more source's layer, above those added before it; ``kind`` is its declaration."""
-        errors = self.errors
-        for error in layer.errors:
-            # the yaml and step sources read one workflow file: say what is wrong with it once
-            if not any(_same_problem(error, known) for known in errors):
-                errors.append(error)
-        error_text = "; ".join(str(e) for e in layer.errors) or None
-        offered = sum(not offer.empty for offer in layer.offers) + len(layer.rules)
-        place = kind.label
-        if place is not None and kind.names_file and layer.locator:
-            place = f"{place} {layer.locator}"
-        option = None if kind.argument is None else kind.argument.option
-        self.reports.append(
-            SourceReport(spec.kind, layer.status, layer.locator, offered, error_text, place, option)
-        )
+        self._keep_errors(layer.errors)
+        self.reports.append(_report(spec, layer, kind))
         self.warnings.extend(layer.warnings)
         self.rules.update(layer.rules)
-        schema, work = self.preset.schema, self.work
+        self._judge_problems(spec, layer)
+        self._replace_sections(spec, layer)
+        self._check_offers(spec, layer)
+
+    def _keep_errors(self, found: Iterable[ConfigError]) -> None:
+        """The source's own errors, each fault once: the yaml and step sources read one
+        workflow file, and what is wrong with it is said once."""
+        errors = self.errors
+        for error in found:
+            if not any(_same_problem(error, known) for known in errors):
+                errors.append(error)
+
+    def _judge_problems(self, spec: SourceSpec, layer: Layer) -> None:
+        """Each problem the source found: an error under its policy, else a warning."""
+        schema = self.preset.schema
         for problem in layer.problems:
             raw = _problem_raw(problem, schema)
             policy = _policy(spec, schema, problem.field)
-            _judge_problem(problem, raw, spec.kind, policy, errors, self.warnings)
+            _judge_problem(problem, raw, spec.kind, policy, self.errors, self.warnings)
+
+    def _replace_sections(self, spec: SourceSpec, layer: Layer) -> None:
+        """Each section the source defines: how it merges, and, replaced whole, what lower
+        sources said for it discarded."""
+        schema, work = self.preset.schema, self.work
         for section, where in layer.sections.items():
             mode = spec.merge_mode(section)
             self.merge_of[(spec.kind, section)] = mode
             if mode is MergeMode.REPLACE:
                 why = f"section {section} replaced whole by {spec.kind} {where}"
                 _replace([item for f in schema.sections[section] for item in work[f.path]], why)
+
+    def _check_offers(self, spec: SourceSpec, layer: Layer) -> None:
+        """Each offer checked against its field and added to its candidates; one the field
+        cannot take is an error under the source's policy."""
+        schema, work = self.preset.schema, self.work
         for offer in layer.offers:
             field = schema.by_path[offer.field]
             value, reason = _check(field, offer)
             if reason is not None and _policy(spec, schema, field.path) is Policy.ERROR:
-                errors.append(_value_error(field, offer, spec.kind, reason))
+                self.errors.append(_value_error(field, offer, spec.kind, reason))
             work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
 
     def resolution(self) -> Resolution:
@@ -219,6 +231,17 @@ def _notes(schema: Schema, traces: Iterable[FieldTrace]) -> tuple[str, ...]:
                 note = f"{alias} under {section} is an alias of {field.path}, not {other}"
                 notes[f"{candidate.where}: {note}"] = None
     return tuple(notes)
+
+
+def _report(spec: SourceSpec, layer: Layer, kind: SourceKind) -> SourceReport:
+    """The source's line of the report: what it offered, what failed, where a value is raised."""
+    error_text = "; ".join(str(e) for e in layer.errors) or None
+    offered = sum(not offer.empty for offer in layer.offers) + len(layer.rules)
+    place = kind.label
+    if place is not None and kind.names_file and layer.locator:
+        place = f"{place} {layer.locator}"
+    option = None if kind.argument is None else kind.argument.option
+    return SourceReport(spec.kind, layer.status, layer.locator, offered, error_text, place, option)
 
 
 def _same_problem(a: ConfigError, b: ConfigError) -> bool:
