@@ -78,32 +78,42 @@ class StepFinder(Record):
         if isinstance(steps, tuple):
             line, why = steps
             return _fail(kind, path, name, why, line)
+        found = self._named(steps, name)
+        if isinstance(found, tuple):
+            line, why = found
+            return _fail(kind, path, name, why, line)
+        return Step(name, path, found)
+
+    def _named(self, steps: Items, name: str) -> Table | tuple[int | None, str]:
+        """The one step named ``name``, or the line and the words of why there is none."""
         entries = [e for e in steps if isinstance(e, Table)]
         # a step answers to each of its name keys: `agent: reviewer` and `name: first-pass`
         found = [e for e in entries if name in self._names(e)]
         if len(found) > 1:
             lines = ", ".join(str(e.line) for e in found)
-            return _fail(kind, path, name, f"{len(found)} steps have that name (lines {lines})")
+            return None, f"{len(found)} steps have that name (lines {lines})"
         if found:
-            return Step(name, path, found[0])
-        # an entry that is no mapping is no step; it may be the one meant (`- - name: review`)
+            return found[0]
+        return self._no_such_step(steps, name, entries)
+
+    def _no_such_step(
+        self, steps: Items, name: str, entries: list[Table]
+    ) -> tuple[int | None, str]:
+        """Why no step is ``name``: an entry that is no mapping (it may be the one meant,
+        `- - name: review`), else the nearest name the steps have, or else all of them."""
         for at, entry in enumerate(steps):
             if not isinstance(entry, Table):
                 line = getattr(entry, "line", None) or steps.line
                 example, got = self._example(name), _shape(entry)
                 why = f"no step named {name!r}, and {self._entry(at)} is {got}, not a mapping"
-                return _fail(kind, path, name, f"{why} ({example})", line)
-        return _fail(kind, path, name, self._no_such_step(name, entries))
-
-    def _no_such_step(self, name: str, entries: list[Table]) -> str:
-        """Why no step is ``name``, with the nearest name the steps have, or else all of them."""
+                return line, f"{why} ({example})"
         known = list(dict.fromkeys(n for e in entries for n in self._names(e)))
         hint = did_you_mean(name, known)
         if hint:
             why = f"did you mean {hint!r}?"
         else:
             why = f"its steps are {listed(known)}" if known else "no step has a name"
-        return f"no step named {clipped(name, repr)}; {why}"
+        return None, f"no step named {clipped(name, repr)}; {why}"
 
     def _steps(self, document: Document, name: str) -> Items | tuple[int | None, str]:
         """The list of steps, or the line and the words of why the file has none."""
