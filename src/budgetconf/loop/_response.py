@@ -191,24 +191,28 @@ def _call(raw: object, index: int) -> Call:
     elif not isinstance(call_id, str) or not call_id:
         raise Malformed(f"{where}.id: expected text, got {kind_of(call_id)}")
     call_id = _exact(call_id)
-    arguments = inner("arguments")
-    if arguments is None:
-        return Call(call_id, name, {}, "{}")
-    if type(arguments) is dict or isinstance(arguments, Mapping):
-        arguments = dict(arguments)
-        return Call(call_id, name, arguments, _arguments_text(where, arguments))
-    if not isinstance(arguments, str):
-        raise Malformed(
-            f"{where}.arguments: expected an object or JSON text, got {kind_of(arguments)}"
-        )
-    arguments = _exact(arguments)
+    arguments, text, problem = _arguments(where, inner("arguments"))
+    return Call(call_id, name, arguments, text, problem)
+
+
+def _arguments(where: str, raw: object) -> tuple[dict[str, Any] | None, str, str | None]:
+    """A call's arguments, the JSON text the conversation records for them, and why they
+    cannot be read (None when they can): an object or JSON text, or `Malformed`."""
+    if raw is None:
+        return {}, "{}", None
+    if type(raw) is dict or isinstance(raw, Mapping):
+        arguments = dict(raw)
+        return arguments, _arguments_text(where, arguments), None
+    if not isinstance(raw, str):
+        raise Malformed(f"{where}.arguments: expected an object or JSON text, got {kind_of(raw)}")
+    text = _exact(raw)
     try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
+        parsed = json.loads(text) if text.strip() else {}
     except (ValueError, RecursionError) as exc:
-        return Call(call_id, name, None, arguments, f"arguments are not valid JSON: {exc}")
+        return None, text, f"arguments are not valid JSON: {exc}"
     if not isinstance(parsed, dict):
-        return Call(call_id, name, None, arguments, "arguments are not a JSON object")
-    return Call(call_id, name, parsed, arguments)
+        return None, text, "arguments are not a JSON object"
+    return parsed, text, None
 
 
 def _call_getter(where: str, raw: object) -> Callable[[str], Any]:
