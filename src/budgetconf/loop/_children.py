@@ -124,27 +124,11 @@ class RunHandle:
         run = self._meter
         budget = run.budget
         asked = _asked(caps, budget)
-        limits: dict[str, Limit] = {}
-        for name in OWN:
-            if name in asked:
-                limits[name] = _carved(budget, name, asked[name])
-            elif name in budget.limits:
-                limits[name] = budget.limits[name]
-        inherited = set()
-        now = time.monotonic()
-        for name in SHARED:
-            left = _remainder(run, name, now)
-            mine = _carved(budget, name, asked[name]) if name in asked else None
-            if mine is not None and (left is None or mine.value <= left[0]):
-                limits[name] = mine
-            elif left is not None:
-                value, owner = left  # the owner's evidence, with what is left of it
-                limits[name] = replace(owner.budget.limits[name], value=value)
-                inherited.add(name)
+        limits = _own_limits(budget, asked)
+        shared, inherited = _shared_limits(run, asked)
+        limits.update(shared)
         ordered = {name: limits[name] for name in budget.spec.budgets if name in limits}
-        root = run.chain[-1] if isinstance(run, ChildMeter) else run
-        if root.lock is None:  # the tree's first child: from now on its counts are shared
-            root.lock = threading.Lock()
+        _share_lock(run)
         return ChildBudget(
             budget.preset,
             ordered,
@@ -207,6 +191,45 @@ def _carved(budget: Budget, name: str, value: int | float) -> Limit:
     if parent is None:  # unset in the parent: no rule of the policy bounds it
         return Limit(name, budget.spec.budgets[name], value, "carve", locator, ())
     return parent.asked(value, "carve", locator)
+
+
+def _own_limits(budget: Budget, asked: Mapping[str, int | float]) -> dict[str, Limit]:
+    """The child's own budgets (`OWN`): the cap asked, else the parent's limit."""
+    limits: dict[str, Limit] = {}
+    for name in OWN:
+        if name in asked:
+            limits[name] = _carved(budget, name, asked[name])
+        elif name in budget.limits:
+            limits[name] = budget.limits[name]
+    return limits
+
+
+def _shared_limits(
+    run: Meter, asked: Mapping[str, int | float]
+) -> tuple[dict[str, Limit], set[str]]:
+    """The budgets shared with the runs around (`SHARED`): the cap asked, unless a run has
+    less left; and the names of those that are what a run has left (``inherited``)."""
+    budget = run.budget
+    limits: dict[str, Limit] = {}
+    inherited = set()
+    now = time.monotonic()
+    for name in SHARED:
+        left = _remainder(run, name, now)
+        mine = _carved(budget, name, asked[name]) if name in asked else None
+        if mine is not None and (left is None or mine.value <= left[0]):
+            limits[name] = mine
+        elif left is not None:
+            value, owner = left  # the owner's evidence, with what is left of it
+            limits[name] = replace(owner.budget.limits[name], value=value)
+            inherited.add(name)
+    return limits, inherited
+
+
+def _share_lock(run: Meter) -> None:
+    """Give ``run``'s tree its lock at its first child: from then on its counts are shared."""
+    root = run.chain[-1] if isinstance(run, ChildMeter) else run
+    if root.lock is None:
+        root.lock = threading.Lock()
 
 
 def _left(run: Meter, name: str, now: float) -> int | float | None:
