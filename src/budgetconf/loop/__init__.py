@@ -10,14 +10,8 @@
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf._usage import Usage
 from budgetconf.loop._budget import Budget, LedgerSettings, Limit
-from budgetconf.loop._children import (
-    ChildBudget,
-    ChildMeter,
-    RunHandle,
-    current_run,
-    meter_for,
-    running,
-)
+from budgetconf.loop._child_meter import ChildMeter
+from budgetconf.loop._children import ChildBudget, RunHandle, current_run, meter_for, running
 from budgetconf.loop._executor import LoopExecutor
 from budgetconf.loop._meter import Meter
 from budgetconf.loop._plan import Plan

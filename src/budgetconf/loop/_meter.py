@@ -15,7 +15,7 @@ questions and gets the same answers:
 - `completed`, `fail`, `finish`: how the run ends, as a `RunResult`.
 
 It counts calls, never distinct ids. A run on a budget carved from a
-running parent is a `ChildMeter` (``_children``), which charges every run
+running parent is a `ChildMeter` (``_child_meter``), which charges every run
 around it and checks their limits too; `meter_for` makes the right one.
 Once a child is carved from a run, its tree shares a lock (``lock``), and
 every count is changed under it.

@@ -16,7 +16,7 @@ from typing import Any
 from budgetconf.errors import ModelError
 from budgetconf.events import STOPPED, TOOL_REFUSED, RunInfo
 from budgetconf.loop._budget import Budget
-from budgetconf.loop._children import ChildMeter
+from budgetconf.loop._child_meter import ChildMeter
 from budgetconf.loop._faults import PASSING, Deadline, Interrupted, Raised, describe
 from budgetconf.loop._meter import Meter
 from budgetconf.loop._plan import Plan
