@@ -1,0 +1,286 @@
+"""One bridged openai-agents run: the hooks and input filter that feed its `Bridged` Meter.
+
+`budgetconf.integrations.openai_agents.run` (and `arun`) makes a `Watch` per
+run and passes it to the framework as the run's hooks, with its input filter
+in the run's config:
+
+- the input filter runs before each model call: the caller's filter first,
+  then `Bridged.call` (a stop ends the run there, as `_Ended`), then the
+  last-turn notice, added to the input of the call that carries it;
+- ``on_llm_end`` hands each response's usage, text and function calls to
+  `Bridged.answered` (a handoff is no tool call); the caller's own hooks hear
+  every hook after the bridge;
+- the run starts from a copy of the agent, and of each agent a handoff
+  leads to, whose function tools run through `Bridged.atool`; an agent with a
+  tool the bridge cannot answer a call of in its place is refused.
+
+The deadline cancels the framework's run (`Watch.expire`, for ``run_sync``'s
+loop); how the run ended becomes its `BridgeResult` (`Watch.finished`,
+`Watch.ended`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from agents import AgentsException, FunctionTool, Handoff, ItemHelpers, RunHooks
+from agents.run import AgentRunner
+from agents.run_config import CallModelData, ModelInputData
+from agents.tool import ToolOriginType, get_function_tool_origin
+
+from budgetconf._loop_table import StopReason
+from budgetconf._usage import Unreadable, reported_tokens
+from budgetconf.errors import UsageError
+from budgetconf.integrations._frameworks import FRAMEWORKS
+
+if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from budgetconf.events import Sink
+    from budgetconf.integrations._bridge import BridgeResult
+    from budgetconf.integrations._metered import Bridged
+    from budgetconf.loop import Budget, RunResult
+
+__all__ = ["Watch", "default_loop"]
+
+_FRAMEWORK: Final = FRAMEWORKS["openai_agents"]
+
+
+class _Ended(AgentsException):
+    """The Meter's end of the run, decided before a model call: raised inside the run, which
+    the framework then leaves."""
+
+    def __init__(self, end: RunResult) -> None:
+        super().__init__(end.message)
+        self.end = end
+
+
+class Watch(RunHooks[Any]):
+    """The run's hooks and input filter, feeding its `Bridged` Meter; and its agents' copies."""
+
+    def __init__(
+        self, budget: Budget, inner: RunHooks[Any] | None, on_event: Sink | None, name: str | None
+    ) -> None:
+        from budgetconf.integrations._metered import Bridged
+
+        super().__init__()
+        self.budget = budget
+        self.inner = inner
+        self.tools: set[str] = set()
+        self.copies: dict[int, Any] = {}  # the caller's agent's id -> its copy for this run
+        self.bridged: Bridged = Bridged(
+            _FRAMEWORK, budget, tools=self.tools, on_event=on_event, name=name
+        )
+        self.deadline = self._deadline()
+        self.timed_out = False
+
+    def _deadline(self) -> float | None:
+        """The run's deadline on the default event loop's clock, for `run`'s timer."""
+        left = self.seconds_left()
+        return None if left is None else default_loop().time() + left
+
+    def seconds_left(self) -> float | None:
+        """What is left of the Meter's deadline, in seconds; None without one."""
+        deadline = self.bridged.meter.deadline
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    # -- the agents' copies, their tools wrapped ----------------------------------------------
+
+    def copy(self, agent: Any) -> Any:
+        """The run's copy of ``agent``: its function tools wrapped, its handoffs copied too."""
+        found = self.copies.get(id(agent))
+        if found is not None:
+            return found
+        refused = _unwrappable(agent)
+        if refused:
+            raise UsageError(
+                f"the agent {agent.name!r} has {refused}: the bridge cannot answer a call in"
+                " its place, as the budget may need; give it function tools only"
+            )
+        copy = agent.clone()
+        self.copies[id(agent)] = copy  # before its handoffs: one may lead back to it
+        copy.tools = [self._wrapped(tool) for tool in agent.tools]
+        copy.handoffs = [self._handoff(h) for h in agent.handoffs]
+        return copy
+
+    def _wrapped(self, tool: FunctionTool) -> FunctionTool:
+        self.tools.add(tool.name)
+        invoke = tool.on_invoke_tool
+        bridged = self.bridged
+
+        async def on_invoke_tool(context: Any, arguments: str) -> Any:
+            call_id = getattr(context, "tool_call_id", None)
+            return await bridged.atool(call_id, tool.name, lambda: invoke(context, arguments))
+
+        return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+    def _handoff(self, handoff: Any) -> Any:
+        if not isinstance(handoff, Handoff):
+            return self.copy(handoff)
+        given = handoff.on_invoke_handoff
+
+        async def on_invoke_handoff(context: Any, arguments: str) -> Any:
+            return self.copy(await given(context, arguments))
+
+        return dataclasses.replace(handoff, on_invoke_handoff=on_invoke_handoff)
+
+    # -- the input filter: before each model call ---------------------------------------------
+
+    def filter(self, given: Callable[[CallModelData[Any]], Any] | None) -> Callable[..., Any]:
+        """The run's ``call_model_input_filter``: the caller's, then the Meter, then the notice."""
+
+        async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
+            model_data = data.model_data
+            if given is not None:
+                model_data = given(data)
+                if inspect.isawaitable(model_data):
+                    model_data = await model_data
+            end = self.bridged.call()  # after the caller's filter: its time is the run's
+            if end is not None:
+                raise _Ended(end)
+            agent = data.agent
+            has_tools = bool(agent.tools or agent.handoffs)
+            notice = self.bridged.notice(has_tools)
+            if notice is None:
+                return model_data
+            notice_item: Any = {"role": "user", "content": notice}
+            return ModelInputData([*model_data.input, notice_item], model_data.instructions)
+
+        return call_model_input_filter
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, items: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, items)
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        from budgetconf.loop import Call
+
+        handoffs = _handoff_names(agent)
+        calls = [
+            Call(item.call_id, item.name, {}, item.arguments)
+            for item in response.output
+            if getattr(item, "type", None) == "function_call" and item.name not in handoffs
+        ]
+        text = ""
+        for item in response.output:
+            text = ItemHelpers.extract_last_text(item) or text
+        try:
+            usage = _usage(response.usage, agent)
+        except Unreadable as exc:  # the run ends here, as the executor's does
+            raise _Ended(self.bridged.unreadable(exc)) from None
+        self.bridged.answered(usage, text or None, calls)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_agent_start(self, context: Any, agent: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_start(context, agent)
+
+    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_end(context, agent, output)
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(context, from_agent, to_agent)
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The deadline: cancel the run ``Runner.run_sync`` drives on ``loop``."""
+        self.timed_out = True
+        for task in asyncio.all_tasks(loop):
+            frame = getattr(task.get_coro(), "cr_frame", None)
+            if frame is not None and isinstance(frame.f_locals.get("self"), AgentRunner):
+                task.cancel()
+
+    def finished(self, native: Any) -> BridgeResult:
+        """The result of a run the framework ended normally."""
+        output = native.final_output
+        text = output if isinstance(output, str) else ("" if output is None else str(output))
+        return self.bridged.result(native, text)
+
+    def ended(self, exc: BaseException) -> BridgeResult:
+        """The result of a run that raised: the Meter's stop, the deadline, or a failure."""
+        if isinstance(exc, _Ended):
+            return self.bridged.failed(exc)  # the Meter's end, decided already
+        if self.timed_out:
+            return self.bridged.stopped(StopReason.TIMEOUT, exc)
+        return self.bridged.failed(exc)
+
+
+def _unwrappable(agent: Any) -> str:
+    """What of ``agent``'s tools the bridge cannot answer a call of, as a phrase; or ""."""
+    hosted = [type(t).__name__ for t in agent.tools if not isinstance(t, FunctionTool)]
+    if hosted:
+        return f"tools the framework or the provider runs itself ({', '.join(hosted)})"
+    nested = [
+        t.name
+        for t in agent.tools
+        if (origin := get_function_tool_origin(t)) is not None
+        and origin.type is ToolOriginType.AGENT_AS_TOOL
+    ]
+    if nested:
+        return (
+            f"agents as tools ({', '.join(nested)}), whose own model calls this run cannot"
+            " count (run such an agent inside a tool, through the bridge, on"
+            " current_run().carve())"
+        )
+    if getattr(agent, "mcp_servers", None):
+        return "MCP servers, whose tools the framework lists and runs itself"
+    return ""
+
+
+def _handoff_names(agent: Any) -> set[str]:
+    return {
+        h.tool_name if isinstance(h, Handoff) else Handoff.default_tool_name(h)
+        for h in agent.handoffs
+    }
+
+
+def _usage(usage: Any, agent: Any) -> Any:
+    """A response's openai-agents ``Usage`` as budgetconf's, with the agent's model name."""
+    from budgetconf.loop import Usage
+
+    model = agent.model if isinstance(agent.model, str) else getattr(agent.model, "model", None)
+    if usage is None:
+        return Usage(model=model if isinstance(model, str) else None)
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
+    return Usage(
+        reported_tokens(usage.input_tokens, "usage.input_tokens"),
+        reported_tokens(cached, "usage.input_tokens_details.cached_tokens"),
+        reported_tokens(usage.output_tokens, "usage.output_tokens"),
+        reported_tokens(usage.total_tokens, "usage.total_tokens"),
+        model=model if isinstance(model, str) else None,
+    )
+
+
+def default_loop() -> asyncio.AbstractEventLoop:
+    """The thread's default loop, as ``Runner.run_sync`` finds or makes it (and then reuses)."""
+    import warnings
+
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # run_sync asks the same way
+        try:
+            loop = policy.get_event_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None or loop.is_closed():
+        loop = policy.new_event_loop()
+        policy.set_event_loop(loop)
+    return loop
