@@ -6,7 +6,9 @@ import ast
 import importlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,6 +190,35 @@ def test_no_module_is_longer_than_the_layout_allows() -> None:
     lengths = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
     assert {name: n for name, n in lengths.items() if n > 500} == {}
     assert lengths["budgetconf.cli"] < 150
+
+
+def _functions(blocks: list[Any]) -> Iterator[Any]:
+    """Every function among radon's blocks: methods, closures and inner classes' included."""
+    from radon.visitors import Function
+
+    for block in blocks:
+        if isinstance(block, Function):
+            yield block
+            yield from _functions(block.closures)
+        else:  # a class
+            yield from _functions([*block.methods, *block.inner_classes])
+
+
+def test_no_function_is_more_complex_than_the_layout_allows() -> None:
+    """No function in src/ is over cyclomatic complexity 15 as radon counts it: one that
+    answers more questions than that is split by them, so each part reads top to bottom."""
+    from radon.complexity import cc_visit
+    from radon.visitors import Class
+
+    over = {}
+    for name, path in MODULES.items():
+        blocks = cc_visit(path.read_text())
+        # cc_visit lists each method beside its class as well as in it: read it in its class
+        tops = [b for b in blocks if isinstance(b, Class) or not b.is_method]
+        for function in _functions(tops):
+            if function.complexity > 15:
+                over[f"{name}.{function.fullname}"] = function.complexity
+    assert over == {}
 
 
 def test_only_the_public_modules_have_public_names() -> None:
