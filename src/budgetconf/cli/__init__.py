@@ -6,9 +6,10 @@ was rejected under the ``error`` policy or a source could not be read
 ``_run``. Errors print as one line each, never as a traceback. rich is
 imported only to draw the table.
 
-Each command lives in a module of its own, imported only when that command
-runs: the grammar is in ``_parser``, the resolution explain, check, run and
-diff share in ``_resolution``, what they all write with in ``_output``.
+Each command is declared in its module of ``_commands``, named in
+`COMMANDS`, and its handler imports what carries it out only when that
+command runs. The grammar is in ``_parser``, the resolution explain, check,
+run and diff share in ``_resolution``, what they all write with in ``_output``.
 """
 
 from __future__ import annotations
@@ -16,53 +17,27 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
+from collections.abc import Sequence
+from typing import Final, TextIO, cast
 
 from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, Guarded, say
-from budgetconf.cli._parser import CommandLine, Usage, parse, split
+from budgetconf.cli._parser import Usage, declared, parse, split
 from budgetconf.cli._resolution import PresetFailed
 
 __all__ = ["main"]
 
-_Handler: TypeAlias = Callable[[CommandLine, TextIO, TextIO], int]
-
-#: each command's module, whose ``command`` handler carries it out
-_COMMANDS: Final = {
-    "explain": "_explain",
-    "check": "_check",
-    "run": "_run",
-    "presets": "_presets",
-    "schema": "_schema",
-    "init": "_init",
-    "completion": "_completion",
-    "report": "_report",
-    "ledger": "_ledger",
-}
-if TYPE_CHECKING:  # the table names modules, not handlers: have mypy check each handler
-    from budgetconf.cli import (
-        _check,
-        _completion,
-        _explain,
-        _init,
-        _ledger,
-        _presets,
-        _report,
-        _run,
-        _schema,
-    )
-
-    _HANDLERS: tuple[_Handler, ...] = (
-        _explain.command,
-        _check.command,
-        _run.command,
-        _presets.command,
-        _schema.command,
-        _init.command,
-        _completion.command,
-        _report.command,
-        _ledger.command,
-    )
+#: the commands in the order help lists them, each by its module in ``_commands``
+COMMANDS: Final = (
+    "explain",
+    "check",
+    "run",
+    "presets",
+    "schema",
+    "init",
+    "report",
+    "completion",
+    "ledger",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,20 +83,12 @@ def _guarded(args: list[str], out: TextIO, err: TextIO) -> int:
 
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:
     args, second = split(args)
-    line = parse(args)
-    if line.ns.command is None:
+    line = parse(args, declared(COMMANDS))
+    if line.command is None:
         line.parser.print_help(err)
         return EXIT_USAGE
     if second is not None:
         from budgetconf.cli._diff import command as diff
 
         return diff(line, second, out, err)
-    return _handler(line.ns.command)(line, out, err)
-
-
-def _handler(command: str) -> _Handler:
-    """The command's handler, its module imported now: import time is start-up time."""
-    # __import__, not importlib.import_module: the importlib package would cost its own import
-    module = __import__(f"budgetconf.cli.{_COMMANDS[command]}", fromlist=["command"])
-    handler: _Handler = module.command
-    return handler
+    return line.command.handler(line, out, err)

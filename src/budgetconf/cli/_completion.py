@@ -113,6 +113,6 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     line.no_app_args()
     preset = load_preset("budgetconf")
     fields = [f.path for f in preset.schema]
-    parser = build(preset)  # explain, check and run with the preset's flags
+    parser = build(line.commands, preset)  # explain, check and run with the preset's flags
     out.write(script(line.ns.shell, parser, {"preset": preset_names(), "fields": fields}))
     return EXIT_OK

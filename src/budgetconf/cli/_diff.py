@@ -37,7 +37,7 @@ def command(first: CommandLine, second: list[str], out: TextIO, err: TextIO) -> 
     except PresetFailed as exc:
         return preset_failed(exc, first.ns.format, out, err)
     # the second side repeats the first's arguments, so it is an explain command too
-    line = parse(second)
+    line = parse(second, first.commands)
     if line.ns.format == "toml":
         raise Usage("explain --diff shows a table or json")
     if _inputs(line) == _inputs(first):

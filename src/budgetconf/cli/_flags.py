@@ -29,7 +29,6 @@ from budgetconf.errors import PresetError
 __all__ = [
     "DEST",
     "PRESET_ENV",
-    "RESOLVING",
     "BudgetFlag",
     "Flags",
     "add_flags",
@@ -42,8 +41,6 @@ __all__ = [
 
 #: the variable that names the preset when --preset does not
 PRESET_ENV: Final = "BUDGETCONF_PRESET"
-#: the commands that resolve, and so take the preset's flags
-RESOLVING: Final = ("explain", "check", "run")
 #: the namespace attribute that holds the flags given, as ``--max-steps=5`` each, in order
 DEST: Final = "budget_flags"
 _PRESET: Final = "--preset"
@@ -161,13 +158,14 @@ def given_flags(ns: argparse.Namespace) -> list[str]:
     return given or []
 
 
-def shadowed(preset: Preset, parser: argparse.ArgumentParser) -> list[str]:
-    """A warning for each flag of ``preset`` that a resolving command's own option shadows."""
+def shadowed(preset: Preset, parser: argparse.ArgumentParser, taking: Sequence[str]) -> list[str]:
+    """A warning for each flag of ``preset`` that a command's own option shadows, on the
+    commands ``taking`` the preset's flags."""
     if not preset.has_source("cli"):
         return []  # its flags are options nowhere, so nothing shadows them
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     hidden: dict[str, list[str]] = {}
-    for name in RESOLVING:
+    for name in taking:
         own = commands.choices[name]._option_string_actions
         for flag in preset.schema.by_flag:
             action = own.get(flag)

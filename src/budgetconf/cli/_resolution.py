@@ -98,7 +98,8 @@ def _notes(line: CommandLine, preset: Preset) -> list[str]:
     explain and check also say which of the preset's flags a command's own
     option shadows; run takes its own option and says nothing.
     """
-    notes = shadowed(preset, line.parser) if line.ns.command in ("explain", "check") else []
+    taking = [c.name for c in line.commands if c.budget_flags]  # the commands with its flags
+    notes = shadowed(preset, line.parser, taking) if line.ns.command in ("explain", "check") else []
     try:
         os.getcwd()
     except FileNotFoundError:
