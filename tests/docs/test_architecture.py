@@ -1,11 +1,12 @@
-"""docs/architecture.md's worked examples: a new source kind, ledger backend or bridge is its
-module and its line in its table."""
+"""docs/architecture.md's worked examples: a source kind, a ledger backend, a bridge or a command
+is its module and its line in its table."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -194,3 +195,38 @@ def test_a_ledger_backend_is_its_module_and_its_row_in_the_table(
     assert refused.returncode == 1
     assert "ledger.url" in refused.stderr
     assert "the ledger URL names no host: 'valkey://'" in refused.stderr
+
+
+def _with_the_command(root: Path) -> Path:
+    """A copy of the package with the page's command added as the page says."""
+    package = root / "src" / "budgetconf"
+    shutil.copytree(SRC, package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "cli" / "_commands" / "fields.py").write_text(
+        _block("python src/budgetconf/cli/_commands/fields.py")
+    )
+    before, added, after = _block("diff src/budgetconf/cli/__init__.py").splitlines(True)
+    assert (before[0], added[0], after[0]) == (" ", "+", " ")  # one line, between two
+    init = package / "cli" / "__init__.py"
+    text = init.read_text()
+    lines = before[1:] + after[1:]
+    assert text.count(lines) == 1
+    init.write_text(text.replace(lines, before[1:] + added[1:] + after[1:]))
+    return root / "src"
+
+
+def test_a_command_is_its_module_and_its_line_in_the_list(tmp_path: Path) -> None:
+    """The page's command, added to a copy of the package, runs as the page shows; help lists
+    it, completion offers it and its grammar refuses what it does not take."""
+    env = {**os.environ, "PYTHONPATH": str(_with_the_command(tmp_path)), "ROOT": str(tmp_path)}
+    shown = _block("console").splitlines()
+    command = shlex.split(shown[0].removeprefix("$ "))
+    assert command[0] == "budgetconf"
+    done = _run(env, "-m", "budgetconf", *command[1:])
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown[1:]
+    listed = _run(env, "-m", "budgetconf", "--help").stdout
+    assert "    fields    list the preset's fields and what each takes\n" in listed
+    assert " fields " in _run(env, "-m", "budgetconf", "completion", "bash").stdout
+    refused = _run(env, "-m", "budgetconf", "fields", "--step", "review")
+    assert refused.returncode == 64
+    assert refused.stderr == "budgetconf: usage error: unrecognized arguments: --step\n"
