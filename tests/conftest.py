@@ -23,6 +23,7 @@ from budgetconf.cli import main
 from budgetconf.loop import ScriptedModel
 
 from helpers.loops import Driver
+from helpers.pages import Session
 from helpers.redis_server import EXECUTABLE, MISSING, RedisServer
 
 
@@ -90,6 +91,14 @@ def _move_installed_policy(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 
     source = load_preset("budgetconf").by_kind["policy"]
     monkeypatch.setattr(source, "_path", str(path))
+
+
+@pytest.fixture
+def session(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Session:
+    """A page of docs/ to run as a reader would, in the test's place."""
+    return Session(place, monkeypatch, capsys)
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 
-from test_docs import Session, session  # noqa: F401  # the fixture, for the page's session
-
 from conftest import Place
+from helpers.pages import Session
 
 
-def test_the_ledger_page_runs_as_written(place: Place, session: Session) -> None:  # noqa: F811
+def test_the_ledger_page_runs_as_written(place: Place, session: Session) -> None:
     """The settings, the stop at the scope's maximum, ledger status and runs, the Python API."""
     fleet = place.home / "fleet"
     fleet.mkdir()

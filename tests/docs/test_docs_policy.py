@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_docs import Session
 
 from conftest import Place
 from helpers import ROOT
+from helpers.pages import Session
 
 INSTALLED = "/etc/budgetconf/policy.json"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import set_tracing_disabled
+from agents import Model, ModelResponse, Usage, set_tracing_disabled
 from agents.tracing import get_trace_provider
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -61,3 +61,33 @@ def call(cid: str, a: int = 1, name: str = "add") -> ResponseFunctionToolCall:
     return ResponseFunctionToolCall(
         id=f"f{cid}", type="function_call", call_id=cid, name=name, arguments=arguments
     )
+
+
+Output = list[Any]
+
+
+class Scripted(Model):
+    """Gives each response of ``script`` in turn, then a text and a tool call, for ever."""
+
+    def __init__(self, script: list[Output] | None = None, *, tokens: int = 15, sleep: float = 0):
+        self.script = list(script or [])
+        self.tokens = tokens
+        self.sleep = sleep
+        self.inputs: list[Any] = []
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.inputs.append(kwargs["input"])
+        n = len(self.inputs)
+        if self.sleep:
+            await asyncio.sleep(self.sleep)
+        out: Output = self.script.pop(0) if self.script else [text(f"working {n}"), call(f"c{n}")]
+        usage = Usage(requests=1, input_tokens=10, output_tokens=self.tokens - 10)
+        usage.total_tokens = self.tokens
+        return ModelResponse(output=out, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @property
+    def calls(self) -> int:
+        return len(self.inputs)

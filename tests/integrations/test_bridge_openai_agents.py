@@ -14,7 +14,6 @@ from agents import (
     Agent,
     AgentsException,
     MaxTurnsExceeded,
-    Model,
     ModelResponse,
     RunConfig,
     RunContextWrapper,
@@ -23,7 +22,6 @@ from agents import (
     RunHooks,
     Runner,
     RunState,
-    Usage,
     UserError,
     function_tool,
 )
@@ -33,38 +31,15 @@ from budgetconf.integrations import openai_agents
 from budgetconf.loop import RunStatus, StopReason
 
 from conftest import Place
-from helpers.agents_double import _default_loop_closed, _no_tracing, call, text  # noqa: F401  (fixtures)
+from helpers.agents_double import (  # noqa: F401  (fixtures)
+    Output,
+    Scripted,
+    _default_loop_closed,
+    _no_tracing,
+    call,
+    text,
+)
 from helpers.presetfiles import preset_file
-
-Output = list[Any]
-
-
-class Scripted(Model):
-    """Gives each response of ``script`` in turn, then a text and a tool call, for ever."""
-
-    def __init__(self, script: list[Output] | None = None, *, tokens: int = 15, sleep: float = 0):
-        self.script = list(script or [])
-        self.tokens = tokens
-        self.sleep = sleep
-        self.inputs: list[Any] = []
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        self.inputs.append(kwargs["input"])
-        n = len(self.inputs)
-        if self.sleep:
-            await asyncio.sleep(self.sleep)
-        out: Output = self.script.pop(0) if self.script else [text(f"working {n}"), call(f"c{n}")]
-        usage = Usage(requests=1, input_tokens=10, output_tokens=self.tokens - 10)
-        usage.total_tokens = self.tokens
-        return ModelResponse(output=out, usage=usage, response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    @property
-    def calls(self) -> int:
-        return len(self.inputs)
-
 
 ran: list[int] = []
 

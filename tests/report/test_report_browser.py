@@ -222,13 +222,12 @@ def test_a_bridged_run_with_a_sub_agent_is_drawn_like_the_executors(
     """An openai-agents run through the bridge, its events in a file: the page shows its stop,
     its charts and turns, and the sub-agent its wrapped tool ran, linked to its own run."""
     from agents import Agent, function_tool, set_tracing_disabled
-    from test_bridge_openai_agents import Scripted
 
     from budgetconf.events import EventsFile
     from budgetconf.integrations import openai_agents
     from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
 
-    from helpers.agents_double import call
+    from helpers.agents_double import Scripted, call
 
     set_tracing_disabled(True)
 
