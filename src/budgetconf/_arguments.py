@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-__all__ = ["add_arguments", "argv_from"]
-
 
 def _preset(preset: str | os.PathLike[str]) -> Preset:
     loaded = load_preset(preset)

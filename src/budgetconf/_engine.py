@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
     _Key: TypeAlias = tuple[Hashable, ...]
 
-__all__ = ["Preset", "is_preset_path", "load_preset", "resolve_request"]
-
 _MEMO_SIZE: Final = 64  # resolutions kept per preset
 #: each kind's declaration, for the reader's strict check of a stack
 _DECLARED: Final = MappingProxyType({name: source.KIND for name, source in KINDS.items()})

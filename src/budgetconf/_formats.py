@@ -22,7 +22,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping
 
-from budgetconf._schema import Unusable
+from budgetconf._record import Unusable
 from budgetconf._values import show_text, show_typed
 
 TYPE_CHECKING = False

@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
+from budgetconf._record import Unusable
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Field, Invalid, Schema, Unusable
+from budgetconf._schema import Field, Invalid, Schema
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf._values import Value, show_value
 from budgetconf.errors import ConfigError
@@ -37,8 +38,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from budgetconf._rules import Rule
     from budgetconf.sources._protocols import Source
-
-__all__ = ["merge"]
 
 
 class _Work:

@@ -22,8 +22,6 @@ from budgetconf._schema import Field
 from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf._values import show_value
 
-__all__ = ["police"]
-
 _STANDING = (Status.WON, Status.SHADOWED)
 
 

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["Resolution", "explain_document"]
-
 #: the version of the explain document's shape
 VERSION: Final = 1
 

@@ -18,8 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, NoReturn
 
-__all__ = ["check_request", "factory", "resolve"]
-
 PathArg = str | os.PathLike[str]
 
 

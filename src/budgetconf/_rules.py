@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     from budgetconf._values import Value
 
-__all__ = ["BOUNDS", "Bound", "Rule"]
-
 #: a rule's bounds, in the order the explain document and the messages name them
 BOUNDS: Final = ("value", "max", "min", "default")
 

@@ -26,8 +26,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["MASK", "Field", "Invalid", "Kind", "Schema", "Unusable", "Value"]
-
 MAX_INT: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_INT))
 # The text of a number. `[0-9]` is ASCII only, unlike `\d`, which would admit '٤٠';

@@ -6,8 +6,6 @@ step, a profile, a variable or a flag.
 
 from __future__ import annotations
 
-__all__ = ["did_you_mean", "edits"]
-
 
 def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
     """The candidate closest to ``word``, if any is close; case is ignored."""

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Final
 
-__all__ = ["SHOWN", "SHOWN_NAMES", "clipped", "escape", "escape_json", "escape_toml", "listed"]
-
 #: characters of a value a message shows before it is cut
 SHOWN: Final = 80
 #: names of a list a message shows before it says how many more there are

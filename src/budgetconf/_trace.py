@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from budgetconf._description import MergeMode
-from budgetconf._record import Record, set_field
-from budgetconf._schema import MASK, Field, Unusable
+from budgetconf._record import MASK, Record, Unusable, set_field
+from budgetconf._schema import Field
 from budgetconf._values import Value
 from budgetconf.ledger._address import conceal
 from budgetconf.sources._records import SourceStatus
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from budgetconf._rules import Rule
-
-__all__ = ["Candidate", "FieldTrace", "SourceReport", "Status"]
 
 
 class Status(StrEnum):

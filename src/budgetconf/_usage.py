@@ -17,19 +17,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = [
-    "COST_SOURCES",
-    "MOST_COST_USD",
-    "MOST_TOKENS",
-    "NO_USAGE",
-    "Unreadable",
-    "Usage",
-    "kind_of",
-    "read_usage",
-    "reported_cost",
-    "reported_tokens",
-]
-
 #: the most tokens one response may report: 2**40
 MOST_TOKENS: Final = 2**40
 #: the most one response may report as its cost, in US dollars

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import budgetconf
-from budgetconf._report import parse_events, render
+from budgetconf._report._page import render
+from budgetconf._report._read import parse_events
 from budgetconf.ledger import open_ledger, window_bounds
 from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel, current_run
 

@@ -221,6 +221,19 @@ def test_no_function_is_more_complex_than_the_layout_allows() -> None:
     assert over == {}
 
 
+def test_only_the_public_modules_say_what_they_export() -> None:
+    """`__all__` is a public module's contract; a private module has none, so that no list of
+    names promises what only the package's own modules use."""
+    private = {
+        name
+        for name in MODULES
+        if any(part.startswith("_") for part in name.split(".")[1:])
+        and not name.endswith("__main__")
+    }
+    listing = {name for name in private if "\n__all__" in MODULES[name].read_text()}
+    assert listing == set()
+
+
 def test_only_the_public_modules_have_public_names() -> None:
     """Every module outside the public ones is private: its name, or a package's, starts with _.
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from budgetconf._report import parse_events, render
 from budgetconf._report._charts import MAX_POINTS
+from budgetconf._report._page import render
+from budgetconf._report._read import parse_events
 from budgetconf.cli import main
 from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel, current_run
 
@@ -431,7 +432,7 @@ def test_the_report_page_shows_what_the_commands_print(
     place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """docs/report.md's sessions give the output the page shows, and the pages they name."""
-    from test_docs import Session
+    from helpers.pages import Session
 
     os.chdir(place.work)
     Session(place, monkeypatch, capsys).run_page("report.md")

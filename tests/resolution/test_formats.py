@@ -18,7 +18,7 @@ from budgetconf._formats import (
     parse_yaml,
     readable,
 )
-from budgetconf._schema import Unusable
+from budgetconf._record import Unusable
 
 # --- JSON ----------------------------------------------------------------------------------
 

@@ -27,8 +27,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["builtin_path", "preset_names", "read_preset"]
-
 FORMAT_VERSION: Final = 1
 _HERE: Final = os.path.dirname(__file__)
 _TOP_KEYS: Final = frozenset(

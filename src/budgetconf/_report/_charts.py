@@ -17,8 +17,6 @@ from typing import Final
 
 from budgetconf._report._text import attr, text
 
-__all__ = ["MAX_POINTS", "Chart", "Mark", "sampled", "svg"]
-
 #: the most points (or bars) one chart draws
 MAX_POINTS: Final = 300
 WIDTH: Final = 480

@@ -19,8 +19,6 @@ from budgetconf._report._read import Bad, Events, RunView
 from budgetconf._report._series import charts
 from budgetconf._report._text import attr, text
 
-__all__ = ["render"]
-
 #: bad lines the page lists (stderr has them all)
 SHOWN_BAD: Final = 50
 

@@ -38,17 +38,6 @@ from budgetconf.events import (
     version_of,
 )
 
-__all__ = [
-    "MAX_EVENTS_BYTES",
-    "Bad",
-    "Child",
-    "Events",
-    "RunView",
-    "Turn",
-    "parse_events",
-    "read_events",
-]
-
 #: the largest events file read: a 10,000-turn run writes about 5 MB
 MAX_EVENTS_BYTES: Final = 256 << 20
 #: the largest count an event may hold, as every count in budgetconf

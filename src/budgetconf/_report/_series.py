@@ -10,8 +10,6 @@ from budgetconf._report._charts import Chart, Mark
 from budgetconf._report._read import RunView, Turn
 from budgetconf._report._text import number
 
-__all__ = ["charts"]
-
 
 def _count(value: float) -> str:
     return number(int(value)) if value == int(value) else number(value)

@@ -8,8 +8,6 @@ from typing import Any, Final
 from budgetconf._report._read import Child, RunView, Turn
 from budgetconf._report._text import attr, number, text
 
-__all__ = ["budgets", "children", "fields", "ledger", "turns", "value"]
-
 #: a run longer than this shows its turns folded, to be opened
 FOLDED_TURNS: Final = 200
 #: the keys every event carries, which a table of an event's own keys leaves out

@@ -15,8 +15,6 @@ from typing import Final
 
 from budgetconf._text import clipped, escape
 
-__all__ = ["SHOWN", "attr", "number", "text"]
-
 #: characters of one text a page cell shows
 SHOWN: Final = 200
 

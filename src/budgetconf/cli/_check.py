@@ -26,8 +26,6 @@ from budgetconf.cli._resolution import Resolved, chosen_preset
 if TYPE_CHECKING:
     from budgetconf._engine import Preset
 
-__all__ = ["check", "command"]
-
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``check``: a preset file that cannot be read fails it as explain's would."""

@@ -20,8 +20,6 @@ from budgetconf._presets import preset_names
 from budgetconf.cli._output import EXIT_OK
 from budgetconf.cli._parser import CommandLine, build
 
-__all__ = ["SHELLS", "command", "script"]
-
 _BASH: Final = """\
 _budgetconf() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}

@@ -19,8 +19,6 @@ from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, say, write_json
 from budgetconf.cli._parser import OPTIONS, CommandLine, Usage, parse
 from budgetconf.cli._resolution import PresetFailed, resolve
 
-__all__ = ["changes", "command", "render"]
-
 _SIDES: Final = ("before", "after")
 
 

@@ -18,8 +18,6 @@ from budgetconf.ledger._address import conceal
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
 
-__all__ = ["command", "explain", "preset_failed", "shown"]
-
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``explain``: the exit code is 1 when a value or a source failed, or with

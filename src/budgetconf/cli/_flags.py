@@ -26,19 +26,6 @@ from budgetconf._schema import Field
 from budgetconf._spelling import did_you_mean
 from budgetconf.errors import PresetError
 
-__all__ = [
-    "DEST",
-    "PRESET_ENV",
-    "BudgetFlag",
-    "Flags",
-    "add_flags",
-    "flags_of",
-    "given_flags",
-    "preset_option",
-    "shadowed",
-    "unknown_hint",
-]
-
 #: the variable that names the preset when --preset does not
 PRESET_ENV: Final = "BUDGETCONF_PRESET"
 #: the namespace attribute that holds the flags given, as ``--max-steps=5`` each, in order

@@ -20,8 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
 
-__all__ = ["described", "framework_choice", "refused", "write"]
-
 
 def framework_choice(text: str) -> str:
     """The module name of the framework ``text`` names (argparse's type for ``--for``)."""

@@ -29,8 +29,6 @@ from budgetconf.errors import UsageError
 from budgetconf.sources import KINDS, Request
 from budgetconf.sources.profile import is_path
 
-__all__ = ["WriteError", "command", "init"]
-
 _TITLE: Final = {kind: KINDS[kind].KIND.title for kind in FILE_KINDS}
 
 

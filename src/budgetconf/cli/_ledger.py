@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from budgetconf.ledger import Ledger, LedgerStatus, LedgerURL
     from budgetconf.loop import LedgerSettings, Limit
 
-__all__ = ["command", "status_document"]
-
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``ledger status`` or ``ledger runs``."""

@@ -21,22 +21,6 @@ from budgetconf._text import escape, escape_json, escape_toml
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
 
-__all__ = [
-    "EXIT_ERROR",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "Guarded",
-    "comment",
-    "document",
-    "json_text",
-    "plural",
-    "problems",
-    "say",
-    "styled",
-    "toml_text",
-    "write_json",
-]
-
 EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
 EXIT_USAGE: Final = 64

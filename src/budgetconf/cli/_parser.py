@@ -27,22 +27,6 @@ if TYPE_CHECKING:
     #: what carries a command out: the exit code of the parsed line, written to out and err
     Handler: TypeAlias = Callable[["CommandLine", TextIO, TextIO], int]
 
-__all__ = [
-    "FILE_KINDS",
-    "OPTIONS",
-    "PRESET_ENV",
-    "Command",
-    "CommandLine",
-    "Usage",
-    "add_format_and_fields",
-    "add_preset",
-    "add_resolution_options",
-    "build",
-    "declared",
-    "parse",
-    "split",
-]
-
 DIFF: Final = "--diff"  # splits explain's arguments into two sides, before any parsing
 #: the package whose modules declare the commands, one module each
 _DECLARATIONS: Final = "budgetconf.cli._commands"

@@ -14,12 +14,11 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from budgetconf._files import FileProblem
-from budgetconf._report import Events, parse_events, read_events, render
+from budgetconf._report._page import render
+from budgetconf._report._read import Events, parse_events, read_events
 from budgetconf._text import escape
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, plural, say
 from budgetconf.cli._parser import CommandLine, Usage
-
-__all__ = ["command", "default_page", "page_problem", "run_page", "write_page"]
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:

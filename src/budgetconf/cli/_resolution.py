@@ -16,13 +16,10 @@ from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_requ
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
 from budgetconf._schema import Schema
-from budgetconf.cli._flags import given_flags, shadowed
-from budgetconf.cli._parser import OPTIONS, PRESET_ENV, CommandLine, Usage
+from budgetconf.cli._flags import PRESET_ENV, given_flags, shadowed
+from budgetconf.cli._parser import OPTIONS, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
 from budgetconf.sources import Request
-
-__all__ = ["PresetFailed", "Resolved", "chosen_fields", "chosen_preset", "resolve"]
-
 
 #: the warning of a resolution made in a working directory that was removed
 GONE = (

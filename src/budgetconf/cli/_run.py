@@ -27,8 +27,6 @@ from budgetconf.events import EventsFile
 from budgetconf.integrations._urls import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
 
-__all__ = ["Server", "chosen_model", "command", "not_run", "opened", "run"]
-
 EXIT_BY_STATUS: Final = {"ok": 0, "failed": 1, "truncated": 2, "blocked": 3}
 
 

@@ -21,8 +21,6 @@ from budgetconf.cli._output import EXIT_OK, write_json
 from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
 from budgetconf.cli._resolution import chosen_preset
 
-__all__ = ["FILE_KINDS", "command", "json_schema"]
-
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: the sources that read a settings file of sections, with the format of that file
 

@@ -31,16 +31,15 @@ from rich.table import Table
 from rich.text import Text
 
 from budgetconf._engine import Preset
+from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MASK, Field
+from budgetconf._schema import Field
 from budgetconf._text import escape
 from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf._values import show_typed
 from budgetconf.cli._output import styled
 from budgetconf.ledger._address import conceal
 from budgetconf.sources import SourceStatus
-
-__all__ = ["Shortener", "candidate_text", "render"]
 
 _STYLE: Final = {
     Status.WON: "bold cyan",

@@ -26,12 +26,6 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bri
     #: what a bridge does with a budget it cannot enforce: refuse it, or warn and run
     Unenforced: TypeAlias = Literal["error", "warn"]
 
-__all__ = [
-    "BridgeResult",
-    "bridge_budget",
-    "refuse_conflicting",
-]
-
 
 class BridgeResult(Record):
     """How a framework's run ended, with `RunResult`'s names, its own result and its name.

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
     Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
-__all__ = ["FRAMEWORKS", "Framework", "describe", "framework_named", "uncounted"]
-
 #: the plain keyword arguments `limits()` gives, before the bridge builds framework objects
 
 _B = BudgetName

@@ -7,8 +7,6 @@ hint gives both forms.
 
 from __future__ import annotations
 
-__all__ = ["install_hint", "missing"]
-
 
 def install_hint(extra: str) -> str:
     """``pip install 'budgetconf[EXTRA]' (from a checkout: pip install -e '.[EXTRA]')``."""

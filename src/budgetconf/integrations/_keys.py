@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 
-from budgetconf._schema import MASK
-
-__all__ = ["forms", "key_flaw", "masked"]
+from budgetconf._record import MASK
 
 #: pieces of a key shorter than this are not masked on their own: they would garble the text
 _PIECE: int = 4

@@ -38,8 +38,6 @@ from budgetconf.integrations._langgraph_run import (
     usage_of,
 )
 
-__all__ = ["MeterMiddleware"]
-
 
 class MeterMiddleware(AgentMiddleware[Any, Any, Any]):
     """Each model call and tool call of a ``create_agent`` graph, through the run's Meter."""

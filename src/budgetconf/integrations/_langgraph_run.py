@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from budgetconf.integrations._bridge import BridgeResult
     from budgetconf.loop import Budget, RunResult
 
-__all__ = ["METERING", "Ended", "Everything", "GraphRun", "calls_of", "text_of", "usage_of"]
-
 #: the bridged run the graph is running in, if any: what the bridge's middleware drives
 METERING: ContextVar[GraphRun | None] = ContextVar("budgetconf_langgraph_run", default=None)
 _AI: Final = frozenset({"ai", "AIMessageChunk"})

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from budgetconf.integrations._frameworks import Framework
     from budgetconf.loop import Budget
 
-__all__ = ["UNSEEN", "Bridged"]
-
 #: the answer of a call the framework makes that no response the bridge saw asked for
 UNSEEN = "not executed: no model response this run has seen asked for this call"
 

@@ -44,8 +44,6 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from budgetconf.integrations._metered import Bridged
     from budgetconf.loop import Budget, RunResult
 
-__all__ = ["Watch", "default_loop"]
-
 _FRAMEWORK: Final = FRAMEWORKS["openai_agents"]
 
 

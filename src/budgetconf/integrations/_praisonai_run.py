@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from budgetconf.integrations._bridge import BridgeResult
     from budgetconf.loop import Budget
 
-__all__ = ["Deadline", "Offered", "Stop", "ToolError", "Watch", "claimed"]
-
 _FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 
 #: the agent's attributes a run lends over: its client, its dispatcher, its tool execution

@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from budgetconf.integrations._metered import Bridged
     from budgetconf.loop import Call, RunResult, Usage
 
-__all__ = ["Ended", "MeteredModel", "MeteredTools", "Metering"]
-
 #: pydantic-ai's finish reasons that mean what the executor's ``length`` and
 #: ``content_filter`` mean (a response cut short, or blocked); the others are read from the calls
 _BLOCKS: Final = {"length": "length", "content_filter": "content_filter"}

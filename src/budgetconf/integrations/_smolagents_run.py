@@ -43,8 +43,6 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from budgetconf.integrations._metered import Bridged
     from budgetconf.loop import Budget
 
-__all__ = ["FINAL_ANSWER", "Ended", "Session", "text_of"]
-
 #: smolagents' own answer tool: a call of it is the run's final answer, not a tool call
 FINAL_ANSWER: Final = "final_answer"
 

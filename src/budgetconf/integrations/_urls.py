@@ -1,7 +1,5 @@
 """URLs as a message may show them: the credentials in one never reach a person."""
 
-__all__ = ["shown_url"]
-
 
 def shown_url(url: object) -> str:
     """``url`` as a message may show it: without a user name or password, no final slash."""

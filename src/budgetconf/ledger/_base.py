@@ -20,22 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any, Final
 
-__all__ = [
-    "KEPT_RUNS",
-    "REMEMBERED_SECONDS",
-    "RUN_KEYS",
-    "WINDOWS",
-    "Ledger",
-    "LedgerStatus",
-    "Reservation",
-    "counts",
-    "iso",
-    "run_records",
-    "unavailable",
-    "window_bounds",
-    "window_key",
-]
-
 #: the window kinds; each is its own counter: what is spent under ``day`` is not seen under ``hour``
 WINDOWS: Final = ("none", "hour", "day", "month")
 #: the run records a ledger keeps at least, per scope

@@ -21,19 +21,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = [
-    "NANO",
-    "Asked",
-    "check_lease",
-    "check_limit",
-    "check_reservation",
-    "check_scope",
-    "checked_usage",
-    "from_nano",
-    "run_record",
-    "to_nano",
-]
-
 #: costs are counted in whole billionths of a dollar: sums are exact and in any order
 #: the same, and "exactly to the maximum" means what it says
 NANO: Final = 1_000_000_000

@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["RedisLedger"]
-
 REMEMBERED_MS: Final = int(REMEMBERED_SECONDS * 1000)
 
 #: the functions every script starts with: the server's clock, the sweep of expired leases,

@@ -57,8 +57,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["SQLiteLedger"]
-
 #: the schema this code writes; a database of another one is not opened
 SCHEMA: Final = "1"
 #: the pause between two tries at opening a database another process holds

@@ -13,16 +13,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from budgetconf._loop_table import LastTurn, LoopSpec, OverCap, StopReason
+from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._rules import Rule
-from budgetconf._schema import MASK, Field
+from budgetconf._schema import Field
 from budgetconf._trace import FieldTrace, shown_locator
 from budgetconf._values import show_value
 from budgetconf.errors import PresetError, UsageError, UsageTypeError
 from budgetconf.ledger._address import LedgerURL, parse_url, shown_url
-
-__all__ = ["Budget", "LedgerSettings", "Limit"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,17 +14,15 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from budgetconf._schema import MASK
+from budgetconf._loop_table import StopReason
+from budgetconf._record import MASK
 from budgetconf._values import show_value
 from budgetconf.events import BUDGET_EXHAUSTED, CHILD_END, CHILD_START
 from budgetconf.loop._meter import Meter, add_usage
-from budgetconf.loop._reasons import StopReason
 
 if TYPE_CHECKING:
     from budgetconf._usage import Usage
     from budgetconf.loop._result import RunResult
-
-__all__ = ["ChildMeter", "chain_of", "left_of", "task_now"]
 
 
 def task_now() -> object:

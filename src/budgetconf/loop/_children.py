@@ -36,16 +36,6 @@ if TYPE_CHECKING:
 
     from budgetconf.loop._result import Totals
 
-__all__ = [
-    "ChildBudget",
-    "RunHandle",
-    "current_run",
-    "enter",
-    "leave",
-    "meter_for",
-    "running",
-]
-
 
 #: the budgets a child shares with its parent: its limit is at most what the parent has left
 SHARED: Final = ("max_tokens", "max_cost_usd", "max_tool_calls", "timeout_seconds")

@@ -18,15 +18,14 @@ from budgetconf.loop._budget import Budget, budget_of
 from budgetconf.loop._children import enter, leave, meter_for
 from budgetconf.loop._faults import Deadline, Interrupted, Raised, describe, received
 from budgetconf.loop._response import tool_specs
-from budgetconf.loop._run import ChildRun, Event, Invoke, Message, Run, RunResult, Totals
+from budgetconf.loop._result import Event, Message, RunResult, Totals
+from budgetconf.loop._run import ChildRun, Invoke, Run
 
 if TYPE_CHECKING:
     import concurrent.futures
     import os
 
     from budgetconf._resolution import Resolution
-
-__all__ = ["LoopExecutor"]
 
 #: return types that are never awaitable, so the common case skips the check
 _PLAIN: Final = frozenset({dict, str, int, float, bool, list, tuple, type(None)})

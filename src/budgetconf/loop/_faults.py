@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["PASSING", "Deadline", "Interrupted", "Raised", "describe", "received"]
-
 #: what is never a call's fault: an interrupt ends the run cancelled, an exit goes past it
 PASSING: Final = (KeyboardInterrupt, SystemExit)
 

@@ -76,9 +76,6 @@ if TYPE_CHECKING:
         ) -> RunResult: ...
 
 
-__all__ = ["Draw"]
-
-
 class Draw:
     """One run's use of the shared ledger its budget names."""
 

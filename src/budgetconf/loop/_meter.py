@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, Final
 
-from budgetconf._loop_table import LastTurn
+from budgetconf._loop_table import LastTurn, StopReason
 from budgetconf._usage import Usage
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -41,7 +41,6 @@ from budgetconf.events import (
 )
 from budgetconf.loop._faults import PASSING, describe
 from budgetconf.loop._plan import Planning
-from budgetconf.loop._reasons import StopReason
 from budgetconf.loop._result import Event, Message, RunResult, Totals
 
 if TYPE_CHECKING:
@@ -50,8 +49,6 @@ if TYPE_CHECKING:
     from budgetconf.events import Sink
     from budgetconf.loop._budget import Budget
     from budgetconf.loop._ledger import Draw
-
-__all__ = ["Meter", "add_usage"]
 
 _now = time.time  # an event's time: seconds since the epoch (a global lookup, not two)
 _monotonic = time.monotonic

@@ -15,7 +15,7 @@ import time
 from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
-from budgetconf._loop_table import OverCap
+from budgetconf._loop_table import OverCap, StopReason
 from budgetconf._usage import NO_USAGE, Usage
 from budgetconf.events import (
     BATCH_REJECTED,
@@ -27,15 +27,13 @@ from budgetconf.events import (
     TOOL_STARTED,
 )
 from budgetconf.loop._faults import describe
-from budgetconf.loop._reasons import BLOCKS, StopReason, blocked_message
+from budgetconf.loop._reasons import BLOCKS, blocked_message
 from budgetconf.loop._response import Call
 from budgetconf.loop._result import Event, RunResult
 
 if TYPE_CHECKING:
     from budgetconf.loop._budget import Budget, Limit
     from budgetconf.loop._ledger import Draw
-
-__all__ = ["Plan", "Planning"]
 
 _now = time.time
 _monotonic = time.monotonic

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from budgetconf._loop_table import RunStatus, StopReason
-
-__all__ = ["BLOCKS", "RunStatus", "StopReason", "blocked_message"]
+from budgetconf._loop_table import StopReason
 
 #: a provider's finish_reason that blocks a response -> the stop it surfaces as
 BLOCKS: Final = {

@@ -16,8 +16,6 @@ from typing import Any, Final
 
 from budgetconf._usage import NO_USAGE, Unreadable, Usage, kind_of, read_usage
 
-__all__ = ["Call", "Malformed", "Response", "read_response", "tool_specs", "tool_text"]
-
 FINISH_REASONS: Final = frozenset({"stop", "tool_calls", "length", "content_filter", "refusal"})
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetconf._loop_table import RunStatus, StopReason
 from budgetconf._usage import NO_USAGE, Usage
-from budgetconf.loop._reasons import RunStatus, StopReason
-
-__all__ = ["Event", "Message", "RunResult", "Totals"]
 
 Message = dict[str, Any]
 Event = dict[str, Any]

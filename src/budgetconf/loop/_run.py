@@ -13,6 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from budgetconf._loop_table import StopReason
 from budgetconf.errors import ModelError
 from budgetconf.events import STOPPED, TOOL_REFUSED, RunInfo
 from budgetconf.loop._budget import Budget
@@ -20,11 +21,8 @@ from budgetconf.loop._child_meter import ChildMeter
 from budgetconf.loop._faults import PASSING, Deadline, Interrupted, Raised, describe
 from budgetconf.loop._meter import Meter
 from budgetconf.loop._plan import Plan
-from budgetconf.loop._reasons import StopReason
 from budgetconf.loop._response import Call, Malformed, Response, read_response, tool_text
 from budgetconf.loop._result import Event, Message, RunResult, Totals
-
-__all__ = ["ChildRun", "Event", "Invoke", "Message", "Run", "RunResult", "Totals"]
 
 
 @dataclass(slots=True)

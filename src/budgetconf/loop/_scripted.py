@@ -9,8 +9,6 @@ from typing import Any, Final
 
 from budgetconf.errors import UsageError
 
-__all__ = ["ScriptedModel"]
-
 MAX_SCRIPT_BYTES: Final = 16 << 20  # a script is read whole; /dev/zero must not be
 
 

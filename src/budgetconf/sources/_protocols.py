@@ -15,8 +15,6 @@ from budgetconf._description import SourceKind, SourceSpec
 from budgetconf._schema import Schema
 from budgetconf.sources._records import Context, Layer
 
-__all__ = ["Source", "SourceClass"]
-
 
 @runtime_checkable
 class Source(Protocol):

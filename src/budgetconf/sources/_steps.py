@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from budgetconf._formats import Document, Items, Table
-from budgetconf._record import Record, set_field
-from budgetconf._schema import Unusable
+from budgetconf._record import Record, Unusable, set_field
 from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped, listed
 from budgetconf._values import typed_text
