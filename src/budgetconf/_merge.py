@@ -277,7 +277,7 @@ def _check(field: Field, offer: Offer) -> tuple[Value, str | None]:
 
 def _policy(spec: SourceSpec, schema: Schema, path: str | None) -> Policy:
     """The source's invalid policy for the field at ``path``: ``error`` for a strict one
-    (``ledger.url``), whatever the source's."""
+    (a `ledger-url` one), whatever the source's."""
     field = None if path is None else schema.by_path.get(path)
     return Policy.ERROR if field is not None and field.strict else spec.invalid
 
