@@ -123,7 +123,7 @@ def sides() -> dict[str, Callable[[], int]]:
     agent = Agent(
         name="b", instructions="Add.", tools=[add], execution=ExecutionConfig(max_steps=TURNS)
     )
-    budget = {"execution.max_steps": TURNS}
+    budget = {"loop.max_steps": TURNS}
     agent.start("warm up", stream=False, output="silent")  # first use loads its client
 
     # the agent keeps its chat history from run to run, and each request sends it whole:

@@ -54,6 +54,17 @@ def test_a_budget_left_at_its_default_is_not_refused() -> None:
     assert budget.limits["max_tool_calls_per_turn"].source == "default"
 
 
+@pytest.mark.parametrize("name", sorted(FRAMEWORKS))
+def test_budget_none_resolves_the_default_preset_or_the_one_named(name: str) -> None:
+    """Every bridge, PraisonAI's too, resolves the default preset for budget=None, and the
+    preset a `preset=` keyword names, as `budgetconf.resolve` does."""
+    framework = FRAMEWORKS[name]
+    default = bridge_budget(framework, None, {"env": {}}, through="run")
+    named = bridge_budget(framework, None, {"env": {}, "preset": "praisonai"}, through="run")
+    assert (default.preset, default.value("max_steps")) == ("budgetconf", 40)
+    assert (named.preset, named.value("max_steps")) == ("praisonai", 20)
+
+
 def test_resolve_keywords_go_with_budget_none_only() -> None:
     with pytest.raises(budgetconf.UsageError, match="resolve keywords are for budget=None"):
         bridge_budget(AGENTS, {"loop.max_steps": 3}, {"env": {}}, through="run")

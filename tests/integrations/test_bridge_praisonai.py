@@ -120,11 +120,13 @@ def _env(**values: str) -> budgetconf.Resolution:
 def test_a_step_stop_names_the_field_and_answers_the_last_turns_calls_as_not_executed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Three model calls under a budget of 3; the third one's call is answered, not run."""
+    """Three model calls under a budget of 3; the third one's call is answered, not run. The
+    PraisonAI contract, named: its field, and its own wrap-up notice on the last turn."""
     tools = Tools()
     with serving(_calls(9)) as chat:
         agent = _agent(chat, monkeypatch, tools)
-        result = bridge.run(agent, "add", {"execution.max_steps": 3})
+        contract = budgetconf.resolve("praisonai", explicit={"execution.max_steps": 3})
+        result = bridge.run(agent, "add", contract)
     assert (result.status, result.stop_reason, result.stop_kind) == (
         RunStatus.TRUNCATED,
         "max_steps",
@@ -222,7 +224,7 @@ def test_a_response_reporting_more_tokens_than_a_response_can_use_fails_the_run(
     tools = Tools()
     huge = reply("adding", calls=[("call_0", "add", {"a": 1, "b": 1})], usage=(10, 2**63 - 11))
     with serving([huge, *_calls(3)]) as chat:
-        result = bridge.run(_agent(chat, monkeypatch, tools), "add", {"execution.max_steps": 3})
+        result = bridge.run(_agent(chat, monkeypatch, tools), "add", {"loop.max_steps": 3})
     assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 1)
     assert result.message.startswith("failed: malformed model response: usage.completion_tokens:")
     assert "more tokens than one response can use" in result.message
@@ -235,7 +237,7 @@ def test_the_text_sent_with_earlier_tool_calls_is_the_output(
     """The last text the model sent is the output of a run the budget stopped."""
     script = [*_calls(1, "first I add"), *_calls(5)]
     with serving(script) as chat:
-        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add", {"execution.max_steps": 3})
+        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add", {"loop.max_steps": 3})
     assert (result.stop_reason, result.output) == ("max_steps", "first I add")
 
 
@@ -320,20 +322,34 @@ def test_a_budget_only_run_enforces_is_refused_through_limits_and_cost_everywher
 def test_limits_are_the_presets_values_as_explain_shows_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """limits() gives the preset's ExecutionConfig, which the framework itself enforces."""
+    """limits() gives the preset's ExecutionConfig, which the framework itself enforces: the
+    default preset's, as every bridge's, or the PraisonAI contract's when it is named."""
     assert bridge.limits() == {
-        "execution": ExecutionConfig(max_steps=20, max_tool_calls_per_turn=10)
+        "execution": ExecutionConfig(max_steps=40, max_tool_calls_per_turn=10)
     }
-    given = bridge.limits(explicit={"execution.max_steps": 2})["execution"]
+    named = bridge.limits(preset="praisonai")["execution"]
+    assert (named.max_steps, named.max_tool_calls_per_turn) == (20, 10)
+    given = bridge.limits(explicit={"loop.max_steps": 2})["execution"]
     assert (given.max_steps, given.max_tool_calls_per_turn) == (2, 10)
     code = bridge.limits("praisonai-code")["execution"]
     assert (code.max_steps, code.max_tool_calls_per_turn) == (200, 200)
     with serving(_calls(9)) as chat:
-        agent = _agent(
-            chat, monkeypatch, Tools(), **bridge.limits(explicit={"execution.max_steps": 2})
-        )
+        agent = _agent(chat, monkeypatch, Tools(), **bridge.limits(explicit={"loop.max_steps": 2}))
         agent.start("add", stream=False, output="silent")
     assert (agent.last_stop_reason, len(chat.received)) == ("max_steps", 2)
+
+
+def test_budget_none_reads_the_budget_variables_as_every_bridge_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BUDGETCONF_MAX_STEPS bounds a run given no budget, through limits() and run() alike."""
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "3")
+    assert bridge.limits()["execution"].max_steps == 3
+    with serving(_calls(9)) as chat:
+        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add")
+    assert (result.stop_reason, result.turns, len(chat.received)) == ("max_steps", 3, 3)
+    assert result.limit is not None
+    assert result.limit["locator"] == "env:BUDGETCONF_MAX_STEPS"
 
 
 def test_limits_warns_nothing_before_any_agent_exists() -> None:
@@ -342,7 +358,7 @@ def test_limits_warns_nothing_before_any_agent_exists() -> None:
         "from budgetconf.integrations import praisonai\n"
         "print(praisonai.limits()['execution'].max_steps)\n"
     )
-    assert _python(code, "-W", "error") == "20\n"
+    assert _python(code, "-W", "error") == "40\n"
 
 
 def test_a_keyword_that_sets_a_limit_of_its_own_or_streams_is_refused() -> None:
@@ -445,7 +461,7 @@ def test_the_agents_own_execution_client_and_tools_are_back_after_the_run(
                 return real_start(*args, **kwargs)
 
             monkeypatch.setattr(agent, "start", start)
-            result = bridge.run(agent, "add", {"execution.max_steps": 2})
+            result = bridge.run(agent, "add", {"loop.max_steps": 2})
         assert seen == [(3, False, True)]  # and no uncounted continuation calls
         assert _borrowed(agent) == before
         assert (agent.execution, agent._execution_config) == (own, own)
@@ -783,7 +799,7 @@ def test_a_run_emits_the_executors_events_to_on_event_under_its_name(
     assert (started["name"], started["framework"], started["preset"]) == (
         "adder-run",
         "praisonai",
-        "praisonai",
+        "budgetconf",  # budget=None: the default preset, as in every bridge
     )
     assert {e["run_id"] for e in heard} == {result.run_id}
 
@@ -828,7 +844,7 @@ def test_one_agent_runs_one_bridged_run_at_a_time_and_two_agents_may_overlap(
         assert other._openai_client is not None  # made now: an agent keeps its first client
         monkeypatch.setenv("OPENAI_BASE_URL", first.url)
         thread = threading.Thread(
-            target=lambda: results.append(bridge.run(other, "add", {"execution.max_steps": 4}))
+            target=lambda: results.append(bridge.run(other, "add", {"loop.max_steps": 4}))
         )
         thread.start()
         result = bridge.run(agents[0], "add")
@@ -899,7 +915,7 @@ def test_a_final_answer_to_the_wrap_up_notice_is_truncated(
 ) -> None:
     """The bridge asked for the wrap-up, as the executor does: its answer ends max_steps."""
     with serving([*_calls(1), reply("what I have so far")]) as chat:
-        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add", {"execution.max_steps": 2})
+        result = bridge.run(_agent(chat, monkeypatch, Tools()), "add", {"loop.max_steps": 2})
     assert (result.status, result.stop_reason, result.output) == (
         RunStatus.TRUNCATED,
         "max_steps",

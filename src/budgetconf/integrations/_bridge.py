@@ -118,17 +118,17 @@ def bridge_budget(
     *,
     through: Literal["limits", "run"],
     unenforced: Unenforced = "error",
-    default_preset: str | None = None,
 ) -> Budget:
     """The `Budget` to run with, checked: every budget set is enforced, or refused.
 
-    ``budget`` None resolves ``default_preset`` (the default preset when None)
-    with ``resolve_kwargs``. A budget the framework cannot enforce ``through``
-    `limits()` or `run()` is a `UsageError` naming the field and the framework,
-    or with ``unenforced="warn"`` one `BudgetConfWarning`, but for a budget the
-    policy set or clamped, which is refused whatever ``unenforced`` says; a budget whose value
-    is the preset's own default is left unenforced without a word, as the
-    framework's table says.
+    ``budget`` None resolves ``resolve_kwargs`` (``preset=`` among them; the
+    default preset without it), as `budgetconf.resolve` does. A budget the
+    framework cannot enforce ``through`` `limits()` or `run()` is a
+    `UsageError` naming the field and the framework, or with
+    ``unenforced="warn"`` one `BudgetConfWarning`, but for a budget the policy
+    set or clamped, which is refused whatever ``unenforced`` says; a budget
+    whose value is the preset's own default is left unenforced without a word,
+    as the framework's table says.
     """
     from budgetconf.loop import Budget
 
@@ -137,8 +137,7 @@ def bridge_budget(
     if budget is None:
         from budgetconf._resolve import resolve
 
-        preset = default_preset if default_preset is not None else "budgetconf"
-        checked = Budget.from_resolution(resolve(preset, **resolve_kwargs))
+        checked = Budget.from_resolution(resolve(**resolve_kwargs))
     elif resolve_kwargs:
         raise UsageError("resolve keywords are for budget=None: the budget given is resolved")
     else:

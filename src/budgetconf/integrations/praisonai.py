@@ -4,7 +4,8 @@
 **limits(res))``; `run(agent, prompt, budget)` runs one ``agent.start(prompt,
 stream=False, output="silent")`` through the executor's `Meter`, and returns a
 `BridgeResult` whose ``message``, ``limit``, ``usage`` and ``events`` are the
-executor's. ``budget=None`` resolves the ``praisonai`` preset.
+executor's. ``budget=None`` resolves the default preset, as every bridge does;
+``preset="praisonai"`` gives the PraisonAI contract's values and sources.
 
 =========================  ==============================================================
 budget                     enforced by
@@ -62,7 +63,6 @@ except ImportError:
 __all__ = ["limits", "run"]
 
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
-PRESET: Final = "praisonai"
 #: the steps lent for a budget that sets none: more than any run makes
 _NO_STEP_BUDGET: Final = 2**31 - 1
 
@@ -70,12 +70,11 @@ _NO_STEP_BUDGET: Final = 2**31 - 1
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
     """``{"execution": ExecutionConfig(max_steps=…, max_tool_calls_per_turn=…)}`` for `Agent`.
 
-    ``budget`` None resolves the ``praisonai`` preset with ``resolve_kwargs``.
+    ``budget`` None resolves ``resolve_kwargs`` (the default preset unless they name
+    another, such as ``preset="praisonai"``).
     A budget set that `ExecutionConfig` does not enforce is a `UsageError`.
     """
-    checked = bridge_budget(
-        FRAMEWORK, _preset(budget), resolve_kwargs, through="limits", default_preset=PRESET
-    )
+    checked = bridge_budget(FRAMEWORK, budget, resolve_kwargs, through="limits")
     return {"execution": _config(FRAMEWORK.keywords(checked, {})["execution"])}
 
 
@@ -104,9 +103,7 @@ def run(
             "stream=True: run() reads the finished answer; to stream, pass"
             " **limits(...) to Agent and iterate agent.start(...) yourself"
         )
-    checked = bridge_budget(
-        FRAMEWORK, _preset(budget), {}, through="run", unenforced=unenforced, default_preset=PRESET
-    )
+    checked = bridge_budget(FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
     if not isinstance(agent, praisonaiagents.Agent):
         raise UsageError(f"agent: expected a praisonaiagents Agent, got {type(agent).__name__}")
     _refuse_streaming(agent, framework_kwargs.setdefault("output", "silent"))
@@ -130,15 +127,6 @@ def run(
             except Exception as exc:  # the framework's own failure, outside model and tools
                 return watch.bridged.failed(exc)
     return watch.finished(answer)
-
-
-def _preset(budget: object) -> object:
-    """A mapping of field values is read by the ``praisonai`` preset, as budget=None is."""
-    if isinstance(budget, Mapping):
-        from budgetconf._resolve import resolve
-
-        return resolve(PRESET, explicit=budget)
-    return budget
 
 
 def _config(values: Mapping[str, Any], own: Any = None) -> Any:
