@@ -167,6 +167,50 @@ def test_runs_lists_the_latest_records_newest_first(
     assert (code, out) == (0, "no runs recorded in scope nobody\n")
 
 
+def test_a_record_s_field_cannot_forge_a_row_of_the_table(
+    url: str, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """A field's line break or tab is shown escaped, in its own cell; JSON keeps it as it is."""
+    with open_ledger(url) as led:
+        led.record_run({"run_id": "r-1", "scope": "team-c", "host": "box\nforged row\tend"})
+    env = {"BUDGETCONF_LEDGER_URL": url}
+    code, out, err = cli("ledger", "runs", "--scope", "team-c", env=env, cwd=tmp_path)
+    assert (code, err) == (0, "")
+    _, *rows = out.splitlines()
+    assert len(rows) == 1
+    assert "box\\nforged row\\tend" in rows[0]
+    code, out, _ = cli("ledger", "runs", "--scope", "team-c", "--format", "json", env=env)
+    assert json.loads(out)[0]["host"] == "box\nforged row\tend"
+
+
+def test_a_ledger_in_a_folder_that_does_not_exist_is_said_so(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """No run could create that database either: the message names the missing folder."""
+    env = {"BUDGETCONF_LEDGER_URL": "sqlite:///nowhere/ledger.db"}
+    code, out, err = cli("ledger", "status", env=env, cwd=tmp_path)
+    assert (code, out) == (1, "")
+    assert err == (
+        "budgetconf: error: ledger sqlite:///nowhere/ledger.db cannot be read: its folder"
+        " 'nowhere' does not exist\n"
+    )
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_each_view_and_option_of_ledger_says_what_it_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The views' help reads as English, and --format says what each choice gives."""
+    with pytest.raises(SystemExit):
+        main(["ledger", "--help"])
+    out = capsys.readouterr().out
+    assert "    status    a scope's spent, reserved and left\n" in out
+    assert "    runs      a scope's latest runs\n" in out
+    with pytest.raises(SystemExit):
+        main(["ledger", "status", "--help"])
+    assert "table: aligned lines for a person" in " ".join(capsys.readouterr().out.split())
+
+
 def test_status_without_a_ledger_url_says_where_it_would_be_set(
     tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
 ) -> None:

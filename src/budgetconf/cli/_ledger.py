@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
+from budgetconf._text import clipped, escape
 from budgetconf._text_formats import text_problem
 from budgetconf._trace import shown_locator
 from budgetconf._values import plain_number
@@ -69,6 +70,9 @@ def _missing_database(address: LedgerURL) -> str | None:
     and a mistyped path would then show a spend of nothing."""
     if address.path is None or os.path.exists(address.path):
         return None
+    folder = os.path.dirname(address.path) or "."
+    if not os.path.isdir(folder):  # a run could not create it either
+        return f"ledger {address.shown} cannot be read: its folder {folder!r} does not exist"
     return f"ledger {address.shown} does not exist yet (a run that draws on it creates it)"
 
 
@@ -142,9 +146,11 @@ def _runs(ledger: Ledger, scope: str, limit: int, fmt: str, out: TextIO) -> int:
 
 
 def _cell(value: object) -> str:
+    """A record's field as one cell: its line breaks and tabs escaped, so no field forges a
+    row, and cut to the length a message shows."""
     if isinstance(value, float):
         return plain_number(round(value, 6))
-    return "" if value is None else str(value)
+    return "" if value is None else clipped(escape(str(value), keep=""))
 
 
 def _where_to_set(res: Resolution) -> str:

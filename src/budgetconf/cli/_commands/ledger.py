@@ -18,13 +18,21 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     # the views' parsers are of the command's own class, so their errors are usage errors too
     views = parser.add_subparsers(dest="view", metavar="VIEW")
     views.required = True
-    for view, what in (("status", "spent, reserved and left"), ("runs", "the latest runs")):
-        sub = views.add_parser(view, help=f"a scope's {what}")
+    for view, what in (
+        ("status", "a scope's spent, reserved and left"),
+        ("runs", "a scope's latest runs"),
+    ):
+        sub = views.add_parser(view, help=what)
         add_resolution_options(sub)
         sub.add_argument("--scope", metavar="S", help="the scope (default: ledger.scope)")
         if view == "runs":
             sub.add_argument("--limit", metavar="N", type=_count, default=20, help="default 20")
-        sub.add_argument("--format", choices=("table", "json"), default="table")
+        sub.add_argument(
+            "--format",
+            choices=("table", "json"),
+            default="table",
+            help="table: aligned lines for a person (the default); json: one document",
+        )
 
 
 def _carry_out(line: CommandLine, out: TextIO, err: TextIO) -> int:
