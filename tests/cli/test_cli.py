@@ -260,6 +260,42 @@ def test_explain_toml_reads_back_as_a_project_file(
     assert res.trace("loop.max_steps").source == "project"
 
 
+@pytest.mark.parametrize(
+    ("names", "how"),
+    [
+        ({"env": ["APP_DSN"], "flags": ["--dsn"]}, "set it with APP_DSN"),
+        ({"flags": ["--dsn"]}, "set it with --dsn"),
+        ({}, "write it here under [db] in full"),
+    ],
+    ids=["variable", "flag", "neither"],
+)
+def test_explain_toml_leaves_out_any_text_it_would_write_with_a_password_masked(
+    names: dict[str, list[str]],
+    how: str,
+    place: Place,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An application's text field holding a URL is shown with its password masked: the TOML
+    leaves it out, says why and how to set it, and the rest reads back as it was."""
+    preset = preset_file(
+        place.work,
+        sources=["default", "project", "env", "cli"],
+        fields={
+            "db.dsn": {"type": "text", "default": "postgres://app:hunter2@db:5432/x", **names},
+            "db.pool": {"type": "int", "default": 5},
+        },
+    )
+    code, out, err = run(["explain", "--preset", str(preset), "--format", "toml"], capsys)
+    assert (code, err) == (0, "")
+    assert "hunter2" not in out
+    expected = f"# db.dsn is left out: its password would be written as ***, not as itself; {how}."
+    assert expected in out.splitlines()
+    assert tomllib.loads(out) == {"db": {"pool": 5}}
+    place.write("settings.toml", out)
+    code, _, err = run(["check", "--preset", str(preset)], capsys)
+    assert (code, err) == (0, "")
+
+
 def test_errors_print_one_line_each_on_stderr_and_exit_1(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ and an invalid ``ledger.url`` an error under every invalid policy."""
 from __future__ import annotations
 
 import json
+import tomllib
 import warnings
 from pathlib import Path
 from typing import Any, Final
@@ -340,3 +341,53 @@ def test_an_address_that_lost_its_slashes_hides_its_password_in_the_error(url: s
         budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": url})
     assert SECRET not in str(caught.value)
     assert ":***@127.0.0.1:9/0" in str(caught.value)
+
+
+#: the comment explain's TOML leaves in place of a URL it would write with its password masked
+LEFT_OUT: Final = (
+    "# ledger.url is left out: its password would be written as ***, not as itself;"
+    " set it with BUDGETCONF_LEDGER_URL."
+)
+
+
+@pytest.mark.parametrize("url", [URL, "redis://:pw@h:6379/0", "rediss://agent:@h/1"])
+def test_explain_toml_leaves_out_a_url_it_would_write_with_its_password_masked(
+    url: str, place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A masked password is not the password: the URL is left out with a comment that says how
+    to set it, and the rest reads back as a project file that check passes."""
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", url)
+    monkeypatch.setenv("BUDGETCONF_LEDGER_SCOPE", "team-a")
+    assert main(["explain", "--format", "toml"]) == 0
+    out = capsys.readouterr().out
+    assert "***@" not in out.replace(LEFT_OUT, "")
+    assert LEFT_OUT in out.splitlines()
+    assert "url" not in tomllib.loads(out)["ledger"]
+    monkeypatch.delenv("BUDGETCONF_LEDGER_URL")
+    monkeypatch.delenv("BUDGETCONF_LEDGER_SCOPE")
+    place.write("settings.toml", out)
+    assert main(["check"]) == 0
+    assert capsys.readouterr().err == ""
+    res = budgetconf.resolve()
+    assert res["ledger.url"] is None
+    assert (res["ledger.scope"], res.trace("ledger.scope").source) == ("team-a", "project")
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://agent@127.0.0.1:9/0", "redis://127.0.0.1:9/0", "sqlite:///a:***@b.db"]
+)
+def test_explain_toml_writes_a_url_that_hides_nothing_and_it_reads_back(
+    url: str, place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No password, nothing masked: the URL is written as it is, a file name that holds ``:***@``
+    included, and read back without a warning."""
+    monkeypatch.setenv("BUDGETCONF_LEDGER_URL", url)
+    assert main(["explain", "--format", "toml"]) == 0
+    out = capsys.readouterr().out
+    assert tomllib.loads(out)["ledger"]["url"] == url
+    assert "left out" not in out
+    monkeypatch.delenv("BUDGETCONF_LEDGER_URL")
+    place.write("settings.toml", out)
+    assert main(["check"]) == 0
+    assert capsys.readouterr().err == ""
+    assert budgetconf.resolve()["ledger.url"] == url

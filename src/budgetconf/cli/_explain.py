@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from budgetconf._record import MASK
 from budgetconf._resolution import explain_document
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
@@ -17,6 +18,7 @@ from budgetconf.ledger._address import conceal
 
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
+    from budgetconf._schema import Field
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
@@ -83,26 +85,43 @@ def _toml(res: Resolution, fields: list[str]) -> str:
     """The resolved values as a project file: a table per section, unset fields left out.
 
     A value taken from another field is left out too: written down, it would
-    stop following that field.
+    stop following that field. So is every value the file cannot hold as it
+    is, with a comment that says why and how to set it: a secret field's, and
+    a text whose rendering hides part of it (a URL's password, masked). Written
+    as shown, the mask would read back as the value.
     """
     import tomli_w
 
     from budgetconf.cli._output import comment, toml_text
 
     chosen = set(fields or res.values)
+    kinds = {report.source for report in res.sources}
     sections: dict[str, dict[str, object]] = {}
-    secret: list[str] = []
+    left_out: list[str] = []
     for trace in res.traces():
-        f = trace.field
-        if f.path not in chosen or trace.value is None or trace.winner.derived_from:
+        f, value = trace.field, trace.value
+        if f.path not in chosen or value is None or trace.winner.derived_from:
             continue  # unset, or standing in for another field: left to follow that field
         if f.secret:
-            secret.append(f.path)
-            continue
-        sections.setdefault(f.section, {})[f.name] = conceal(trace.value)
-    header = [comment(f"Resolved by budgetconf explain, preset {res.preset}.")]
-    header += [comment(f"{path} is secret and left out.") for path in secret]
-    return toml_text("\n".join(header) + "\n\n" + tomli_w.dumps(sections))
+            left_out.append(f"{f.path} is secret and left out.")
+        elif conceal(value) != value:
+            left_out.append(
+                f"{f.path} is left out: its password would be written as {MASK}, not as"
+                f" itself; {_how_to_set(f, kinds)}."
+            )
+        else:
+            sections.setdefault(f.section, {})[f.name] = value
+    header = [f"Resolved by budgetconf explain, preset {res.preset}.", *left_out]
+    return toml_text("\n".join(map(comment, header)) + "\n\n" + tomli_w.dumps(sections))
+
+
+def _how_to_set(f: Field, kinds: set[str]) -> str:
+    """How to set a field the file leaves out: its variable, else its flag, else by hand."""
+    if f.env and "env" in kinds:
+        return f"set it with {f.env[0]}"
+    if f.flags and "cli" in kinds:
+        return f"set it with {f.flags[0]}"
+    return f"write it here under [{f.section}] in full"
 
 
 def preset_failed(exc: PresetFailed, fmt: str, out: TextIO, err: TextIO) -> int:
