@@ -18,7 +18,10 @@ The last valid candidate of each field wins; earlier valid ones are
 other field's value: the candidate that left it unset is ``shadowed``, and a
 candidate that carries the other field's value, source and locator wins.
 The policy source's rules are applied to each field once it is settled
-(see `budgetconf._policing`). Nothing here prints, and nothing writes a file.
+(see `budgetconf._policing`). A text whose URL has the mask (``***``) for its
+password, as every rendering shows one, is a warning wherever it was read:
+it was most likely copied from explain's output, and is no password.
+Nothing here prints, and nothing writes a file.
 """
 
 from __future__ import annotations
@@ -26,16 +29,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
-from budgetconf._record import Unusable
+from budgetconf._record import MASK, Unusable
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Field, Invalid, Schema
+from budgetconf._schema import Field, Invalid, Kind, Schema
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf._values import Value, show_value
 from budgetconf.errors import ConfigError
+from budgetconf.ledger._address import has_masked_password
 from budgetconf.sources._records import Context, Layer, Offer, Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Final
+
     from budgetconf._rules import Rule
     from budgetconf.sources._protocols import Source
 
@@ -149,6 +155,7 @@ class _Merging:
             settled[field.path] = trace
         for field in schema:
             self._warn_fallbacks(field, settled[field.path])
+            self._warn_masks(settled[field.path])
         traces = {f.path: settled[f.path] for f in schema}
         return Resolution(
             self.preset,
@@ -171,6 +178,29 @@ class _Merging:
                 self.warnings.append(
                     f"{where}: {item.reason}; ignored, using {using} from {trace.winner.where}"
                 )
+
+    def _warn_masks(self, trace: FieldTrace) -> None:
+        """A warning for each value of the field that is a URL with `MASK` for its password."""
+        field = trace.field
+        if field.kind is not Kind.TEXT:
+            return
+        for candidate in trace.candidates:
+            if candidate.status in _NO_VALUE or candidate.derived_from is not None:
+                continue  # no value, or the other field's, warned of there
+            if has_masked_password(candidate.value):
+                where = _located(field.path, candidate.locator, candidate.source)
+                warning = f"{where}: {_MASK_READ}"
+                if warning not in self.warnings:  # a file two sources read is one place
+                    self.warnings.append(warning)
+
+
+#: the statuses of a candidate that offers no value
+_NO_VALUE: Final = (Status.REJECTED, Status.EMPTY)
+#: what a warning says of a URL read with the mask for its password, after the locator
+_MASK_READ: Final = (
+    f"the URL's password is {MASK}, the mask shown in place of a password, not a password"
+    " (copied from explain's output?)"
+)
 
 
 def _settle(

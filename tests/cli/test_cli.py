@@ -279,7 +279,7 @@ def test_explain_toml_leaves_out_any_text_it_would_write_with_a_password_masked(
     leaves it out, says why and how to set it, and the rest reads back as it was."""
     preset = preset_file(
         place.work,
-        sources=["default", "project", "env", "cli"],
+        sources=["default", {"kind": "project", "path": "settings.toml"}, "env", "cli"],
         fields={
             "db.dsn": {"type": "text", "default": "postgres://app:hunter2@db:5432/x", **names},
             "db.pool": {"type": "int", "default": 5},
@@ -294,6 +294,29 @@ def test_explain_toml_leaves_out_any_text_it_would_write_with_a_password_masked(
     place.write("settings.toml", out)
     code, _, err = run(["check", "--preset", str(preset)], capsys)
     assert (code, err) == (0, "")
+    res = budgetconf.resolve(preset, env={})
+    assert res.trace("db.pool").source == "project"
+    assert res["db.dsn"] == "postgres://app:hunter2@db:5432/x"
+
+
+def test_check_fails_on_any_text_read_back_with_the_mask_for_its_password(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every text is shown with a URL's password masked, so any text read back with ``***`` for
+    a password is warned of, in one line that shows no more of it than its locator."""
+    preset = preset_file(
+        place.work,
+        sources=["default", {"kind": "project", "path": "settings.toml"}],
+        fields={"db.dsn": {"type": "text", "optional": True}},
+    )
+    path = place.write("settings.toml", '[db]\ndsn = "postgres://app:***@db:5432/x"\n')
+    code, out, err = run(["check", "--preset", str(preset)], capsys)
+    assert code == 1
+    assert err == (
+        f"budgetconf: warning: db.dsn from {path}:2 (project): the URL's password is ***, the"
+        " mask shown in place of a password, not a password (copied from explain's output?)\n"
+    )
+    assert out.startswith("check failed: 0 errors, 1 warning")
 
 
 def test_errors_print_one_line_each_on_stderr_and_exit_1(

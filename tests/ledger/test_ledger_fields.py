@@ -391,3 +391,77 @@ def test_explain_toml_writes_a_url_that_hides_nothing_and_it_reads_back(
     assert main(["check"]) == 0
     assert capsys.readouterr().err == ""
     assert budgetconf.resolve()["ledger.url"] == url
+
+
+MASKED: Final = "redis://agent:***@127.0.0.1:9/0"
+#: what a warning says of a URL read back with the mask for its password, after its locator
+MASK_READ: Final = (
+    "the URL's password is ***, the mask shown in place of a password, not a password"
+    " (copied from explain's output?)"
+)
+
+
+def _masked_way_in(way: str, place: Place) -> tuple[dict[str, Any], str]:
+    """The keywords of resolve() that bring a masked URL in ``way``, and the locator warned of."""
+    if way == "project":
+        project = place.write("settings.toml", f'[ledger]\nurl = "{MASKED}"\n')
+        return {"env": {}}, f"{project}:2 (project)"
+    if way == "profile":
+        profile = place.write("fast.json", json.dumps({"ledger": {"url": MASKED}}))
+        return {"env": {}, "profile": str(profile)}, f"{profile}:1 (profile)"
+    ways: dict[str, tuple[dict[str, Any], str]] = {
+        "env": ({"env": {"BUDGETCONF_LEDGER_URL": MASKED}}, "env:BUDGETCONF_LEDGER_URL"),
+        "flag": ({"env": {}, "argv": ["--ledger-url", MASKED]}, "--ledger-url (cli)"),
+        "code": ({"env": {}, "explicit": {"ledger.url": MASKED}}, "explicit"),
+    }
+    return ways[way]
+
+
+@pytest.mark.parametrize("way", ["project", "profile", "env", "flag", "code"])
+def test_a_url_read_back_with_the_mask_for_its_password_is_a_warning(
+    way: str, place: Place
+) -> None:
+    """``***`` is what every rendering shows for a password, so a URL whose password is ``***``
+    was most likely copied from one: one line names the field and where it was read."""
+    given, where = _masked_way_in(way, place)
+    with pytest.warns(BudgetConfWarning) as caught:
+        res = budgetconf.resolve(**given)
+    assert [str(w.message) for w in caught] == [f"ledger.url from {where}: {MASK_READ}"]
+    assert res["ledger.url"] == MASKED  # an address all the same: what it says is a warning
+
+
+def test_check_fails_on_a_file_that_holds_the_mask_for_a_password(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = place.write("settings.toml", f'[ledger]\nurl = "{MASKED}"\n')
+    assert main(["check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"budgetconf: warning: ledger.url from {path}:2 (project): {MASK_READ}\n"
+    assert "check failed: 0 errors, 1 warning" in captured.out
+
+
+def test_a_policy_that_locks_a_url_with_the_mask_for_its_password_is_warned_of(
+    place: Place,
+) -> None:
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text(json.dumps({"ledger": {"url": {"value": MASKED}}}))
+    with pytest.warns(BudgetConfWarning) as caught:
+        budgetconf.resolve(env={})
+    assert [str(w.message) for w in caught] == [
+        f"ledger.url from {place.policy}:1 (policy): {MASK_READ}"
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://agent:pw***@127.0.0.1:9/0",  # a password that holds the mask is a password
+        "redis://***@127.0.0.1:9/0",  # a user's name is never masked
+        "redis://agent:****@127.0.0.1:9/0",
+        "sqlite:///a:***@b.db",  # a file's name: nothing in it is a password
+    ],
+)
+def test_a_url_whose_password_is_not_the_mask_is_not_warned_of(url: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert budgetconf.resolve(env={"BUDGETCONF_LEDGER_URL": url})["ledger.url"] == url

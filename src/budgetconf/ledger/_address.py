@@ -116,6 +116,23 @@ def conceal(value: object) -> object:
     return shown_url(value) if isinstance(value, str) and "@" in value else value
 
 
+def has_masked_password(value: object) -> bool:
+    """Whether ``value`` is a text whose password, read as `conceal` reads it, is `MASK`: what a
+    rendering shows in a password's place, so a value copied from one, not a password.
+
+    A file's address (``sqlite:///a:***@b.db``) has no password, and a user's
+    name is never masked: neither is the mask.
+    """
+    if not isinstance(value, str) or "@" not in value:
+        return False
+    try:
+        return parse_url(value).password == MASK
+    except ValueError:
+        credentials = _credentials(value)[1]
+    _, colon, password = (credentials or "").partition(":")
+    return bool(colon) and password == MASK
+
+
 def _credentials(text: str) -> tuple[str, str | None, str]:
     """``text`` cut where a URL's credentials are: what comes before them (the scheme and its
     ``://``), the credentials (None when there are none) and what comes after their ``@``.
