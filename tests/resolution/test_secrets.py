@@ -118,6 +118,21 @@ def test_every_explain_format_masks_secrets(
     assert "***" in out + err
 
 
+def test_the_toml_output_leaves_a_secret_out_and_says_how_to_set_it(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each secret is a comment line that names the variable that sets it, not a value."""
+    monkeypatch.setenv("VAULT_BUDGET", "12.75")
+    assert main(["explain", "--preset", str(_preset(place)), "--format", "toml"]) == 0
+    out = capsys.readouterr().out
+    _assert_masked(out)
+    assert out == (
+        "# Resolved by budgetconf explain, preset vault.\n"
+        "# limits.budget is secret and left out; set it with VAULT_BUDGET.\n"
+        "# limits.mode is secret and left out; set it with VAULT_MODE.\n\n"
+    )
+
+
 @pytest.mark.parametrize("output", ["text", "json"])
 def test_a_secret_budget_that_stops_a_run_is_masked_in_its_result_events_and_output(
     place: Place, capsys: pytest.CaptureFixture[str], output: str

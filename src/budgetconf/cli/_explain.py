@@ -103,7 +103,7 @@ def _toml(res: Resolution, fields: list[str]) -> str:
         if f.path not in chosen or value is None or trace.winner.derived_from:
             continue  # unset, or standing in for another field: left to follow that field
         if f.secret:
-            left_out.append(f"{f.path} is secret and left out.")
+            left_out.append(f"{f.path} is secret and left out; {_how_to_set(f, kinds)}.")
         elif conceal(value) != value:
             left_out.append(
                 f"{f.path} is left out: its password would be written as {MASK}, not as"
