@@ -87,19 +87,6 @@ def test_explain_and_check_take_the_flags_as_the_cli_source(
     assert direct["fields"]["loop.max_steps"]["source"] == "cli"
 
 
-def test_a_bad_flag_value_is_judged_by_the_cli_source_s_policy(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """--max-steps ten is text for the cli source: rejected under fallback, so check fails."""
-    code, out, err = run(["check", "--max-steps", "ten"], capsys)
-    assert code == 1
-    assert err == (
-        "budgetconf: warning: loop.max_steps from --max-steps (cli): not an integer: 'ten';"
-        " ignored, using 40 from built-in default\n"
-    )
-    assert out.startswith("check failed: 0 errors, 1 warning")
-
-
 def test_flags_given_before_and_after_double_dash_are_one_cli_source_in_order(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -138,6 +125,196 @@ def test_one_flag_that_sets_two_fields_sets_both(capsys: pytest.CaptureFixture[s
         "execution.max_steps": 300,
         "execution.max_tool_calls_per_turn": 300,
     }
+
+
+# --- a value the flag's field cannot take: a usage error, before anything is resolved --------
+
+
+def test_a_typo_in_a_flag_on_run_is_a_usage_error_and_nothing_runs(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run --max-steps 5O: one line naming the flag, the value and the fault, exit 64; no turn
+    is taken, no event written, and --output json writes no document of a run."""
+    model = script(place, ECHO)
+    events = place.work / "events.jsonl"
+    for output in ("text", "json"):
+        args = ["run", "--model", model, "--output", output, "--events", str(events)]
+        assert run([*args, "--max-steps", "5O", "hi"], capsys) == (
+            64,
+            "",
+            "budgetconf: usage error: argument --max-steps: not an integer: '5O'\n",
+        )
+    assert not events.exists()
+
+
+@pytest.mark.parametrize("command", ["explain", "check"])
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["--max-steps", "5O"], "argument --max-steps: not an integer: '5O'"),
+        (["--max-steps=5O"], "argument --max-steps: not an integer: '5O'"),
+        (["--max-st", "5O"], "argument --max-steps: not an integer: '5O'"),  # argparse's prefix
+        (["--max-steps", "0"], "argument --max-steps: must be >= 1, got '0'"),
+        (["--max-steps="], "argument --max-steps: not an integer: ''"),
+        (["--max-cost-usd", "inf"], "argument --max-cost-usd: not a number: 'inf'"),
+        (
+            ["--last-turn", "Warn"],
+            "argument --last-turn: not one of warn, wrap_up, none: 'Warn' (did you mean 'warn'?)",
+        ),
+        (
+            ["--max-steps", "5", "--max-tokens", "lots", "--max-steps", "x"],
+            "argument --max-tokens: not an integer: 'lots'",  # the first that is wrong
+        ),
+    ],
+)
+def test_a_flag_s_value_its_field_cannot_take_is_a_usage_error(
+    command: str, given: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not a number, past the field's own bounds, not a choice: one line on stderr, exit 64."""
+    assert run([command, *given], capsys) == (64, "", f"budgetconf: usage error: {message}\n")
+
+
+def test_the_same_text_after_double_dash_is_judged_by_the_cli_source_s_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """-- --max-steps ten is the application's flag: rejected under fallback, with a warning."""
+    warning = (
+        "loop.max_steps from --max-steps (cli): not an integer: 'ten';"
+        " ignored, using 40 from built-in default"
+    )
+    code, out, err = run(["check", "--", "--max-steps", "ten"], capsys)
+    assert (code, err) == (1, f"budgetconf: warning: {warning}\n")
+    assert out.startswith("check failed: 0 errors, 1 warning")
+    found = document(["--", "--max-steps", "ten"], capsys)
+    assert (found["values"]["loop.max_steps"], found["warnings"]) == (40, [warning])
+
+
+@pytest.mark.parametrize("invalid", ["error", "fallback"])
+def test_a_bad_flag_is_a_usage_error_whatever_the_cli_source_s_policy(
+    invalid: str, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The policy judges the application's arguments (after --); budgetconf's own option is
+    refused under either, while after -- the same text is an error or a fallback."""
+    path = preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "cli", "invalid": invalid}],
+        fields={"agent.turns": {"type": "int", "ge": 1, "default": 8, "flags": ["--turns"]}},
+    )
+    assert run(["explain", "--preset", str(path), "--turns", "x"], capsys) == (
+        64,
+        "",
+        "budgetconf: usage error: argument --turns: not an integer: 'x'\n",
+    )
+    found = json.loads(
+        run(["explain", "--preset", str(path), "--format", "json", "--", "--turns", "x"], capsys)[1]
+    )
+    said = found["errors"] if invalid == "error" else found["warnings"]
+    assert [s.partition(";")[0] for s in said] == [
+        "agent.turns from --turns (cli): not an integer: 'x'"
+    ]
+
+
+def test_a_flag_of_a_secret_field_never_shows_its_value(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A secret's text is masked in the usage error, and no choice near it is suggested."""
+    path = preset_file(
+        place.work,
+        name="app",
+        sources=["default", "cli"],
+        fields={
+            "agent.pin": {"type": "int", "secret": True, "default": 1, "flags": ["--pin"]},
+            "agent.code": {
+                "type": "enum",
+                "choices": ["alpha", "bravo"],
+                "secret": True,
+                "default": "alpha",
+                "flags": ["--code"],
+            },
+        },
+    )
+    assert run(["explain", "--preset", str(path), "--pin", "12x4"], capsys) == (
+        64,
+        "",
+        "budgetconf: usage error: argument --pin: not an integer: ***\n",
+    )
+    code, _, err = run(["check", "--preset", str(path), "--code", "alpah"], capsys)
+    assert (code, err) == (
+        64,
+        "budgetconf: usage error: argument --code: not one of alpha, bravo: ***\n",
+    )
+
+
+def test_a_ledger_url_flag_that_is_refused_hides_its_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--ledger-url mysql://u:PW@h/x: what is wrong is said, and the password never is."""
+    code, out, err = run(["check", "--ledger-url", "mysql://ada:S3CRET@db/x"], capsys)
+    assert (code, out) == (64, "")
+    assert err.startswith("budgetconf: usage error: argument --ledger-url: the ledger URL is not")
+    assert err.endswith(": 'mysql://ada:***@db/x'\n")
+    assert "S3CRET" not in err
+
+
+def test_one_flag_of_two_fields_names_the_field_that_refuses(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flag that sets two fields must suit both: the error names the one it does not suit."""
+    path = preset_file(
+        place.work,
+        name="app",
+        sources=["default", "cli"],
+        fields={
+            "agent.turns": {"type": "int", "default": 8, "flags": ["--level"]},
+            "agent.mode": {
+                "type": "enum",
+                "choices": ["warn", "stop"],
+                "default": "stop",
+                "flags": ["--level"],
+            },
+        },
+    )
+    assert run(["explain", "--preset", str(path), "--level", "warn"], capsys) == (
+        64,
+        "",
+        "budgetconf: usage error: argument --level: not an integer: 'warn' (for agent.turns)\n",
+    )
+    code, _, err = run(["explain", "--preset", str(path), "--level", "3"], capsys)
+    assert (code, err) == (
+        64,
+        "budgetconf: usage error: argument --level: not one of warn, stop: '3' (for agent.mode)\n",
+    )
+
+
+def test_a_value_the_field_takes_but_the_policy_clamps_is_no_usage_error(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-steps 500 under a ceiling of 200 is a value of the field: the policy clamps it."""
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text('{"loop": {"max_steps": {"max": 200}}}', encoding="utf-8")
+    found = document(["--max-steps", "500"], capsys)
+    entry = found["fields"]["loop.max_steps"]
+    assert (entry["value"], entry["source"]) == (200, "policy")
+    assert [c["status"] for c in entry["candidates"] if c["source"] == "cli"] == ["clamped"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["explain", "--diff", "--max-steps", "x"],  # the second side's flag
+        ["explain", "--max-steps", "x", "--diff", "--max-steps", "7"],  # the first side's
+        ["explain", "--diff", "--preset", "praisonai-code", "--max-steps", "x"],
+    ],
+)
+def test_a_bad_flag_on_either_side_of_diff_is_a_usage_error(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each side's flags are its preset's options, refused as they are read."""
+    code, out, err = run(args, capsys)
+    assert (code, out) == (64, "")
+    assert err.startswith("budgetconf: usage error: argument --max-steps: not an integer: 'x'")
+    assert err.count("\n") == 1
 
 
 # --- the flags of a preset file: read after --preset ------------------------------------------

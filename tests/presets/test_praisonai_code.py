@@ -226,3 +226,24 @@ def test_explain_json_shows_a_rejected_flag_and_the_value_in_force(
     }
     assert len(document["warnings"]) == 2
     assert document["errors"] == []
+
+
+@pytest.mark.parametrize("raw", ["lots", "0", "-1"])
+def test_the_seed_s_bad_flag_falls_back_and_budgetconf_s_own_option_refuses_it(
+    raw: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`praisonai code --max-steps lots` is the application's flag, after --: it falls back to
+    the variable for both fields. Given to budgetconf's own explain, where the user is at the
+    terminal, the same text is a usage error, as on every preset, and nothing is resolved."""
+    monkeypatch.setenv(VARIABLE, "300")
+
+    code, out, _ = explain(["--format", "json", "--", "--max-steps", raw], capsys)
+    assert (code, both(json.loads(out))) == (0, (300, 300))
+
+    code, out, err = explain(["--max-steps", raw], capsys)
+    reason = "not an integer: 'lots'" if raw == "lots" else f"must be >= 1, got '{raw}'"
+    assert (code, out, err) == (
+        64,
+        "",
+        f"budgetconf: usage error: argument --max-steps: {reason}\n",
+    )

@@ -245,6 +245,51 @@ def test_boundary_value_is_accepted_and_wins(place: Place, case: dict[str, Any])
     assert _same(trace.winner.raw, raw)
 
 
+def _flag_cases(outcome: str) -> list[Any]:
+    """The table's flag cases with ``outcome``."""
+    return [
+        pytest.param(case, id=case["id"])
+        for case in CASES
+        if case["source"] == "flag" and case["outcome"] == outcome
+    ]
+
+
+def _explain_flag(capsys: pytest.CaptureFixture[str], case: dict[str, Any]) -> tuple[int, str, str]:
+    """Run ``budgetconf explain --format json FLAG VALUE``, the flag as explain's own option."""
+    flag = FLAGS[_path(case)]
+    given = [f"{flag}={case['input']}"] if case.get("form") == "equals" else [flag, case["input"]]
+    code = main(["explain", "--format", "json", *given])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("case", _flag_cases("rejected"))
+def test_a_bad_flag_given_to_explain_itself_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], case: dict[str, Any]
+) -> None:
+    """What the cli source rejects from ``argv`` is, as explain's own option, a usage error
+    with the same reason: one line, exit 64, nothing resolved."""
+    flag = FLAGS[_path(case)]
+    assert _explain_flag(capsys, case) == (
+        64,
+        "",
+        f"budgetconf: usage error: argument {flag}: {case['reason']}\n",
+    )
+
+
+@pytest.mark.parametrize("case", _flag_cases("ok"))
+def test_a_good_flag_given_to_explain_itself_wins(
+    capsys: pytest.CaptureFixture[str], case: dict[str, Any]
+) -> None:
+    """A good or boundary value is taken by explain's own option as by the cli source."""
+    code, out, _ = _explain_flag(capsys, case)
+    doc = json.loads(out)
+    assert (code, doc["warnings"], doc["errors"]) == (0, [], [])
+    trace = doc["fields"][_path(case)]
+    assert (trace["source"], trace["locator"]) == ("cli", FLAGS[_path(case)])
+    assert _same(trace["value"], _expected_value(case))
+
+
 @pytest.mark.parametrize("case", _cases("error", cli=True))
 def test_set_bad_text_exits_1_with_the_error(
     capsys: pytest.CaptureFixture[str], case: dict[str, Any]

@@ -5,7 +5,11 @@ BUDGETCONF_MAX_STEPS or --max-steps``), so each command that resolves takes
 them as options of its own: ``budgetconf run --model s.json --max-steps 5
 hi`` is ``budgetconf run --model s.json hi -- --max-steps 5``. The flags
 reach the ``cli`` source as the user typed them, in order, before the
-arguments after ``--``, and are located as the flag.
+arguments after ``--``, and are located as the flag. A value its field cannot
+take (``--max-steps 5O``) is a usage error as it is read (`refusal`), whatever
+the source's invalid policy, which judges the application's arguments after
+``--``: here the user is at the terminal, and is told rather than given a
+budget other than the one typed.
 
 Which flags there are depends on the preset, which ``--preset`` may name as
 a file, so the command line is read in two steps: the preset first
@@ -22,7 +26,7 @@ from typing import Any, Final
 
 from budgetconf._arguments import flag_help, flag_metavar
 from budgetconf._engine import Preset, load_preset
-from budgetconf._schema import Field
+from budgetconf._schema import Field, Invalid
 from budgetconf._spelling import did_you_mean
 from budgetconf.errors import PresetError
 
@@ -90,12 +94,15 @@ def flags_of(named: str | None, env: Mapping[str, str]) -> Flags:
 class BudgetFlag(argparse.Action):
     """A preset's flag: its text, kept as ``--flag=text`` in the order given, for the cli source.
 
-    The text is not checked here: the ``cli`` source judges it by the preset's
-    rules and policy, as it judges the arguments after ``--``. ``words`` are the
-    values completion offers: an enum field's choices.
+    The text must be a value of each of the ``fields`` the flag sets, as their
+    `Field.parse_text` reads it, or the command line is refused (argparse's
+    error, which is `Usage`). What it then becomes is the cli source's to
+    say, under the policy's bounds, as for the arguments after ``--``.
+    ``words`` are the values completion offers: an enum field's choices.
     """
 
     words: tuple[str, ...] = ()
+    fields: tuple[Field, ...] = ()
 
     def __call__(
         self,
@@ -104,6 +111,9 @@ class BudgetFlag(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
+        problem = refusal(self.fields, values)
+        if problem is not None:  # `argument --max-steps: not an integer: '5O'`
+            raise argparse.ArgumentError(self, problem)
         given = list(getattr(namespace, self.dest, None) or ())  # never the shared default
         given.append(f"{option_string or self.option_strings[0]}={values}")
         setattr(namespace, self.dest, given)
@@ -129,7 +139,27 @@ def add_flags(command: argparse.ArgumentParser, preset: Preset) -> None:
             help=_flag_help(fields, has_env=has_env),
         )
         assert isinstance(action, BudgetFlag)
+        action.fields = fields
         action.words = fields[0].choices  # for completion; argparse checks no choices of ours
+
+
+def refusal(fields: Sequence[Field], text: str) -> str | None:
+    """Why ``text`` is not a value of a flag that sets ``fields``, or None when it is.
+
+    The first refusal's reason, which quotes the text (masked for a secret
+    field). When the flag sets fields that do not all refuse it so, the reason
+    names those that do: ``not an integer: 'warn' (for agent.turns)``.
+    """
+    refused: dict[str, list[str]] = {}
+    for f in fields:
+        try:
+            f.parse_text(text)
+        except Invalid as exc:
+            refused.setdefault(exc.reason, []).append(f.path)
+    if not refused:
+        return None
+    reason, paths = next(iter(refused.items()))
+    return reason if len(paths) == len(fields) else f"{reason} (for {', '.join(paths)})"
 
 
 def _flag_help(fields: Sequence[Field], *, has_env: bool) -> str:
