@@ -33,7 +33,9 @@ _DECLARATIONS: Final = "budgetconf.cli._commands"
 #: the epilog's first words on each command that takes the preset's budget flags
 _BUDGET_FLAGS: Final = (
     "The preset's budget flags (--max-steps N, ...) feed its cli source, as do the"
-    " arguments after --, which are parsed as the application's own flags."
+    " arguments after --, which are parsed as the application's own flags. A budget"
+    " flag's value its field cannot take is a usage error; after --, the cli source's"
+    " invalid policy judges it."
 )
 _EXAMPLES: Final = (
     "budgetconf explain                      every value and where it came from",
