@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import budgetconf
 from budgetconf.cli import main
 
 from conftest import Place
@@ -41,7 +42,7 @@ def test_the_table_ends_with_the_keywords_limits_passes(
     assert head.startswith("preset budgetconf")
     lines = tail.splitlines()
     assert lines[1].split(None, 2)[2] == keywords
-    assert "  by the framework  loop.max_steps = 7: " in out
+    assert "  run() enforces   loop.max_steps = 7, by the framework: " in out
 
 
 def test_a_budget_the_framework_cannot_enforce_is_shown_refused_and_fails(
@@ -51,8 +52,8 @@ def test_a_budget_the_framework_cannot_enforce_is_shown_refused_and_fails(
     code, out, _ = run(["explain", "--for", "openai-agents"], capsys)
     assert code == 1
     assert out.splitlines()[-1] == (
-        "  refused           limits.max_cost_usd = 3.0 from env:BUDGETCONF_MAX_COST_USD:"
-        " openai-agents cannot enforce it; run() refuses it"
+        "  run() refuses     limits.max_cost_usd = 3.0 from env:BUDGETCONF_MAX_COST_USD cannot be"
+        " enforced by openai-agents"
     )
 
 
@@ -104,3 +105,82 @@ def test_no_framework_is_imported() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stderr == "[]\n"
+
+
+#: budgets some bridges' limits() cannot pass, each set by its variable
+SETTINGS = [
+    {"BUDGETCONF_MAX_TOKENS": "1000"},
+    {"BUDGETCONF_MAX_STEPS": "1"},
+    {"BUDGETCONF_MAX_TOOL_CALLS": "5"},
+    {"BUDGETCONF_TIMEOUT_SECONDS": "30"},
+    {"BUDGETCONF_LEDGER_URL": "sqlite:///ledger.db"},
+    {"BUDGETCONF_MAX_STEPS": "7"},
+]
+#: each bridge module, and the package its framework imports as
+BRIDGES = {
+    "openai_agents": "agents",
+    "langgraph": "langgraph",
+    "smolagents": "smolagents",
+    "pydantic_ai": "pydantic_ai",
+    "praisonai": "praisonaiagents",
+}
+
+
+@pytest.mark.parametrize("module", sorted(BRIDGES))
+@pytest.mark.parametrize("env", SETTINGS, ids=lambda env: ",".join(env))
+def test_what_explain_says_limits_does_is_what_limits_does(
+    module: str,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """explain --for and the bridge's own limits() make one judgement: what explain says
+    limits() refuses, limits() refuses in those words, and what it passes, limits() returns."""
+    import importlib
+
+    pytest.importorskip(BRIDGES[module])
+    bridge = importlib.import_module(f"budgetconf.integrations.{module}")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = run(["explain", "--for", module, "--format", "json", "--via", "limits"], capsys)
+    described = json.loads(out)["framework"]
+    refused = described["limits_refused"]
+    assert code == (1 if refused else 0)
+    if refused:
+        with pytest.raises(budgetconf.UsageError) as caught:
+            bridge.limits()
+        assert str(caught.value).startswith("; ".join(row["why"] for row in refused) + "; ")
+        assert described["limits"] is None
+    else:
+        passed = bridge.limits()
+        assert passed.keys() == described["limits"].keys()
+
+
+def test_a_budget_only_run_enforces_is_refused_by_limits_and_enforced_by_run(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tokens through openai-agents: limits() refuses them, run() enforces them; explain exits
+    0 for run() and 1 with --via limits, and shows no keywords limits() would not pass."""
+    monkeypatch.setenv("BUDGETCONF_MAX_TOKENS", "1000")
+    code, out, _ = run(["explain", "loop.max_steps", "--for", "openai-agents"], capsys)
+    assert code == 0
+    tail = out.partition("\nfor openai-agents")[2]
+    assert "limits() passes" not in tail
+    assert (
+        "  limits() refuses  limits.max_tokens = 1000 from env:BUDGETCONF_MAX_TOKENS cannot be"
+        " enforced by openai-agents through limits()\n"
+    ) in tail
+    assert "  run() enforces    limits.max_tokens = 1000, by the bridge: RunHooks" in tail
+    code, _, _ = run(
+        ["explain", "loop.max_steps", "--for", "openai-agents", "--via", "limits"], capsys
+    )
+    assert code == 1
+
+
+def test_via_without_for_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["explain", "--via", "limits"], capsys)
+    assert (code, out) == (64, "")
+    assert err == (
+        "budgetconf: usage error: --via says which way into a bridge --for judges: give"
+        " --for FRAMEWORK\n"
+    )

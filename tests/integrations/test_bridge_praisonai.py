@@ -251,8 +251,8 @@ def test_a_per_response_cap_truncates_a_response_under_the_praisonai_code_preset
         bridge.limits(res)
     assert str(caught.value) == (
         "execution.max_tool_calls_per_turn = 3 from env:PRAISONAI_CODE_MAX_STEPS cannot be"
-        " enforced by praisonaiagents through limits(); unset it, or pass unenforced='warn' to"
-        " run without it"
+        " enforced by praisonaiagents through limits(); unset it, or run the agent through run(),"
+        " which enforces it"
     )
     tools = Tools()
     with serving([*_calls(1, each=5), reply("done")]) as chat:

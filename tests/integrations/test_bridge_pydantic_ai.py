@@ -605,8 +605,8 @@ def test_limits_refuse_what_only_run_enforces() -> None:
         bridge.limits(res)
     assert str(caught.value) == (
         "loop.max_tool_calls_per_turn = 4 from env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN cannot be"
-        " enforced by pydantic-ai-slim through limits(); unset it, or pass unenforced='warn'"
-        " to run without it"
+        " enforced by pydantic-ai-slim through limits(); unset it, or run the agent through"
+        " run(), which enforces it"
     )
     assert bridge.run(scripted(Script(final_at=1)), "go", res).status == RunStatus.OK
 

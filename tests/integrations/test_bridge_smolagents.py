@@ -466,7 +466,8 @@ def test_too_few_steps_for_smolagents_own_run_are_refused_by_limits_naming_the_f
         limits(env={"BUDGETCONF_MAX_STEPS": "1"})
     assert str(caught.value) == (
         "loop.max_steps = 1 from env:BUDGETCONF_MAX_STEPS: smolagents needs at least 2"
-        " (its forced final answer is one more model call)"
+        " (its forced final answer is one more model call); unset it, or run the agent through"
+        " run(), which enforces it"
     )
 
 

@@ -53,12 +53,16 @@ def test_a_bridge_that_draws_takes_the_ledger_in_run(name: str) -> None:
     assert budget.ledger.shown == "redis://agent:***@127.0.0.1:6379/0"
 
 
-def test_warn_runs_a_bridge_without_the_ledger_after_one_warning() -> None:
-    with pytest.warns(budgetconf.BudgetConfWarning, match="ledger.url = .* running without it"):
-        budget = bridge_budget(
-            FRAMEWORKS["praisonai"], None, {"env": ENV}, through="limits", unenforced="warn"
-        )
+def test_warn_runs_a_bridge_without_a_ledger_maximum_it_cannot_count_after_one_warning() -> None:
+    """run() with unenforced="warn": PraisonAI reports no cost, so the ledger's cost maximum is
+    run without, once said; limits(), which takes no such keyword, always refuses."""
+    env = {**ENV, "BUDGETCONF_LEDGER_MAX_COST_USD": "5"}
+    framework = FRAMEWORKS["praisonai"]
+    with pytest.warns(budgetconf.BudgetConfWarning, match="ledger.max_cost_usd = .* without it"):
+        budget = bridge_budget(framework, None, {"env": env}, through="run", unenforced="warn")
     assert budget.ledger is not None
+    with pytest.raises(budgetconf.UsageError, match="through limits\\(\\): the shared ledger"):
+        bridge_budget(framework, None, {"env": env}, through="limits", unenforced="warn")
 
 
 #: each bridge module and the package its framework imports as
@@ -87,12 +91,16 @@ def test_explain_for_lists_praisonais_ledger_as_drawn_on_and_a_cost_maximum_as_r
     assert main(["explain", "ledger.url", "--for", "praisonai"]) == 1
     out = capsys.readouterr().out
     assert (
-        "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0: its OpenAI client,"
-        " lent for the run, reserves before each model request"
+        "  run() enforces    ledger.url = redis://agent:***@127.0.0.1:6379/0, by the bridge: its"
+        " OpenAI client, lent for the run, reserves before each model request"
     ) in out
     assert (
-        "  refused           ledger.max_cost_usd = 5.0 from env:BUDGETCONF_LEDGER_MAX_COST_USD:"
-        " praisonaiagents cannot enforce it; run() refuses it\n"
+        "  run() refuses     ledger.max_cost_usd = 5.0 from env:BUDGETCONF_LEDGER_MAX_COST_USD"
+        " cannot be drawn on by praisonaiagents: it reports no cost to settle with\n"
+    ) in out
+    assert (
+        "  limits() refuses  ledger.url = redis://agent:***@127.0.0.1:6379/0 from"
+        " env:BUDGETCONF_LEDGER_URL cannot be drawn on by praisonaiagents through limits()"
     ) in out
     assert "SECRET" not in out
 
@@ -104,7 +112,7 @@ def test_explain_for_lists_the_ledger_as_drawn_on_by_a_bridge_that_draws(
     assert main(["explain", "ledger.url", "--for", "openai-agents"]) == 0
     out = capsys.readouterr().out
     assert (
-        "  by the bridge     ledger.url = redis://agent:***@127.0.0.1:6379/0:"
+        "  run() enforces    ledger.url = redis://agent:***@127.0.0.1:6379/0, by the bridge:"
         " RunConfig.call_model_input_filter reserves before each model call"
     ) in out
     assert "SECRET" not in out

@@ -25,17 +25,21 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     """Carry out ``explain``: the exit code is 1 when a value or a source failed, or with
     ``--for`` when the framework would refuse a budget."""
     name = getattr(line.ns, "framework", None)
+    via = getattr(line.ns, "via", None)
     if name is None:
+        if via is not None:
+            raise Usage("--via says which way into a bridge --for judges: give --for FRAMEWORK")
         return shown(line, explain, out, err)
     if line.ns.format == "toml":
         raise Usage("--for shows in the table and in the JSON document, not in TOML")
     from functools import partial
 
-    return shown(line, partial(_explain_for, name), out, err)
+    return shown(line, partial(_explain_for, name, via or "run"), out, err)
 
 
-def _explain_for(name: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
-    """``explain`` in ``fmt``, and what the framework ``name`` gets: 1 on a budget it refuses."""
+def _explain_for(name: str, via: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
+    """``explain`` in ``fmt``, and what the framework ``name`` gets: 1 on a budget it refuses
+    ``via`` its ``run()`` or its ``limits()``."""
     from budgetconf.cli import _for  # the frameworks' table, only when asked for
 
     framework = _for.described(name, found.res)
@@ -47,7 +51,7 @@ def _explain_for(name: str, found: Resolved, fmt: str, out: TextIO, err: TextIO)
     else:
         code = explain(found, fmt, out, err)
         _for.write(framework, out, err)
-    return EXIT_ERROR if _for.refused(framework) else code
+    return EXIT_ERROR if _for.refused(framework, via) else code
 
 
 def shown(

@@ -1,9 +1,11 @@
 """``budgetconf explain --for FRAMEWORK``: what a framework bridge would get from the budgets.
 
 Under the usual table (or as the JSON document's ``framework`` key): the
-keywords the bridge's `limits()` passes, and for each budget that is set
-what enforces it, the framework's own knob or the bridge, or that nothing
-does. The frameworks are described by plain data: none is imported.
+keywords the bridge's `limits()` passes, or the budgets it refuses, and for
+each budget that is set what enforces it in `run()`, the framework's own knob
+or the bridge, or that `run()` refuses it. Both come from the judgement
+`limits()` and `run()` make themselves (`verdicts`). The frameworks are
+described by plain data: none is imported.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ def described(name: str, res: Resolution) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
-def refused(found: dict[str, Any]) -> bool:
-    """Whether the framework would refuse a budget (or there is no loop to bound)."""
-    return "error" in found or any(b["enforced_by"] == "refused" for b in found["budgets"])
+def refused(found: dict[str, Any], via: str = "run") -> bool:
+    """Whether the bridge's ``run()`` (or, ``via`` ``limits``, its ``limits()``) would refuse a
+    budget, or there is no loop to bound."""
+    if "error" in found:
+        return True
+    if via == "limits":
+        return bool(found["limits_refused"])
+    return any(b["enforced_by"] == "refused" for b in found["budgets"])
 
 
 def write(found: dict[str, Any], out: TextIO, err: TextIO) -> None:
@@ -55,18 +62,19 @@ def write(found: dict[str, Any], out: TextIO, err: TextIO) -> None:
 def _table(described: dict[str, Any], out: TextIO) -> None:
     """``enforced by`` column first, as the explain table puts the status of a candidate."""
     out.write(f"\nfor {described['extra']} ({described['module']})\n")
-    keywords = ", ".join(f"{k}={_shown(v)}" for k, v in described["limits"].items())
-    rows = [("limits() passes", keywords or "nothing")]
+    rows = [("limits() refuses", budget["why"]) for budget in described["limits_refused"]]
+    if described["limits"] is not None:
+        keywords = ", ".join(f"{k}={_shown(v)}" for k, v in described["limits"].items())
+        rows.append(("limits() passes", keywords or "nothing"))
     for budget in described["budgets"]:
         by = budget["enforced_by"]
         what = f"{budget['field']} = {_shown(budget['value'])}"
         if by in ("framework", "bridge"):
-            rows.append((f"by the {by}", f"{what}: {budget['how']}"))
+            rows.append(("run() enforces", f"{what}, by the {by}: {budget['how']}"))
         elif by == "default":
             rows.append(("not enforced", f"{what}: the preset's default, left as it is"))
         else:
-            why = f"{described['package']} cannot enforce it; run() refuses it"
-            rows.append(("refused", f"{what} from {budget['locator']}: {why}"))
+            rows.append(("run() refuses", budget["why"]))
     width = max(len(label) for label, _ in rows)
     for label, text in rows:
         out.write(f"  {label:<{width}}  {text}\n")

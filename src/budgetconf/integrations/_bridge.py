@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from budgetconf._record import Record, set_field
 from budgetconf.errors import BudgetConfWarning, UsageError
+from budgetconf.integrations._frameworks import verdicts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
@@ -142,73 +143,26 @@ def bridge_budget(
         raise UsageError("resolve keywords are for budget=None: the budget given is resolved")
     else:
         checked = Budget.of(budget)
-    missed = _unenforced(framework, checked, through)
-    if missed:
-        what = "; ".join(phrase for phrase, _ in missed)
-        if any(policed for _, policed in missed):  # an administrator's ceiling is never a warning
+    refused = [v for v in verdicts(framework, checked, through) if v["enforced_by"] == "refused"]
+    if refused:
+        what = "; ".join(v["why"] for v in refused)
+        if any(v["policed"] for v in refused):  # an administrator's ceiling is never a warning
             raise UsageError(f"{what}; a budget the policy sets is never run without")
+        if through == "limits":
+            raise UsageError(f"{what}; {_instead(framework, checked, refused)}")
         if unenforced == "error":
             raise UsageError(f"{what}; unset it, or pass unenforced='warn' to run without it")
         warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=3)
     return checked
 
 
-def _unenforced(framework: Framework, budget: Budget, through: str) -> list[tuple[str, bool]]:
-    """A phrase for each budget set (not by its default) that the framework will not enforce,
-    and whether the policy set it."""
-    from budgetconf._loop_table import BudgetName
-
-    found = []
-    for name, limit in budget.limits.items():
-        by = framework.enforcer(BudgetName(name))
-        if by is not None and (by[0] == "framework" or through == "run"):
-            continue
-        if limit.source == "default":
-            continue
-        where = "" if by is None else " through limits()"
-        policed = limit.source == "policy"
-        source = "the policy " if policed else ""
-        found.append(
-            (
-                f"{limit.field} = {limit.shown()} from {source}{limit.locator} cannot be"
-                f" enforced by {framework.package}{where}",
-                policed,
-            )
-        )
-    return found + _undrawn(framework, budget, through)
-
-
-def _undrawn(framework: Framework, budget: Budget, through: str) -> list[tuple[str, bool]]:
-    """The phrase for a set ``ledger.url`` the bridge will not draw on (every `limits()`, and
-    `run()` where it cannot reserve before each model call), or for a ledger maximum it
-    cannot settle, and whether the policy set it."""
-    from budgetconf.integrations._frameworks import uncounted
-
-    ledger = budget.ledger
-    if ledger is None:
-        return []
-    if framework.ledger is None or through == "limits":
-        where = "" if framework.ledger is None else " through limits()"
-        return [
-            (
-                f"ledger.url = {ledger.shown} from {ledger.locator} cannot be drawn on by"
-                f" {framework.package}{where}: the shared ledger is drawn on before each model"
-                " call",
-                ledger.source == "policy",  # an administrator's ledger never becomes a warning
-            )
-        ]
-    cost = uncounted(framework, ledger)
-    if cost is None:
-        return []
-    policed = cost.source == "policy"
-    where = f"{'the policy ' * policed}{cost.locator}"
-    return [
-        (
-            f"{cost.field} = {cost.shown()} from {where} cannot be drawn on by"
-            f" {framework.package}: it reports no cost to settle with",
-            policed,
-        )
-    ]
+def _instead(framework: Framework, budget: Budget, refused: list[dict[str, Any]]) -> str:
+    """What to do about budgets `limits()` cannot pass: run() may enforce them all."""
+    run = verdicts(framework, budget, "run")
+    run_refuses = {v["field"] for v in run if v["enforced_by"] == "refused"}
+    if run_refuses.isdisjoint(v["field"] for v in refused):
+        return "unset it, or run the agent through run(), which enforces it"
+    return "unset it"
 
 
 def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from budgetconf._loop_table import BudgetName
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final, TypeAlias
+    from typing import Any, Final, Literal, TypeAlias
 
     from budgetconf.loop import Budget, LedgerSettings, Limit
 
@@ -35,6 +35,7 @@ class Framework:
         "bridged",
         "conflicting",
         "extra",
+        "fewest_steps",
         "keywords",
         "knobs",
         "ledger",
@@ -53,6 +54,7 @@ class Framework:
         conflicting: tuple[str, ...],
         keywords: Keywords,
         ledger: str | None = None,
+        fewest_steps: tuple[int, str] = (1, ""),
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
@@ -64,6 +66,8 @@ class Framework:
         # how the bridge draws on the shared ledger per model call in run(); None: it cannot,
         # so a set ledger.url is refused like any budget nothing enforces
         self.ledger = ledger
+        # the step budget the keyword limits() passes can carry, and why no fewer
+        self.fewest_steps = fewest_steps
 
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
@@ -201,6 +205,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
+            fewest_steps=(2, "its forced final answer is one more model call"),
             ledger="the agent's model, wrapped, reserves before each model call (a refusal stops"
             " the run before it) and settles with the response's token_usage",
         ),
@@ -278,37 +283,87 @@ def framework_named(name: str) -> Framework:
     return found
 
 
+def verdicts(
+    framework: Framework, budget: Budget, through: Literal["limits", "run"]
+) -> list[dict[str, Any]]:
+    """Each budget ``budget`` sets, as `limits()` or `run()` (``through``) would take it: the
+    one judgement both of them make, and `explain --for` shows.
+
+    Each is its limit's `to_dict` with ``budget``, and ``enforced_by``: the
+    ``framework``'s own keyword or the ``bridge`` (in `run()` only), each with
+    ``how``; ``default``, a value that is the preset's own default, left as it
+    is without a word; or ``refused``, with ``why`` (a phrase naming the field,
+    its value and where it was set) and ``policed`` (the policy set it, so it
+    is never run without).
+    """
+    found = [
+        {**limit.to_dict(), "budget": name, **_verdict(framework, limit, through)}
+        for name, limit in budget.limits.items()
+    ]
+    return found + _ledger_verdicts(framework, budget, through)
+
+
+def _verdict(framework: Framework, limit: Limit, through: str) -> dict[str, Any]:
+    fewest, reason = framework.fewest_steps
+    if through == "limits" and limit.budget == _B.MAX_STEPS and limit.value < fewest:
+        return _refused(limit, f": {framework.package} needs at least {fewest} ({reason})")
+    found = framework.enforcer(BudgetName(limit.budget))
+    if found is not None and (found[0] == "framework" or through == "run"):
+        return {"enforced_by": found[0], "how": found[1]}
+    if limit.source == "default":
+        return {"enforced_by": "default", "how": None}
+    where = "" if found is None else " through limits()"
+    return _refused(limit, f" cannot be enforced by {framework.package}{where}")
+
+
+def _refused(limit: Limit, what: str) -> dict[str, Any]:
+    policed = limit.source == "policy"
+    where = f"{'the policy ' if policed else ''}{limit.locator}"
+    why = f"{limit.field} = {limit.shown()} from {where}{what}"
+    return {"enforced_by": "refused", "how": None, "why": why, "policed": policed}
+
+
+def _ledger_verdicts(framework: Framework, budget: Budget, through: str) -> list[dict[str, Any]]:
+    """The shared ledger's: drawn on by the bridge in `run()` where it sees each model call,
+    refused through `limits()` and where it cannot; and a maximum it cannot settle, refused."""
+    ledger = budget.ledger
+    if ledger is None:
+        return []
+    where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
+    shown = {"field": ledger.path("url"), "value": ledger.shown, **where, "budget": "ledger"}
+    if framework.ledger is None or through == "limits":
+        how = "" if framework.ledger is None else " through limits()"
+        why = (
+            f"{ledger.path('url')} = {ledger.shown} from {ledger.locator} cannot be drawn on by"
+            f" {framework.package}{how}: the shared ledger is drawn on before each model call"
+        )
+        # an administrator's ledger is never run without
+        refused = {"enforced_by": "refused", "how": None, "policed": ledger.source == "policy"}
+        return [{**shown, **refused, "why": why}]
+    found = [{**shown, "enforced_by": "bridge", "how": framework.ledger}]
+    cost = uncounted(framework, ledger)
+    if cost is not None:  # the framework reports no cost to settle with
+        what = f" cannot be drawn on by {framework.package}: it reports no cost to settle with"
+        found.append({**cost.to_dict(), "budget": "ledger", **_refused(cost, what)})
+    return found
+
+
 def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
     """What ``framework`` gets from ``budget``, as `explain --for` shows it: plain values.
 
-    ``limits`` is what `limits()` passes (with its default options); each
-    budget that is set says what enforces it (``framework``, ``bridge``), or
-    that nothing does: ``default`` when its value is the preset's own default
-    (left unenforced, without a word), else ``refused``.
+    ``limits`` is what `limits()` passes (with its default options), or None
+    when it refuses ``limits_refused`` (its `verdicts` of ``refused``);
+    ``budgets`` are `run()`'s `verdicts`.
     """
-    budgets = []
-    for name, limit in budget.limits.items():
-        found = framework.enforcer(BudgetName(name))
-        if found is not None:
-            by, how = found
-        else:
-            by, how = ("default" if limit.source == "default" else "refused"), None
-        budgets.append({**limit.to_dict(), "budget": name, "enforced_by": by, "how": how})
-    ledger = budget.ledger
-    if ledger is not None:
-        by, how = ("bridge", framework.ledger) if framework.ledger else ("refused", None)
-        where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
-        shown = {"field": ledger.path("url"), "value": ledger.shown, **where}
-        budgets.append({**shown, "budget": "ledger", "enforced_by": by, "how": how})
-        cost = uncounted(framework, ledger)
-        if cost is not None:  # the framework reports no cost to settle with
-            refused = {"budget": "ledger", "enforced_by": "refused", "how": None}
-            budgets.append({**cost.to_dict(), **refused})
+    through_limits = [
+        v for v in verdicts(framework, budget, "limits") if v["enforced_by"] == "refused"
+    ]
     return {
         "name": framework.name,
         "extra": framework.extra,
         "package": framework.package,
         "module": f"budgetconf.integrations.{framework.name}",
-        "limits": framework.keywords(budget, {}),
-        "budgets": budgets,
+        "limits": None if through_limits else framework.keywords(budget, {}),
+        "limits_refused": through_limits,
+        "budgets": verdicts(framework, budget, "run"),
     }

@@ -102,12 +102,7 @@ def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
     besides: run it through `run()`, which counts every call.
     """
     checked = bridge_budget(_FRAMEWORK, budget, resolve_kwargs, through="limits")
-    limit = _step_limit(checked)
-    if int(limit.value) < 2:
-        raise UsageError(
-            f"{limit.field} = {limit.shown()} from {limit.locator}: smolagents needs at least"
-            " 2 (its forced final answer is one more model call)"
-        )
+    _step_limit(checked)
     return _FRAMEWORK.keywords(checked, {})
 
 

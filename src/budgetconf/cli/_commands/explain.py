@@ -33,9 +33,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         dest="framework",
         metavar="FRAMEWORK",
         type=_framework,
-        help="also show what a framework bridge gets: the keywords its limits() passes and"
-        " the budgets it cannot enforce (openai-agents, langgraph, smolagents, pydantic-ai,"
-        " praisonai)",
+        help="also show what a framework bridge gets: what its limits() passes or refuses,"
+        " and what its run() enforces or refuses (openai-agents, langgraph, smolagents,"
+        " pydantic-ai, praisonai)",
+    )
+    parser.add_argument(
+        "--via",
+        choices=("run", "limits"),
+        help="with --for, exit 1 when this way in would refuse a budget (default: run)",
     )
 
 
