@@ -404,3 +404,16 @@ def test_paths_are_shown_whole_when_neither_home_nor_a_working_directory_shorten
     shorten = Shortener()
     assert shorten(f"{gone}/settings.toml (line 2)") == f"{gone}/settings.toml (line 2)"
     assert shorten(None) == ""
+
+
+def test_in_the_home_folder_the_global_file_reads_as_the_user_s_own(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from $HOME, the global file is ~/.budgetconf/settings.json, never ./.budgetconf/…,
+    which would read as a file of the project."""
+    place.write(".budgetconf/settings.json", '{"loop": {"max_steps": 8}}', base=place.home)
+    monkeypatch.chdir(place.home)
+    assert main(["explain", "loop.max_steps"]) == 0
+    out = capsys.readouterr().out
+    assert "loop.max_steps  8 ~/.budgetconf/settings.json:1\n" in out
+    assert "./.budgetconf" not in out

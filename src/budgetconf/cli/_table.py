@@ -245,8 +245,8 @@ class Shortener:
             cwd = os.getcwd().rstrip(os.sep)
         except OSError:  # the working directory is gone
             cwd = ""
-        if cwd:
-            prefixes[cwd + os.sep] = "./"
+        if cwd:  # in the home folder itself, ~/ says which file it is: the user's own
+            prefixes.setdefault(cwd + os.sep, "./")
         # the longest prefix first: a project under home reads ./x, a home under it ~/x
         self._short = dict(sorted(prefixes.items(), key=lambda item: -len(item[0])))
         # a path starts the text or follows a space or a parenthesis
