@@ -29,6 +29,7 @@ KEYS = {
     "status",
     "stop_reason",
     "result",
+    "output",  # the same text as result, by the name RunResult gives it
     "message",
     "turns",
     "tool_calls_executed",
@@ -135,6 +136,7 @@ def test_a_final_answer_is_ok_with_exit_0(place: Place, capsys: pytest.CaptureFi
     assert code == 0
     assert (document["status"], document["stop_reason"]) == ("ok", "completed")
     assert (document["result"], document["turns"], document["limit"]) == ("the answer", 1, None)
+    assert document["output"] == document["result"]
 
 
 def test_a_malformed_response_fails_the_run_with_exit_1(

@@ -74,11 +74,13 @@ class RunResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The run as ``budgetconf run --output json`` prints it."""
+        """The run as ``budgetconf run --output json`` prints it: ``result`` (the document's
+        name since its first version) and ``output`` (the result's own) are the same text."""
         return {
             "status": self.status.value,
             "stop_reason": self.stop_reason,
             "result": self.output,
+            "output": self.output,
             "message": self.message,
             "turns": self.turns,
             "tool_calls_executed": self.tool_calls_executed,
