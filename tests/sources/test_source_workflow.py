@@ -85,3 +85,26 @@ def test_a_section_that_is_no_mapping_is_named_by_its_type(
     assert str(caught.value) == (
         f"{path}:1 (yaml): section loop must be a table of fields, got {named}"
     )
+
+
+def test_a_workflow_that_does_not_exist_suggests_the_file_it_was_likely_meant_to_be(
+    place: Place,
+) -> None:
+    """--workflow agnts.yaml beside agents.yaml: did you mean it? (as a profile's path is)."""
+    place.write("agents.yaml", "loop:\n  max_steps: 3\n")
+    with pytest.raises(budgetconf.SourceError) as caught:
+        budgetconf.resolve(workflow="agnts.yaml", env={})
+    wanted = place.work / "agnts.yaml"
+    assert str(caught.value) == (
+        f"yaml {wanted}: no such file; did you mean {str(place.work / 'agents.yaml')!r}?"
+    )
+    place.write("other.txt", "")
+    with pytest.raises(budgetconf.SourceError, match=r"no such file$"):
+        budgetconf.resolve(workflow="zzz.yaml", env={})
+
+
+def test_a_named_settings_file_that_does_not_exist_suggests_its_neighbour(place: Place) -> None:
+    """The same for every file a caller names: the project file given by path."""
+    place.write("settings.toml", "[loop]\nmax_steps = 3\n")
+    with pytest.raises(budgetconf.SourceError, match=r"did you mean '.*/settings\.toml'\?$"):
+        budgetconf.resolve(project_file="setings.toml", env={})

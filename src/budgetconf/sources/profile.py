@@ -10,19 +10,18 @@ from budgetconf._schema import Schema
 from budgetconf._spelling import did_you_mean
 from budgetconf._values import type_name
 from budgetconf.errors import SourceError
-from budgetconf.sources._records import Context, Layer, SourceStatus
-from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource
+from budgetconf.sources._records import Context, Layer
+from budgetconf.sources._settings_file import FILE_OPTIONS, FileSource, neighbours
 from budgetconf.sources._steps import Step
 from budgetconf.sources.step import StepSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final
+    pass
 
 __all__ = ["ProfileSource"]
 
 #: how many files of a profiles folder a did-you-mean looks at: a folder may hold thousands
-_NEIGHBOURS: Final = 1000
 
 
 def is_path(profile: str) -> bool:
@@ -89,20 +88,16 @@ class ProfileSource(FileSource):
             return ctx.user_path(found), True
         return os.path.normpath(os.path.join(os.path.dirname(step.path), found)), True
 
-    def read(self, ctx: Context, path: str, *, named: bool) -> Layer:
-        """As every file source reads, and a profile that does not exist gets a did-you-mean."""
-        layer = super().read(ctx, path, named=named)
-        if layer.status is not SourceStatus.ERROR or layer.errors[0].reason != "no such file":
-            return layer
+    def nearest(self, ctx: Context, path: str) -> str | None:
+        """A profile given by name is suggested by name (``fast``), one given by path (or
+        named by a workflow step) by its path."""
         profile = ctx.request.arguments.get("profile")
-        by_name = profile is not None and not is_path(profile)
-        hint = _nearest(path, by_name)
-        if hint is None:
-            return layer
-        problem = f"no such file; did you mean {hint!r}?"
-        kind = self.KIND.name
-        error = SourceError(f"{kind} {path}: {problem}", source=kind, locator=path, problem=problem)
-        return Layer.failed(error, path)
+        if profile is None or is_path(profile):
+            folder, wanted = os.path.split(path)
+            hit = did_you_mean(wanted, neighbours(folder, ".json"))
+            return None if hit is None else os.path.join(folder, hit)
+        names = [name.removesuffix(".json") for name in neighbours(os.path.dirname(path), ".json")]
+        return did_you_mean(os.path.basename(path).removesuffix(".json"), names)
 
     def _named_by(self, step: Step, dotted: str) -> str | Layer | None:
         """The text under ``dotted`` in the step, None when it is absent, or why it is no path."""
@@ -128,26 +123,3 @@ class ProfileSource(FileSource):
         kind = self.KIND.name
         error = SourceError(f"{kind} {locator}: {why}", source=kind, locator=locator, problem=why)
         return Layer.failed(error, locator)
-
-
-def _nearest(path: str, by_name: bool) -> str | None:
-    """The profile beside ``path`` that was most likely meant: its name, or its path.
-
-    A profile given by name is suggested by name (``fast``), one given by
-    path (or named by a workflow step) by its path.
-    """
-    folder, wanted = os.path.split(path)
-    names: list[str] = []
-    try:
-        with os.scandir(folder or os.curdir) as entries:
-            for entry in entries:
-                if entry.name.endswith(".json"):
-                    names.append(entry.name)
-                    if len(names) >= _NEIGHBOURS:
-                        break
-    except OSError:
-        return None  # no folder to look in: the message says the file is missing, as it is
-    if by_name:
-        return did_you_mean(wanted.removesuffix(".json"), [n.removesuffix(".json") for n in names])
-    hit = did_you_mean(wanted, names)
-    return None if hit is None else os.path.join(folder, hit)
