@@ -448,7 +448,8 @@ def test_a_command_s_own_option_wins_and_explain_and_check_warn(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--format and --output are the commands' own: the preset's flags of those names are
-    shadowed there, explain and check say where, and run takes its own --output."""
+    shadowed there, explain and check say where, and run takes its own --output and says
+    so."""
     path = _app(place, shape=["--format"], verbosity=["--output"])
     found = json.loads(run(["explain", "--preset", str(path), "--format", "json"], capsys)[1])
     assert found["values"]["agent.shape"] == 1  # --format json was explain's own
@@ -471,7 +472,12 @@ def test_a_command_s_own_option_wins_and_explain_and_check_warn(
     code, out, err = run(
         ["run", "--preset", str(path), "--model", model, "--output", "json", "go"], capsys
     )
-    assert (code, json.loads(out)["result"], err) == (0, "done", "")  # run's own --output
+    assert (code, json.loads(out)["result"]) == (0, "done")  # run's own --output
+    assert err == (  # and it says so, of its own option alone
+        "budgetconf: warning: the preset's flag --output (agent.verbosity) is shadowed on run by"
+        " the command's own --output: there, give it after -- (budgetconf run ... -- --output"
+        " VALUE)\n"
+    )
 
 
 def test_a_preset_without_a_cli_source_warns_of_nothing(

@@ -92,11 +92,15 @@ def resolve(line: CommandLine) -> Resolved:
 def _notes(line: CommandLine, preset: Preset) -> list[str]:
     """What the command line adds to a resolution's warnings: what it left unread, and why.
 
-    explain and check also say which of the preset's flags a command's own
-    option shadows; run takes its own option and says nothing.
+    Every command that takes the preset's flags also says which of them a
+    command's own option shadows: explain and check, which report on the
+    resolution, for every command; any other (run) for itself, as it takes its
+    own option.
     """
     taking = [c.name for c in line.commands if c.budget_flags]  # the commands with its flags
-    notes = shadowed(preset, line.parser, taking) if line.ns.command in ("explain", "check") else []
+    command = line.ns.command
+    reported = taking if command in ("explain", "check") else [command]
+    notes = shadowed(preset, line.parser, reported) if command in taking else []
     try:
         os.getcwd()
     except FileNotFoundError:
