@@ -152,6 +152,9 @@ class SourceKind(Record):
     ``names_file`` adds the file's path to the label. ``format`` is the format
     of the settings file of sections that ``budgetconf schema`` and ``init``
     describe for it, with ``title`` the heading ``init`` writes.
+    ``request_keyed`` says the source's key depends on the request alone, not
+    on variables or files, so that one taken for a request holds for as long
+    as the request does (see the engine's `resolver`).
     """
 
     __module__ = "budgetconf.sources"
@@ -164,6 +167,7 @@ class SourceKind(Record):
         "names_file",
         "needs",
         "options",
+        "request_keyed",
         "title",
     )
 
@@ -176,6 +180,7 @@ class SourceKind(Record):
     names_file: bool
     format: str | None
     title: str | None
+    request_keyed: bool
 
     def __init__(
         self,
@@ -189,6 +194,7 @@ class SourceKind(Record):
         names_file: bool = False,
         format: str | None = None,
         title: str | None = None,
+        request_keyed: bool = False,
     ) -> None:
         set_field(self, "name", name)
         set_field(self, "options", MappingProxyType(dict(options)))
@@ -199,6 +205,7 @@ class SourceKind(Record):
         set_field(self, "names_file", names_file)
         set_field(self, "format", format)
         set_field(self, "title", title)
+        set_field(self, "request_keyed", request_keyed)
 
 
 class Description(Record):

@@ -4,13 +4,15 @@
 sources from the registry of kinds, and keeps the result: a built-in preset
 for the life of the process, a preset file until it changes.
 `resolve_request` resolves one request, reusing a recent resolution when
-nothing its sources read has changed.
+nothing its sources read has changed; `resolver` does the same for one request
+asked again and again, for less.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from functools import partial
 from types import MappingProxyType
 
 from budgetconf._description import Description, SourceSpec
@@ -172,6 +174,57 @@ def resolve_request(preset: Preset, request: Request) -> Resolution:
             preset.memo.clear()
         preset.memo[key] = result
     return result
+
+
+def resolver(preset: Preset, request: Request) -> Callable[[], Resolution]:
+    """`resolve_request` for ``request``, again at each call, for less than it costs.
+
+    The keys of the sources keyed by the request alone are taken once (so the
+    request's arguments must not change while it is asked: `factory` gives
+    copies), the other sources' at each call, by their `watch` where they have
+    one. While those stay the same, the last result with no errors is the
+    answer; else `resolve_request` gives it, and keeps it in the preset's memo.
+    """
+    ctx = preset.context(request)
+    fixed = [_DECLARED[spec.kind].request_keyed for spec in preset.description.stack]
+    sources = tuple(zip(preset.sources, fixed, strict=True))
+    if None in [source.key(ctx) for source, fix in sources if fix]:
+        return partial(resolve_request, preset, request)  # never reused: nothing to save
+    take = _taker([_watcher(preset, source, request) for source, fix in sources if not fix])
+    last: tuple[Hashable, Resolution] | None = None  # one reference: threads read it whole
+
+    def resolved() -> Resolution:
+        nonlocal last
+        key = take()
+        known = last
+        if known is not None and known[0] == key:
+            return known[1]
+        result = resolve_request(preset, request)
+        if not result.errors and key is not None and take() == key:  # unchanged as it was read
+            last = (key, result)
+        return result
+
+    return resolved
+
+
+def _watcher(preset: Preset, source: Source, request: Request) -> Callable[[], Hashable]:
+    """What takes ``source``'s key for ``request`` at each call: its `watch`, else `key`."""
+    watch: Callable[[Context], Callable[[], Hashable]] | None = getattr(source, "watch", None)
+    if watch is not None:
+        return watch(preset.context(request))
+    return lambda: source.key(preset.context(request))  # a new context: the home may move
+
+
+def _taker(watchers: list[Callable[[], Hashable]]) -> Callable[[], Hashable]:
+    """One key for these watchers' keys, None when one of them is None."""
+    if len(watchers) == 1:  # the common case, a factory's environment: its key as it is
+        return watchers[0]
+
+    def take() -> Hashable:
+        taken = tuple([watch() for watch in watchers])
+        return None if None in taken else taken
+
+    return take
 
 
 def _key(preset: Preset, ctx: Context) -> _Key | None:

@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from budgetconf._description import Argument
-from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
+from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request, resolver
 from budgetconf._resolution import Resolution
 from budgetconf._values import Value
 from budgetconf.errors import BudgetConfWarning, ConfigError, UsageError, UsageTypeError
@@ -67,9 +67,13 @@ def resolve(
 
 def _resolved(preset: Preset, request: Request) -> Resolution:
     """The resolution, its warnings emitted and its errors raised, for resolve()'s callers."""
-    result = resolve_request(preset, request)
+    return _answer(resolve_request(preset, request), stacklevel=4)
+
+
+def _answer(result: Resolution, stacklevel: int = 3) -> Resolution:
+    """``result``, its warnings emitted and its errors raised."""
     for message in result.warnings:
-        warnings.warn(message, BudgetConfWarning, stacklevel=3)
+        warnings.warn(message, BudgetConfWarning, stacklevel=stacklevel)
     if result.errors:
         raise ConfigError.combine(list(result.errors))
     return result
@@ -87,6 +91,17 @@ _NEEDED_BY: Final = {
     for argument, _ in _ARGUMENTS.values()
     if argument.needs is not None
 }
+
+
+def _kept(request: Request) -> Request:
+    """``request`` with copies of the mapping and the list given to it, read once by a factory."""
+    given = dict(request.arguments)
+    for name, value in given.items():
+        if _ARGUMENTS[name][0].pairs:
+            given[name] = dict(value)
+        elif name == "argv":
+            given[name] = tuple(value)
+    return Request(request.env, explicit_is_text=request.explicit_is_text, **given)
 
 
 def _preset_arg(preset: object) -> PathArg:
@@ -212,6 +227,7 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
     effect at once; a value passed to the dataclass constructor never calls it,
     so an explicit argument always wins. ``options`` are `resolve` keywords,
     checked here, once: a wrong one fails at once, not at the first construction.
+    They are read once too: a mapping or a list given is copied.
     """
     loaded = load_preset(_preset_arg(preset))
     try:
@@ -223,14 +239,23 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
         raise TypeError(f"factory() got unexpected keyword arguments: {', '.join(unknown)}")
     request = Request(options.pop("env", None), **options)
     check_request(loaded, request)
-    builtin = not is_preset_path(preset)
+    request = _kept(request)
+    if not is_preset_path(preset):  # a built-in preset never changes
 
-    def make() -> Value:
-        # a preset file is loaded again when it changes; a built-in one never does
-        current = loaded if builtin else load_preset(preset)
-        if current is not loaded:
-            check_request(current, request)
-        return _resolved(current, request)[path]
+        def make() -> Value:
+            result = resolved()
+            if result.warnings or result.errors:
+                _answer(result)
+            return result.values[path]
+
+        resolved = resolver(loaded, request)
+    else:
+
+        def make() -> Value:
+            current = load_preset(preset)  # again when the file has changed
+            if current is not loaded:
+                check_request(current, request)
+            return _resolved(current, request)[path]
 
     make.__qualname__ = make.__name__ = f"budgetconf_{path.replace('.', '_')}"
     return make

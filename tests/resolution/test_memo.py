@@ -474,6 +474,62 @@ def test_a_factory_sees_each_change_of_the_environment(monkeypatch: pytest.Monke
     assert steps() == 8
 
 
+def test_a_factory_tells_unset_from_set_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset, set, unset again, set again: no answer of an earlier state comes back."""
+    steps = budgetconf.factory("agent.max_steps", preset="opendot")
+    for value, expected in [(None, 40), ("7", 7), (None, 40), ("7", 7), ("", 40), ("9", 9)]:
+        if value is None:
+            monkeypatch.delenv("OPENDOT_MAX_STEPS", raising=False)
+        else:
+            monkeypatch.setenv("OPENDOT_MAX_STEPS", value)
+        assert steps() == expected
+
+
+def test_a_factory_follows_the_home_folder_its_variable_moves(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The global file is found again at each call: BUDGETCONF_HOME may have moved it."""
+    for name, steps in (("a", 5), ("b", 6)):
+        place.write(f"{name}/settings.json", json.dumps({"loop": {"max_steps": steps}}))
+    max_steps = budgetconf.factory("loop.max_steps")
+    assert max_steps() == 40
+    monkeypatch.setenv("BUDGETCONF_HOME", str(place.work / "a"))
+    assert max_steps() == 5
+    monkeypatch.setenv("BUDGETCONF_HOME", str(place.work / "b"))
+    assert max_steps() == 6
+
+
+def test_a_factory_reads_the_mapping_it_was_given_when_it_is_made() -> None:
+    """Its arguments are taken once, as its docstring says: a later change to them is not seen."""
+    given = {"agent.max_steps": 9}
+    steps = budgetconf.factory("agent.max_steps", preset="opendot", explicit=given)
+    given["agent.max_steps"] = 10
+    assert steps() == 9
+
+
+def test_a_factory_warns_at_every_call_where_it_is_called(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value it reuses still warns each time, and the warning names the caller's line."""
+    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "many")
+    max_steps = budgetconf.factory("loop.max_steps")
+    for _ in range(2):
+        with pytest.warns(budgetconf.BudgetConfWarning, match="BUDGETCONF_MAX_STEPS") as caught:
+            assert max_steps() == 40
+        assert [w.filename for w in caught] == [__file__]
+
+
+def test_a_factory_does_not_keep_an_error(place: Place) -> None:
+    """A project file that fails is read again once it is fixed, as resolve() reads it."""
+    project = place.write("settings.toml", "[loop]\nmax_steps = 0\n")
+    max_steps = budgetconf.factory("loop.max_steps")
+    for _ in range(2):
+        with pytest.raises(budgetconf.ConfigError, match="max_steps"):
+            max_steps()
+    _replace_file(project, "[loop]\nmax_steps = 3\n")
+    assert max_steps() == 3
+
+
 def test_a_factory_refuses_a_keyword_resolve_does_not_take() -> None:
     with pytest.raises(TypeError, match="unexpected keyword arguments: enviroment"):
         budgetconf.factory("agent.max_steps", preset="opendot", enviroment={})

@@ -23,6 +23,11 @@ class Source(Protocol):
     A source class is built once per preset as ``cls(spec, schema)``. Each
     resolution asks every source for its key; when the keys match those of an
     earlier resolution, its result is reused, else every source is loaded.
+
+    A source may also have ``watch(ctx)``, which returns a function of no
+    arguments that takes the key for ``ctx``'s request again at each call, for
+    less than `key` costs (its keys need only equal one another); a source
+    that has none is asked `key` in a new context each time.
     """
 
     def load(self, ctx: Context) -> Layer:

@@ -24,7 +24,9 @@ class CliSource:
 
     __module__ = "budgetconf.sources"
 
-    KIND = SourceKind("cli", argument=Argument("argv", shown="arguments after --"))
+    KIND = SourceKind(
+        "cli", argument=Argument("argv", shown="arguments after --"), request_keyed=True
+    )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         self._flags = schema.by_flag

@@ -25,7 +25,7 @@ class DefaultSource:
 
     __module__ = "budgetconf.sources"
 
-    KIND = SourceKind("default")
+    KIND = SourceKind("default", request_keyed=True)
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
         offers = tuple(Offer(f.path, f.default, LOCATOR) for f in schema)

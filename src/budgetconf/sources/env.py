@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+import os
+from collections.abc import Callable, Hashable, Iterable
+from functools import partial
 
 from budgetconf._description import SourceKind, SourceSpec
 from budgetconf._schema import Schema
@@ -17,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["EnvSource"]
 
 _SPACE: Final = " \t\n\r\f\v"  # ASCII white space, as text values are stripped of
+
+
+_UNSET: Final = "\0unset"  # no variable's value: a NUL cannot be in one
 
 
 class EnvSource:
@@ -42,11 +47,22 @@ class EnvSource:
 
     def key(self, ctx: Context) -> Hashable:
         env = ctx.env  # looking a variable up is safe while another thread changes them
-        values = tuple([env.get(name) for name in self._variables])
-        for value in values:
-            if value is not None and type(value) is not str:  # "1" only: 1 == True == 1.0
-                return None
+        values = tuple(map(env.get, self._variables))
+        if env is not os.environ:  # whose values are text
+            for value in values:
+                if value is not None and type(value) is not str:  # "1" only: 1 == True == 1.0
+                    return None
         return (values, self._strays(names(env))) if self._prefix else values  # iterating is not
+
+    def watch(self, ctx: Context) -> Callable[[], Hashable]:
+        """`key` for ``ctx``'s request at each call; for the process's variables, for less."""
+        env = ctx.env
+        if self._prefix or env is not os.environ:
+            return partial(self.key, ctx)  # which reads nothing else of the context
+        variables = self._variables
+        if len(variables) == 1:
+            return partial(env.get, variables[0], _UNSET)  # None would say "no key"
+        return lambda: tuple(map(env.get, variables))
 
     def load(self, ctx: Context) -> Layer:
         env = ctx.env  # a copy, by now: see the engine's resolve_request

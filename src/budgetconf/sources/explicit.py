@@ -42,6 +42,7 @@ class ExplicitSource:
             pairs=True,
         ),
         label="code (explicit)",
+        request_keyed=True,
     )
 
     def __init__(self, spec: SourceSpec, schema: Schema) -> None:
