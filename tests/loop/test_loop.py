@@ -172,6 +172,31 @@ def test_calls_on_the_last_turn_never_run(drive: Driver) -> None:
     assert all(m["content"].startswith("not executed:") for m in last)
 
 
+@pytest.mark.parametrize(
+    ("script", "limits", "stop", "why"),
+    [
+        ([calls(1), calls(2)], {"max_steps": 2}, "max_steps", "this was the last turn"),
+        ([{**calls(2), **usage(200)}], {"max_tokens": 100}, "max_tokens", "the run's max_tokens"),
+        ([calls(2), calls(2)], {"max_tool_calls": 3}, "max_tool_calls", "the run's tool-call"),
+        ([{**calls(2), "finish_reason": "length"}], {}, "length_truncated", "the response ended"),
+    ],
+    ids=["max_steps", "max_tokens", "max_tool_calls", "blocked"],
+)
+def test_each_call_of_a_stopping_response_has_one_answer_saying_why(
+    drive: Driver, script: list[dict[str, Any]], limits: dict[str, int], stop: str, why: str
+) -> None:
+    """The conversation can be sent again: one tool message per call id, with the stop's reason."""
+    model = ScriptedModel(script)
+    ex = drive.executor(model, {"echo": Echo()}, budget(**{"max_steps": 9, **limits}))
+    result = drive.run(ex, "go")
+    assert result.stop_reason == stop
+    asked = [c["id"] for m in result.messages for c in m.get("tool_calls", ())]
+    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert answered == asked
+    last = [m["content"] for m in result.messages[-2:]]
+    assert all(text.startswith(f"not executed: {why}") for text in last), last
+
+
 def test_the_callers_list_is_never_changed(drive: Driver) -> None:
     """After runs that sent a warning, a wrap-up and corrective feedback, the list is as it was."""
     caller = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]

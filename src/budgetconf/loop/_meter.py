@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from budgetconf.events import Sink
     from budgetconf.loop._budget import Budget
     from budgetconf.loop._ledger import Draw
+    from budgetconf.loop._response import Call
 
 _now = time.time  # an event's time: seconds since the epoch (a global lookup, not two)
 _monotonic = time.monotonic
@@ -438,6 +439,10 @@ class Meter(Planning):
 
     def _ended(self, result: RunResult) -> None:
         """What happens once the run has its result (a child tells its parent)."""
+
+    def _unanswered(self, calls: tuple[Call, ...], answers: tuple[str, ...]) -> None:
+        """What a driver does with the answers of a stopping response's calls, before the
+        run ends (the executor adds them to its conversation; a framework answers its own)."""
 
     def _ending(self, stop: str) -> None:
         """What a driver does as its run ends, before the ``stopped`` event (the executor

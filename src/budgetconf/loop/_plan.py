@@ -131,6 +131,7 @@ class Planning:
         def _admit(self, need: int) -> str | None: ...
         def _finished(self) -> None: ...
         def _release(self, count: int) -> None: ...
+        def _unanswered(self, calls: tuple[Call, ...], answers: tuple[str, ...]) -> None: ...
         def budget_stop(self, reason: StopReason, output: str | None = None) -> RunResult: ...
         def finish(
             self,
@@ -185,6 +186,7 @@ class Planning:
             return self._refused(calls, turn, why, StopReason.MAX_STEPS)
         if blocked is not None:
             answers = self._refuse(calls, turn, f"the response ended with {finish_reason}")
+            self._unanswered(calls, answers)
             message = blocked_message(finish_reason, turn, bool(content))
             return Plan(calls, (), answers, self.finish(blocked, message))
         return self._plan(calls, turn)
@@ -192,6 +194,7 @@ class Planning:
     def _refused(self, calls: tuple[Call, ...], turn: int, why: str, reason: StopReason) -> Plan:
         """Every call answered as not executed, ``why``; the run stops for ``reason``."""
         answers = self._refuse(calls, turn, why)
+        self._unanswered(calls, answers)
         return Plan(calls, (), answers, self.budget_stop(reason))
 
     def _plan(self, calls: tuple[Call, ...], turn: int) -> Plan:

@@ -93,10 +93,8 @@ class Run(Meter):
             )
             if plan.final:
                 return self.completed(response.content or None)
-            if plan.stop is None:
+            if plan.stop is None:  # a stopping plan's answers are given: see _unanswered
                 plan.stop = yield from self._batch(plan, turn)
-            elif plan.answers is not None:
-                self._answer_all(plan)
             if plan.stop is not None:
                 return plan.stop
 
@@ -162,6 +160,10 @@ class Run(Meter):
         for call, answer in zip(plan.calls, plan.answers, strict=True):
             if answer is not None:
                 self._answer(call, answer)
+
+    def _unanswered(self, calls: tuple[Call, ...], answers: tuple[str, ...]) -> None:
+        for call, answer in zip(calls, answers, strict=True):
+            self._answer(call, answer)
 
     def _returned(self, call: Call, value: object) -> None:
         """Answer a call that returned ``value`` with its text, or with why it has none."""
