@@ -46,7 +46,7 @@ EXPECTED = {
     "100 tokens a reply, a ledger's maximum": Outcome(
         2, 2, "truncated", "max_tokens", "ledger.max_tokens"
     ),
-    "1.5 s a reply": Outcome(2, 1, "truncated", "timeout", "limits.timeout_seconds"),
+    "2 s a reply": Outcome(2, 1, "truncated", "timeout", "limits.timeout_seconds"),
     "one call id in every response": Outcome(
         3, 2, "truncated", "max_tool_calls", "limits.max_tool_calls"
     ),
