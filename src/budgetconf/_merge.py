@@ -20,7 +20,8 @@ candidate that carries the other field's value, source and locator wins.
 The policy source's rules are applied to each field once it is settled
 (see `budgetconf._policing`). A text whose URL has the mask (``***``) for its
 password, as every rendering shows one, is a warning wherever it was read:
-it was most likely copied from explain's output, and is no password.
+it was most likely copied from explain's output, and is no password; so is a
+secret text field whose value is the mask.
 Nothing here prints, and nothing writes a file.
 """
 
@@ -180,22 +181,32 @@ class _Merging:
                 )
 
     def _warn_masks(self, trace: FieldTrace) -> None:
-        """A warning for each value of the field that is a URL with `MASK` for its password."""
+        """A warning for each value of the field that is `MASK` where a secret was shown: a
+        secret field's whole value, or a URL's password."""
         field = trace.field
         if field.kind is not Kind.TEXT:
             return
         for candidate in trace.candidates:
             if candidate.status in _NO_VALUE or candidate.derived_from is not None:
                 continue  # no value, or the other field's, warned of there
-            if has_masked_password(candidate.value):
-                where = _located(field.path, candidate.locator, candidate.source)
-                warning = f"{where}: {_MASK_READ}"
-                if warning not in self.warnings:  # a file two sources read is one place
-                    self.warnings.append(warning)
+            if field.secret and candidate.value == MASK:
+                read = _SECRET_READ
+            elif has_masked_password(candidate.value):
+                read = _MASK_READ
+            else:
+                continue
+            warning = f"{_located(field.path, candidate.locator, candidate.source)}: {read}"
+            if warning not in self.warnings:  # a file two sources read is one place
+                self.warnings.append(warning)
 
 
 #: the statuses of a candidate that offers no value
 _NO_VALUE: Final = (Status.REJECTED, Status.EMPTY)
+#: what a warning says of a secret field read as the mask, after the locator
+_SECRET_READ: Final = (
+    f"the value is {MASK}, the mask shown in place of a secret field's value, not the value"
+    " (copied from explain's output?)"
+)
 #: what a warning says of a URL read with the mask for its password, after the locator
 _MASK_READ: Final = (
     f"the URL's password is {MASK}, the mask shown in place of a password, not a password"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -286,6 +287,30 @@ def test_secret_fields_are_masked_everywhere(place: Place) -> None:
     assert res["agent.token_budget"] == 77  # the second variable applies
     assert all("s3cret" not in str(w.message) and "77" not in str(w.message) for w in caught)
     assert "s3cret" not in repr(res.to_dict())
+
+
+def test_a_secret_text_read_back_as_the_mask_is_warned_of(place: Place) -> None:
+    """``***`` is what every rendering shows of a secret: read as its value, it was copied."""
+    text = MINIMAL + textwrap.dedent(
+        """
+        [fields."agent.api_key"]
+        type = "text"
+        optional = true
+        secret = true
+        env = ["APP_API_KEY"]
+        """
+    )
+    path = _preset(place, text)
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(path, env={"APP_API_KEY": "***"})
+    assert [str(w.message) for w in caught] == [
+        "agent.api_key from env:APP_API_KEY: the value is ***, the mask shown in place of a"
+        " secret field's value, not the value (copied from explain's output?)"
+    ]
+    assert res["agent.api_key"] == "***"  # a warning: the value is still the one given
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert budgetconf.resolve(path, env={"APP_API_KEY": "k-1***"})["agent.api_key"] == "k-1***"
 
 
 def test_the_first_listed_variable_of_a_field_wins(place: Place) -> None:
