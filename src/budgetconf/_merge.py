@@ -184,20 +184,26 @@ class _Merging:
         """A warning for each value of the field that is `MASK` where a secret was shown: a
         secret field's whole value, or a URL's password."""
         field = trace.field
-        if field.kind is not Kind.TEXT:
-            return
         for candidate in trace.candidates:
             if candidate.status in _NO_VALUE or candidate.derived_from is not None:
                 continue  # no value, or the other field's, warned of there
-            if field.secret and candidate.value == MASK:
-                read = _SECRET_READ
-            elif has_masked_password(candidate.value):
-                read = _MASK_READ
-            else:
-                continue
-            warning = f"{_located(field.path, candidate.locator, candidate.source)}: {read}"
-            if warning not in self.warnings:  # a file two sources read is one place
-                self.warnings.append(warning)
+            warning = mask_warning(field, candidate.value, candidate.locator, candidate.source)
+            if warning is not None and warning not in self.warnings:  # a file two sources
+                self.warnings.append(warning)  # read is one place
+
+
+def mask_warning(field: Field, value: object, locator: str, source: str) -> str | None:
+    """The warning of ``value``, read for ``field`` at ``locator``, when it holds `MASK` where
+    a secret was shown (a secret text field's whole value, a URL's password); else None."""
+    if field.kind is not Kind.TEXT:
+        return None
+    if field.secret and value == MASK:
+        read = _SECRET_READ
+    elif has_masked_password(value):
+        read = _MASK_READ
+    else:
+        return None
+    return f"{_located(field.path, locator, source)}: {read}"
 
 
 #: the statuses of a candidate that offers no value

@@ -600,6 +600,27 @@ def test_check_policy_fails_a_bad_file_with_one_line(
     assert f"policy {missing}: no such file" in capsys.readouterr().err
 
 
+def test_check_policy_fails_on_what_a_resolution_would_warn_of(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A default that holds the mask for a URL's password warns in explain: so it fails check."""
+    masked = "redis://agent:***@127.0.0.1:9/0"
+    path = write(place.work / "p.json", json.dumps({"ledger": {"url": {"default": masked}}}))
+    warning = (
+        f"ledger.url from {path}:1 (policy): the URL's password is ***, the mask shown in place"
+        " of a password, not a password (copied from explain's output?)"
+    )
+    assert main(["check", "--policy", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"budgetconf: warning: {warning}\n"
+    assert captured.out == f"check failed: 0 errors, 1 warning (policy {path}, preset budgetconf)\n"
+    assert main(["check", "--policy", str(path), "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["warnings"] == [warning]
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        budgetconf.resolve(env={}, policy_file=path)
+    assert [str(w.message) for w in caught] == [warning]  # the same words a resolution warns in
+
+
 def test_check_policy_takes_no_other_source(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:

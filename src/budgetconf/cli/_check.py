@@ -24,7 +24,10 @@ from budgetconf.cli._parser import OPTIONS, CommandLine, Usage
 from budgetconf.cli._resolution import Resolved, chosen_preset
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from budgetconf._engine import Preset
+    from budgetconf._rules import Rule
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
@@ -67,6 +70,7 @@ def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:
     except SourceError as exc:
         error, rules = str(exc), {}
     assert rules is not None, "a named policy file exists, or reading it fails"
+    warnings = _policy_warnings(preset, rules)
     if line.ns.format == "json":
         secret = {f.path: f.secret for f in preset.schema}
         write_json(
@@ -76,15 +80,37 @@ def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:
                 "policy": path,
                 "rules": {p: rule.to_dict(secret[p]) for p, rule in rules.items()},
                 "errors": [] if error is None else [error],
+                "warnings": warnings,
             },
             out,
         )
     elif error is not None:
         say(err, f"budgetconf: error: {error}")
         say(out, f"check failed: 1 error (policy {path}, preset {preset.name})")
+    elif warnings:
+        for warning in warnings:
+            say(err, f"budgetconf: warning: {warning}")
+        count = plural(len(warnings), "warning")
+        say(out, f"check failed: 0 errors, {count} (policy {path}, preset {preset.name})")
     else:
         say(out, f"ok: policy {path}, {plural(len(rules), 'rule')} (preset {preset.name})")
-    return EXIT_OK if error is None else EXIT_ERROR
+    return EXIT_OK if error is None and not warnings else EXIT_ERROR
+
+
+def _policy_warnings(preset: Preset, rules: Mapping[str, Rule]) -> list[str]:
+    """What a resolution would warn of in the rules: a locked value or a default that holds
+    the mask where a secret was shown."""
+    from budgetconf._merge import mask_warning
+
+    found = []
+    for path, rule in rules.items():
+        field = preset.schema.lookup(path)
+        for bound in (rule.value, rule.default):
+            if bound is not None:
+                warning = mask_warning(field, bound.value, bound.locator, "policy")
+                if warning is not None:
+                    found.append(warning)
+    return found
 
 
 def _policy_preset(line: CommandLine) -> Preset:
