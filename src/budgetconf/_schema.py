@@ -59,7 +59,7 @@ def shown_default(f: Field) -> str:
     """A field's default for help texts: ``40``, ``wrap_up``, ``unset``, the field it follows."""
     if f.default_from:
         return f"the value of {f.default_from}"
-    return f.mask(f.default if isinstance(f.default, str) else show_value(f.default))
+    return f.public(f.default) if isinstance(f.default, str) else f.mask(show_value(f.default))
 
 
 class Field(Record):

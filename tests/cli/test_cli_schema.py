@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import tomllib
@@ -191,6 +192,24 @@ def test_a_field_that_follows_another_says_so(
     turns = schema["properties"]["agent"]["properties"]["turns"]
     assert "Default: the value of agent.cap." in turns["description"]
     assert "default" not in turns
+
+
+def test_a_default_with_a_password_is_never_written_out(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A preset's default URL shows with its password masked, and the schema gives no default
+    an editor would write in for the value; ``--help`` of an application's flags the same."""
+    url = "redis://agent:hunter2@127.0.0.1:6379/0"
+    fields = {"ledger.url": {"type": "text", "default": url, "flags": ["--ledger-url"]}}
+    preset = preset_file(place.work, fields=fields, sources=["default", "project", "cli"])
+    schema = schema_of(capsys, "--preset", str(preset))
+    spec = schema["properties"]["ledger"]["properties"]["url"]
+    assert "Default: redis://agent:***@127.0.0.1:6379/0." in spec["description"]
+    assert "default" not in spec
+    parser = argparse.ArgumentParser()
+    budgetconf.add_arguments(parser, preset=str(preset))
+    assert "hunter2" not in parser.format_help()
+    assert "default: redis://agent:***@127.0.0.1:6379/0" in parser.format_help()
 
 
 def test_bounds_are_whole_numbers_and_help_ends_its_sentence(

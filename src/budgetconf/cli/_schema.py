@@ -78,8 +78,8 @@ def field_schema(f: Field) -> dict[str, Any]:
         limit = getattr(f, bound)
         if limit is not None:
             spec[keyword] = int(limit) if float(limit).is_integer() else limit
-    if f.default is not None and not f.secret:
-        spec["default"] = f.default
+    if f.default is not None and f.public(f.default) == f.default:  # not a secret, nor one's
+        spec["default"] = f.default  # part: an editor would write it in for the value
     return spec
 
 
