@@ -241,6 +241,7 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
     check_request(loaded, request)
     request = _kept(request)
     if not is_preset_path(preset):  # a built-in preset never changes
+        resolved = resolver(loaded, request)
 
         def make() -> Value:
             result = resolved()
@@ -248,7 +249,6 @@ def factory(field: str, preset: PathArg = "budgetconf", **options: Any) -> Calla
                 _answer(result)
             return result.values[path]
 
-        resolved = resolver(loaded, request)
     else:
 
         def make() -> Value:
