@@ -47,6 +47,8 @@ _COUNTS: Final = ("turn", "turns", "tokens", "tool_calls_executed", "calls")
 _NUMBERS: Final = ("time", "cost_usd")
 _TEXTS: Final = ("type", "run_id", "stop_reason", "status", "message", "finish_reason")
 _OBJECTS: Final = ("limits", "budgets", "carried_over")
+#: the objects whose numbers the charts draw (as floats: a 309-digit integer is none)
+_DRAWN_OBJECTS: Final = ("limits", "carried_over")
 #: the events that belong to one turn, and what each tells of it
 _TURN_EVENTS: Final = frozenset(
     {
@@ -222,6 +224,11 @@ def _checked(event: dict[str, Any]) -> dict[str, Any] | str:
     for key in _OBJECTS:
         if key in event and not isinstance(event[key], dict):
             return f"{name}: {key}: expected an object, got {_kind(event[key])}"
+    for key in _DRAWN_OBJECTS:
+        for inner, item in event.get(key, {}).items():
+            if type(item) is int and abs(item) > _MAX_COUNT:  # float() of it overflows
+                shown = escape(clipped(inner, limit=40), keep="")
+                return f"{name}: {key}: {shown}: expected a number to 2**63-1, got {_shown(item)}"
     return event
 
 

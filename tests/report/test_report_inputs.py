@@ -1,0 +1,46 @@
+"""The report's faults on odd input: numbers too big to draw, files that hold no run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from budgetconf.cli import main
+
+from conftest import Place
+
+HUGE = 9 * 10**308  # 309 digits: float() of it overflows
+
+
+def _write(place: Place, name: str, events: list[dict[str, Any]]) -> str:
+    path = place.work / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("key", ["limits", "carried_over"])
+def test_a_number_too_big_to_draw_is_a_bad_line_not_a_crash(
+    key: str, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 309-digit integer in run_started's limits or carried_over: the line is left out
+    with why, the other runs are drawn, and the command exits 1."""
+    inner = {"max_tokens": HUGE} if key == "limits" else {"tokens": HUGE}
+    limits = {"max_tokens": 100} if key == "carried_over" else {}
+    events = [
+        {"type": "run_started", "run_id": "a", "time": 1.0, "limits": limits, key: inner},
+        {"type": "run_started", "run_id": "b", "time": 1.0, "limits": {"max_tokens": 100}},
+        {"type": "model_response", "run_id": "b", "time": 1.1, "turn": 1, "tokens": 5},
+    ]
+    path = _write(place, "big.jsonl", events)
+    assert main(["report", path]) == 1
+    captured = capsys.readouterr()
+    field = "max_tokens" if key == "limits" else "tokens"
+    assert captured.err == (
+        f"{path}:1: run_started: {key}: {field}: expected a number to 2**63-1,"
+        " got a number of 309 digits\n"
+    )
+    assert "1 line left out" in captured.out
+    page = (place.work / "big.html").read_text(encoding="utf-8")
+    assert "tokens: 5 of 100" in page
