@@ -466,7 +466,8 @@ def test_a_bad_line_is_told_in_one_short_line_whatever_it_holds(
     path.write_text(json.dumps({"type": kind, "turn": -1}) + "\n", encoding="utf-8")
     code, _, err = report([str(path), "-o", str(place.work / "p.html")], capsys)
     assert code == 1
-    [line] = err.splitlines()
+    line, warning = err.splitlines()  # the file's one line was bad: it holds no run
+    assert warning.startswith("budgetconf: warning: no runs in ")
     assert line.startswith(str(path).replace("\n", "\\n") + ":1: evil\\nsecond line\\x1b[2J")
     assert line.endswith(": turn: expected a whole number from 0, got -1")
     assert len(line) < 300

@@ -44,3 +44,17 @@ def test_a_number_too_big_to_draw_is_a_bad_line_not_a_crash(
     assert "1 line left out" in captured.out
     page = (place.work / "big.html").read_text(encoding="utf-8")
     assert "tokens: 5 of 100" in page
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", 'not json\n{"no": "type"}\n'])
+def test_a_file_with_no_run_warns_and_exits_1(
+    content: str, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty events file, or one of bad lines only, is no report of a run: a warning
+    names the file and the command exits 1 (the page, saying 0 runs, is still written)."""
+    path = place.work / "empty.jsonl"
+    path.write_text(content, encoding="utf-8")
+    assert main(["report", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"budgetconf: warning: no runs in {path}"
+    assert (place.work / "empty.html").exists()

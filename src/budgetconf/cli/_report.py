@@ -2,7 +2,8 @@
 
 Exit codes: 0 when every line was an event, 1 when one was not (the page is
 still written from the others, and each such line is told on stderr as
-``FILE:LINE: why``) or when the events cannot be read or the page written;
+``FILE:LINE: why``), when the file holds no run (a warning says so), or when
+the events cannot be read or the page written;
 64 is a usage error. ``run --report FILE`` writes the same page of its run.
 """
 
@@ -47,6 +48,9 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
             say(err, f"budgetconf: error: {failed}")
             return EXIT_ERROR
         say(out, f"wrote {target}: {_counted(events)}")
+    if not events.runs:  # an empty file, or one of bad lines only: no run to show
+        say(err, f"budgetconf: warning: no runs in {shown}")
+        return EXIT_ERROR
     return EXIT_ERROR if events.bad else EXIT_OK
 
 
