@@ -145,6 +145,19 @@ class RunView:
         carried = (self.started or {}).get("carried_over")
         return carried if isinstance(carried, dict) else {}
 
+    def charged(self, key: str) -> dict[int, float]:
+        """What its children spent (``tokens``, ``cost_usd``, ``tool_calls_executed``), by the
+        turn each ended in: the loop charges a child's spend to its parent as it happens."""
+        found: dict[int, float] = {}
+        last = max(self.turns, default=0)
+        for child in self.children:
+            spent = (child.end or {}).get(key)
+            if isinstance(spent, int | float) and spent:
+                turn = (child.end or {}).get("turn")
+                at = turn if isinstance(turn, int) else last  # no turn: the run's last
+                found[at] = found.get(at, 0.0) + float(spent)
+        return found
+
     def carried_over(self, key: str) -> float:
         """What a resumed run started from (``tokens``, ``turns``, ...): 0 unless a number."""
         found = self.carried.get(key, 0)

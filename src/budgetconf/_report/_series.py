@@ -88,12 +88,24 @@ def _values(run: RunView, budget: str, turns: list[Turn]) -> tuple[list[float], 
             return [], limit
         return [max(t.time - begun, 0.0) for t in turns if t.time is not None], limit
     key, attribute = _SUMMED[budget]
+    return summed(run, turns, key, attribute), limit
+
+
+def summed(run: RunView, turns: list[Turn], key: str, attribute: str) -> list[float]:
+    """A total after each turn: what the run carried over, its turns' own amounts, and what
+    its children spent (the loop charges it to the run, and stops the run on it)."""
     total = run.carried_over(key)
+    charged = run.charged(key)
+    early = sum(v for at, v in charged.items() if at < (turns[0].number if turns else 0))
+    late = sum(v for at, v in charged.items() if turns and at > turns[-1].number)
+    total += early
     values = []
     for turn in turns:
-        total += getattr(turn, attribute)
+        total += getattr(turn, attribute) + charged.get(turn.number, 0.0)
         values.append(total)
-    return values, limit
+    if values:
+        values[-1] += late
+    return values
 
 
 #: the budgets a run's total counts: the key of carried_over, and the turn's own amount

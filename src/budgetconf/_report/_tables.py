@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from budgetconf._report._read import Child, RunView, Turn
+from budgetconf._report._series import summed
 from budgetconf._report._text import attr, number, text
 
 #: a run longer than this shows its turns folded, to be opened
@@ -58,11 +59,12 @@ def turns(run: RunView) -> str:
     ordered = [run.turns[n] for n in sorted(run.turns)]
     if not ordered:
         return '<p class="empty">No turn was recorded.</p>'
-    tokens = run.carried_over("tokens")
-    rows = []
-    for turn in ordered:
-        tokens += turn.tokens
-        rows.append(_turn_row(turn, tokens))
+    charged = run.charged("tokens")
+    totals = summed(run, ordered, "tokens", "tokens")
+    rows = [
+        _turn_row(turn, so_far, charged.get(turn.number, 0.0))
+        for turn, so_far in zip(ordered, totals, strict=True)
+    ]
     head = (
         "<tr><th>turn</th><th>finish reason</th><th>tool calls asked</th><th>executed</th>"
         "<th>not run</th><th>tokens</th><th>tokens so far</th><th>cost</th><th>notes</th>"
@@ -74,7 +76,7 @@ def turns(run: RunView) -> str:
     return f"<details><summary>{len(ordered):,} turns</summary>{table}</details>"
 
 
-def _turn_row(turn: Turn, so_far: float) -> str:
+def _turn_row(turn: Turn, so_far: float, children: float) -> str:
     asked = ", ".join(turn.asked[:8])
     if len(turn.asked) > 8:
         asked += f" … and {len(turn.asked) - 8} more"
@@ -86,6 +88,8 @@ def _turn_row(turn: Turn, so_far: float) -> str:
             notes.append(f"{kind}: {event.get('calls')} calls, cap {event.get('cap')}")
     if not turn.responded:
         notes.append("no response recorded")
+    if children:
+        notes.append(f"children spent {number(_whole(children))} tokens")
     classes = " ".join(
         name
         for name, on in (("rejected", turn.rejected), ("truncated", turn.truncated))
@@ -100,6 +104,10 @@ def _turn_row(turn: Turn, so_far: float) -> str:
         f"<td class=num>{number(turn.cost)}</td><td>{text('; '.join(notes))}</td>"
         f"<td>{text(turn.content, 80)}</td></tr>"
     )
+
+
+def _whole(amount: float) -> float:
+    return int(amount) if amount == int(amount) else amount
 
 
 _END_KEYS: Final = ("status", "stop_reason", "turns", "tokens", "cost_usd", "tool_calls_executed")
