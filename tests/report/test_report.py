@@ -370,8 +370,8 @@ def test_children_are_nested_sections_under_their_run() -> None:
     children = page.with_class("section", "child")
     assert len(children) == 2
     text = page.text
-    assert "Child 1 · truncated · max_tokens" in text
-    assert "Child 2 · no end recorded" in text
+    assert "Child 1 · unnamed · truncated · max_tokens" in text
+    assert "Child 2 · unnamed · no end recorded" in text
     assert "max_tokens400" in text  # the child's limit, as its dl shows it
     assert "410" in text
     assert "0.25" in text
@@ -568,12 +568,12 @@ def test_odd_but_readable_events_still_draw_a_page(
     text = page.text
     assert "The events end before the run did: no stopped event." in text
     assert "The events name no budget (no run_started event)." in text
-    assert "Child 1 · ok · completed" in text  # its start is not in the file
-    assert "Child 2 · failed · error" in text
+    assert "Child 1 · unnamed · ok · completed" in text  # its start is not in the file
+    assert "Child 2 · unnamed · failed · error" in text
     assert "The parent run's remainder ran out: the limit is the parent's." in text
     assert "1e+20" in text  # a time no calendar holds, shown as the number it is
     assert "true" in text
-    assert '<a href="#run-3">its run</a>' in (place.work / "odd.html").read_text()
+    assert '<a href="#run-3" title="c">run 3</a>' in (place.work / "odd.html").read_text()
     # turns 2 and 3 of 50,000 share a pixel column: one mark on each of the two charts
     assert len(page.with_class("circle", "mark-rejected")) == 2
     assert "a1" in text  # raise_with as an object, shown as its keys
@@ -612,7 +612,7 @@ def test_a_real_sub_agent_is_nested_under_its_parent_and_links_to_its_own_run() 
     assert top.tokens == 50  # the child's spend, charged to its parent
     page = Page(render("kids.jsonl", parse_events(lines([*top.events, *kid.events]).encode())))
     assert len(page.with_class("section", "child")) == 1
-    assert "Child 1 · ok · completed" in page.text
+    assert "Child 1 · budgetconf run 2 · ok · completed" in page.text
     assert "max_tokens300" in page.text
     (own,) = [a["id"] for t, a in page.elements if a.get("data-run-id") == kid.run_id]
     assert f"#{own}" in [a.get("href") for t, a in page.elements if t == "a"]

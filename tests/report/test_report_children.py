@@ -65,3 +65,25 @@ def test_the_charts_count_what_the_children_spent_as_the_stop_did() -> None:
     rows = re.findall(r'<tr class="[^"]*" data-turn="(\d+)">(.*?)</tr>', lead)
     so_far = [re.findall(r"<td class=num>([^<]*)</td>", row)[4] for _, row in rows]
     assert so_far == ["140", "220"]
+
+
+def test_each_child_is_shown_once_by_its_name_and_run() -> None:
+    """Each child's section names it ("researcher") and links its own run, which names its
+    parent; the keys its start and end share (turn, child_run_id) are not listed twice."""
+    top, kids = delegated()
+    page = _page(top, kids)
+    lead = page.split('<section class="run"')[1]
+    sections = re.findall(r'<section class="child".*?</section>', lead)
+    assert len(sections) == 2
+    for n, (section, kid) in enumerate(zip(sections, kids, strict=True), 1):
+        heading = re.sub(r"<[^>]+>", "", re.search(r"<h4>(.*?)</h4>", section).group(1))
+        assert heading.startswith(f"Child {n} · researcher run {n + 1} · ")
+        assert f'href="#run-{n + 1}"' in section
+        assert f'data-child-run-id="{kid.run_id}"' in section
+        assert section.count("<dt>turn</dt>") == 0
+        assert section.count("<dt>child_run_id</dt>") == 0
+        assert f"ran in turn {n}" in section
+    for n, kid in enumerate(kids, 2):
+        own = page.split('<section class="run"')[n]
+        assert f'data-run-id="{kid.run_id}"' in own
+        assert re.search(r'<h2>Run \d · researcher · child of <a href="#run-1">run 1</a>', own)

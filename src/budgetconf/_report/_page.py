@@ -56,8 +56,16 @@ svg .mark-rejected{fill:#c62828}svg .mark-truncated{fill:#d08700}
 
 def render(name: str, events: Events) -> str:
     """The page of ``events``, read from the file called ``name``."""
-    anchors = {run.run_id: f"run-{i}" for i, run in enumerate(events.runs, 1) if run.run_id}
-    runs = "".join(_run(run, f"run-{i}", i, anchors) for i, run in enumerate(events.runs, 1))
+    known = {run.run_id: (i, run) for i, run in enumerate(events.runs, 1) if run.run_id}
+    parents = {
+        child.run_id: i
+        for i, run in enumerate(events.runs, 1)
+        for child in run.children
+        if child.run_id is not None
+    }
+    runs = "".join(
+        _run(run, i, known, parents.get(run.run_id or "")) for i, run in enumerate(events.runs, 1)
+    )
     title = f"budgetconf report: {name}"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -123,9 +131,16 @@ def _when(run: RunView) -> str:
         return text(moment)
 
 
-def _run(run: RunView, anchor: str, index: int, anchors: dict[str, str]) -> str:
+def _run(run: RunView, index: int, known: _tables.Known, parent: int | None) -> str:
+    """One run's section; a sub-agent's says whose child it is, and links to its parent."""
+    anchor = f"run-{index}"
     started = run.started or {}
     ident = f" · {text(run.run_id, 40)}" if run.run_id else ""
+    if parent is not None:
+        ident = (
+            f" · {text(run.name or 'child')} · child of"
+            f' <a href="#run-{parent}">run {parent}</a>{ident}'
+        )
     shown = "".join(
         f"<figure><figcaption>{text(chart.title)}</figcaption>{svg(chart)}</figure>"
         for chart in charts(run)
@@ -139,7 +154,7 @@ def _run(run: RunView, anchor: str, index: int, anchors: dict[str, str]) -> str:
         f"{_stop(run)}"
         f'<section><h3>Budgets used</h3><div class="charts">{drawn}</div></section>'
         f"<section><h3>Budgets and where they were set</h3>{_tables.budgets(run)}</section>"
-        f"{_tables.children(run, anchors)}{_tables.ledger(run)}"
+        f"{_tables.children(run, known)}{_tables.ledger(run)}"
         f"<section><h3>Turns</h3>{_tables.turns(run)}</section></section>"
     )
 

@@ -104,6 +104,12 @@ class Child:
     start: dict[str, Any]
     end: dict[str, Any] | None = None
 
+    @property
+    def run_id(self) -> str | None:
+        """The ``run_id`` of the child's own events, as its start or end names it."""
+        found = self.start.get("child_run_id", (self.end or {}).get("child_run_id"))
+        return found if isinstance(found, str) else None
+
 
 @dataclass(slots=True)
 class RunView:
@@ -124,6 +130,12 @@ class RunView:
         if found is None:
             found = self.turns[number] = Turn(number)
         return found
+
+    @property
+    def name(self) -> str | None:
+        """The run's name (``name=``, else its preset's), as its run_started gives it."""
+        found = (self.started or {}).get("name")
+        return found if isinstance(found, str) and found else None
 
     @property
     def version(self) -> int:

@@ -113,15 +113,21 @@ def _whole(amount: float) -> float:
 _END_KEYS: Final = ("status", "stop_reason", "turns", "tokens", "cost_usd", "tool_calls_executed")
 
 
-def children(run: RunView, anchors: Mapping[str, str]) -> str:
-    """The run's sub-agents, each a section of its own under the run."""
+#: the file's runs by run_id: each one's number on the page, and the run
+Known = Mapping[str, tuple[int, RunView]]
+#: the keys a child's start and end both carry, which its heading shows once
+_CHILD_STAMPS: Final = ("turn", "child_run_id")
+
+
+def children(run: RunView, known: Known) -> str:
+    """The run's sub-agents, each a section of its own under the run, named once."""
     if not run.children:
         return ""
-    shown = [_child(index, child, anchors) for index, child in enumerate(run.children, 1)]
+    shown = [_child(index, child, known) for index, child in enumerate(run.children, 1)]
     return f'<section class="children"><h3>Children</h3>{"".join(shown)}</section>'
 
 
-def _child(index: int, child: Child, anchors: Mapping[str, str]) -> str:
+def _child(index: int, child: Child, known: Known) -> str:
     end = child.end
     if end is None:
         verdict = "no end recorded"
@@ -133,13 +139,37 @@ def _child(index: int, child: Child, anchors: Mapping[str, str]) -> str:
         summary = f'<table class="child-end"><tr>{head}</tr><tr>{cells}</tr></table>'
     limits = child.start.get("limits")
     shown = fields(limits) if isinstance(limits, dict) else '<p class="empty">No limits.</p>'
-    extra = fields(child.start, skip=("limits",)) + fields(end or {}, skip=_END_KEYS)
-    own = anchors.get(str(child.start.get("child_run_id")))
-    link = f' <a href="#{own}">its run</a>' if own else ""
+    extra = fields(child.start, skip=("limits", *_CHILD_STAMPS))
+    extra += fields(end or {}, skip=(*_END_KEYS, *_CHILD_STAMPS))
     return (
-        f'<section class="child"><h4>Child {index} · {verdict}{link}</h4>'
-        f"{summary}<h5>Limits</h5>{shown}{extra}</section>"
+        f'<section class="child" data-child-run-id="{attr(child.run_id or "")}">'
+        f"<h4>Child {index} · {_child_name(child, known)} · {verdict}</h4>"
+        f"{_child_turns(child)}{summary}<h5>Limits</h5>{shown}{extra}</section>"
     )
+
+
+def _child_name(child: Child, known: Known) -> str:
+    """The child's name and its run: linked to its own section when the file holds it."""
+    ident = child.run_id
+    if ident is None:
+        return "unnamed"
+    found = known.get(ident)
+    if found is None:
+        return f"run {text(ident, 40)}"
+    index, own = found
+    name = f"{text(own.name)} " if own.name else ""
+    return f'{name}<a href="#run-{index}" title="{attr(ident)}">run {index}</a>'
+
+
+def _child_turns(child: Child) -> str:
+    """When in its parent's run the child began and ended, once."""
+    start, end = child.start.get("turn"), (child.end or {}).get("turn")
+    said = [f"began in turn {text(start)}"] if start is not None else []
+    if end is not None and end != start:
+        said.append(f"ended in turn {text(end)}")
+    elif end is not None:
+        said = [f"ran in turn {text(end)}"]
+    return f'<p class="empty">{", ".join(said)}</p>' if said else ""
 
 
 def ledger(run: RunView) -> str:
