@@ -58,3 +58,42 @@ def test_a_file_with_no_run_warns_and_exits_1(
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == f"budgetconf: warning: no runs in {path}"
     assert (place.work / "empty.html").exists()
+
+
+def _costed(*sources: str | None) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"type": "run_started", "run_id": "a", "time": 1.0, "limits": {"max_cost_usd": 1.0}}
+    ]
+    for turn, source in enumerate(sources, 1):
+        response = {"type": "model_response", "run_id": "a", "time": 1.0 + turn, "turn": turn}
+        response.update({"tokens": 5, "cost_usd": 0.0})
+        if source is not None:
+            response["cost_source"] = source
+        events.append(response)
+    return events
+
+
+@pytest.mark.parametrize("sources", [("none", "none"), (None, None)])
+def test_a_cost_no_response_reported_is_not_reported_not_0(
+    sources: tuple[str | None, ...], place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Responses whose cost_source is "none" (or, before it, a cost of 0): the chart, the turn
+    table and a child's end say "not reported", and the chart draws no line at 0."""
+    events = _costed(*sources)
+    events.append({"type": "child_end", "run_id": "a", "turn": 2, "status": "ok", "cost_usd": 0})
+    assert main(["report", _write(place, "cost.jsonl", events)]) == 0
+    capsys.readouterr()
+    page = (place.work / "cost.html").read_text(encoding="utf-8")
+    assert "cost: not reported of $1 (max_cost_usd)" in page
+    assert page.count("<td class=num>not reported</td>") == 2
+    assert "<td>not reported</td>" in page  # the child's cost_usd
+    assert '<polyline class="used" points=""/>' in page
+
+
+def test_a_cost_reported_as_0_is_0(place: Place, capsys: pytest.CaptureFixture[str]) -> None:
+    """A response that reported its cost as 0 (cost_source "reported") shows $0: it was free."""
+    assert main(["report", _write(place, "free.jsonl", _costed("reported", "none"))]) == 0
+    capsys.readouterr()
+    page = (place.work / "free.html").read_text(encoding="utf-8")
+    assert "cost: $0 of $1 (max_cost_usd)" in page
+    assert page.count("<td class=num>not reported</td>") == 1

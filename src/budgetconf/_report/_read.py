@@ -49,6 +49,8 @@ _TEXTS: Final = ("type", "run_id", "stop_reason", "status", "message", "finish_r
 _OBJECTS: Final = ("limits", "budgets", "carried_over")
 #: the objects whose numbers the charts draw (as floats: a 309-digit integer is none)
 _DRAWN_OBJECTS: Final = ("limits", "carried_over")
+#: the cost_source of a response whose cost is known ("none": its cost_usd 0 is no cost)
+KNOWN_COST: Final = frozenset({"reported", "priced"})
 #: the events that belong to one turn, and what each tells of it
 _TURN_EVENTS: Final = frozenset(
     {
@@ -89,6 +91,7 @@ class Turn:
     refused: int = 0  # calls answered without running
     tokens: float = 0
     cost: float = 0.0
+    cost_reported: bool = False  # whether its response's cost was known (reported or priced)
     content: str = ""
     time: float | None = None  # when the response was read
     rejected: dict[str, Any] | None = None  # the batch_rejected event
@@ -354,6 +357,10 @@ def _response(turn: Turn, event: dict[str, Any]) -> None:
     turn.finish_reason = event.get("finish_reason")
     turn.tokens = event.get("tokens", 0)
     turn.cost = float(event.get("cost_usd", 0.0))
+    source = event.get("cost_source")
+    # cost_source says how the cost is known; an event without one (version 1) reported a
+    # cost only when it gave one above 0
+    turn.cost_reported = turn.cost > 0 or source in KNOWN_COST
     turn.time = event.get("time")
     content = event.get("content")
     turn.content = content if isinstance(content, str) else ""

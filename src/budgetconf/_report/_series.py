@@ -54,6 +54,8 @@ def charts(run: RunView) -> list[Chart]:
         drawn = numbers
         if budget == "timeout_seconds":
             drawn = [t.number for t in turns if t.time is not None] if values else []
+        if budget == "max_cost_usd" and not _cost_known(run):
+            drawn, values = [], []  # a line at 0 would say it cost nothing
         title = _title(run, budget, values, limit)
         chart = Chart(budget, title, drawn, values, limit, show, bars=what.endswith("response"))
         chart.marks = marks
@@ -72,7 +74,14 @@ def _title(run: RunView, budget: str, values: list[float], limit: float | None) 
         most = show(max(values)) if values else "none"
         return f"{what}: at most {most} asked, cap{of.removeprefix(' of')} ({field})"
     used = show(values[-1]) if values else "nothing"
+    if budget == "max_cost_usd" and not _cost_known(run):
+        used = "not reported"
     return f"{what}: {used}{of} ({field})"
+
+
+def _cost_known(run: RunView) -> bool:
+    """Whether any response of the run, or a child's spend, reported a cost."""
+    return any(t.cost_reported for t in run.turns.values()) or any(run.charged("cost_usd").values())
 
 
 def _values(run: RunView, budget: str, turns: list[Turn]) -> tuple[list[float], float | None]:

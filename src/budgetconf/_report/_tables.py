@@ -11,6 +11,8 @@ from budgetconf._report._text import attr, number, text
 
 #: a run longer than this shows its turns folded, to be opened
 FOLDED_TURNS: Final = 200
+#: what a cost cell says when no response reported one (0 would say it cost nothing)
+NOT_REPORTED: Final = "not reported"
 #: the keys every event carries, which a table of an event's own keys leaves out
 _STAMPS: Final = frozenset({"type", "run_id", "time"})
 
@@ -101,7 +103,8 @@ def _turn_row(turn: Turn, so_far: float, children: float) -> str:
         f"<td>{len(turn.asked)}{': ' + text(asked, 120) if asked else ''}</td>"
         f"<td class=num>{turn.executed}</td><td class=num>{turn.refused}</td>"
         f"<td class=num>{number(turn.tokens)}</td><td class=num>{number(so_far)}</td>"
-        f"<td class=num>{number(turn.cost)}</td><td>{text('; '.join(notes))}</td>"
+        f"<td class=num>{number(turn.cost) if turn.cost_reported else NOT_REPORTED}</td>"
+        f"<td>{text('; '.join(notes))}</td>"
         f"<td>{text(turn.content, 80)}</td></tr>"
     )
 
@@ -119,6 +122,14 @@ Known = Mapping[str, tuple[int, RunView]]
 _CHILD_STAMPS: Final = ("turn", "child_run_id")
 
 
+def _end_cell(end: Mapping[str, Any], key: str) -> str:
+    """A child_end's value; its cost "not reported" when 0 (child_end says not how it is known)."""
+    found = end.get(key, "–")
+    if key == "cost_usd" and found == 0:
+        return NOT_REPORTED
+    return value(found)
+
+
 def children(run: RunView, known: Known) -> str:
     """The run's sub-agents, each a section of its own under the run, named once."""
     if not run.children:
@@ -134,7 +145,7 @@ def _child(index: int, child: Child, known: Known) -> str:
         summary = '<p class="empty">The events hold no child_end for this child.</p>'
     else:
         verdict = f"{text(end.get('status', '?'))} · {text(end.get('stop_reason', '?'))}"
-        cells = "".join(f"<td>{value(end.get(key, '–'))}</td>" for key in _END_KEYS)
+        cells = "".join(f"<td>{_end_cell(end, key)}</td>" for key in _END_KEYS)
         head = "".join(f"<th>{key}</th>" for key in _END_KEYS)
         summary = f'<table class="child-end"><tr>{head}</tr><tr>{cells}</tr></table>'
     limits = child.start.get("limits")
