@@ -120,7 +120,7 @@ def test_the_page_in_a_browser_shows_the_stop_the_charts_and_the_turns(
         assert box is not None
         assert box["width"] > 300
         assert box["height"] > 100
-        assert chart.locator("polyline.used, path.bars").count() == 1
+        assert chart.locator("polyline.used, g.bars").count() == 1
         assert chart.locator("line.limit").count() == 1
     assert first.locator("table.turns tr[data-turn]").count() == result.turns
     assert first.locator("tr.rejected td").first.inner_text() == "2"
@@ -272,3 +272,85 @@ def test_a_bridged_run_with_a_sub_agent_is_drawn_like_the_executors(
     assert lead.locator("section.child").count() == 2  # the last turn's call did not run
     assert page.locator("section.run").count() == 3  # the lead and its two children's own
     assert seen.errors == []
+
+
+def _small_runs() -> list[Any]:
+    """A one-turn run and a two-turn one, with small numbers: 2 tokens of 3, 1 call of 2."""
+    from budgetconf.loop import LoopExecutor, ScriptedModel
+
+    from helpers.loops import Echo, budget, calls
+
+    fields = budget(max_tokens=3, max_tool_calls_per_turn=2, max_tool_calls=5, max_cost_usd=1.0)
+    found = []
+    for steps in (1, 2):
+        model = ScriptedModel([{**calls(1), "usage": {"total_tokens": 1}}], record=False)
+        found.append(LoopExecutor(model, {"echo": Echo()}, {**fields, **budget(max_steps=steps)}))
+    return [executor.run("go") for executor in found]
+
+
+_GEOMETRY = """svg => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: e.textContent}; };
+  const ticks = [...svg.querySelectorAll('text.tick')].map(box);
+  const turns = [...svg.querySelectorAll('text.turn')].map(box);
+  const bars = [...svg.querySelectorAll('rect.bar')].map(b => {
+    const r = b.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + Math.max(r.height / 2, 1);
+    return {x: x, seen: document.elementFromPoint(x, y) === b}; });
+  const first = svg.querySelector('polyline.used');
+  const point = first && first.points.numberOfItems ? first.points.getItem(0) : null;
+  const m = svg.getScreenCTM();
+  return {ticks, turns, bars, point: point ? point.x * m.a + m.e : null,
+          left: svg.getBoundingClientRect().left};
+}"""
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return not (
+        a["right"] <= b["left"]
+        or b["right"] <= a["left"]
+        or a["bottom"] <= b["top"]
+        or b["bottom"] <= a["top"]
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_small_runs_axes_are_legible_and_alike_in_every_chart(
+    width: int, browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At a laptop's and a phone's width, for runs of one turn and two: no two labels of a
+    chart overlap, each tick and each turn is labelled once, every bar shows at its centre
+    (no mark drawn over it), and a turn sits at the same x in every chart of its run."""
+    events = write_events(place.work / "small.jsonl", *_small_runs())
+    assert report(events) == 0
+    capsys.readouterr()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((place.work / "small.html").as_uri())
+    for r, turns in enumerate((1, 2)):
+        charts = page.locator("section.run").nth(r).locator("svg.chart")
+        assert charts.count() == 5  # every budget but time, which is not set
+        where: list[float] = []
+        for i in range(charts.count()):
+            chart = charts.nth(i)
+            chart.scroll_into_view_if_needed()
+            seen = chart.evaluate(_GEOMETRY)
+            labels = seen["ticks"]
+            texts = [label["text"] for label in labels]
+            assert len(texts) == len(set(texts)), texts
+            for a in range(len(labels)):
+                for b in range(a + 1, len(labels)):
+                    assert not _overlap(labels[a], labels[b]), (labels[a], labels[b])
+            assert [t["text"] for t in seen["turns"]] == [f"turn {n}" for n in range(1, turns + 1)]
+            assert all(bar["seen"] for bar in seen["bars"]), seen["bars"]
+            first = seen["turns"][0]
+            centre = (first["left"] + first["right"]) / 2 - seen["left"]
+            where.append(centre)
+            if seen["point"] is not None:  # the line's first point is turn 1's label's x
+                assert abs(seen["point"] - seen["left"] - centre) < 2
+            if seen["bars"]:
+                assert abs(seen["bars"][0]["x"] - seen["left"] - centre) < 2
+        assert max(where) - min(where) < 2, where
+    if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
+        page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/small-{width}.png", full_page=True)
+    context.close()

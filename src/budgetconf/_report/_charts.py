@@ -11,6 +11,7 @@ column, so the page stays small whatever the run's length.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -47,6 +48,8 @@ class Chart:
     marks: list[Mark] = field(default_factory=list)
     #: the first and last turn of the run: the x axis, whichever turns have a value
     span: tuple[int, int] | None = None
+    #: whether the values are counts: the value axis's ticks are then whole numbers
+    integral: bool = True
 
 
 def sampled(count: int, values: Sequence[float], bars: bool) -> list[int]:
@@ -68,34 +71,65 @@ def sampled(count: int, values: Sequence[float], bars: bool) -> list[int]:
     ]
 
 
+#: a run of at most this many turns labels each; a longer one its first and last
+_LABELLED_TURNS: Final = 6
+#: the most ticks the value axis has (0 among them): at least 25 px apart
+_MOST_TICKS: Final = 5
+
+
 class _Frame:
-    """Where a turn and a value fall on the chart."""
+    """Where a turn and a value fall on the chart.
+
+    Each turn of the axis has a slot of the same width, and its point or bar sits at the
+    slot's middle: turn 1 falls at the same place in every chart of the run.
+    """
 
     def __init__(self, first: int, last: int, top: float) -> None:
         self.first = first
-        self.span = max(last - first, 1)
+        self.last = max(last, first)
+        self.slot = (WIDTH - _LEFT - _RIGHT) / (self.last - first + 1)
         self.top = top if top > 0 else 1.0
 
     def x(self, turn: float) -> float:
-        return _LEFT + (turn - self.first) / self.span * (WIDTH - _LEFT - _RIGHT)
+        return _LEFT + (turn - self.first + 0.5) * self.slot
 
     def y(self, value: float) -> float:
         return HEIGHT - _BOTTOM - min(value / self.top, 1.0) * (HEIGHT - _TOP - _BOTTOM)
+
+
+def ticks(most: float, integral: bool) -> list[float]:
+    """The value axis's ticks, from 0 to ``most``: 1, 2 or 5 times a power of ten apart,
+    whole numbers for a count, at most `_MOST_TICKS` of them, so no two labels meet."""
+    if most <= 0:
+        return [0.0]
+    step = 10 ** math.floor(math.log10(most / (_MOST_TICKS - 1)))
+    for factor in (1, 2, 5, 10):
+        if most / (step * factor) <= _MOST_TICKS - 1:
+            step *= factor
+            break
+    if integral:
+        step = max(round(step), 1)
+    count = int(most / step + 1e-9)
+    return [round(i * step, 12) for i in range(count + 1)]
 
 
 def svg(chart: Chart) -> str:
     """The chart as an ``<svg>`` element; every text in it escaped."""
     turns, values = chart.turns, chart.values
     highest = max(values, default=0.0)
-    top = max(highest, chart.limit or 0.0) * 1.08
+    most = max(highest, chart.limit or 0.0)
     first, last = chart.span or ((turns[0], turns[-1]) if turns else (0, 1))
-    frame = _Frame(first - (1 if chart.bars else 0), last, top)
+    frame = _Frame(first, last, most * 1.08)
+    marks = _marks(chart.marks, frame)
+    lines = [mark for mark in marks if mark.startswith("<line")]
     parts = [
         f'<svg class="chart" data-budget="{attr(chart.budget)}" viewBox="0 0 {WIDTH} {HEIGHT}"'
         f' width="{WIDTH}" height="{HEIGHT}" role="img">',
         f"<title>{text(chart.title)}</title>",
-        *_axes(chart, frame, first, last, highest),
+        *_axes(chart, frame, most),
+        *lines,  # under the series: a notice or a stop never hides a bar
         _series(chart, frame),
+        *(mark for mark in marks if not mark.startswith("<line")),
     ]
     if chart.limit is not None:
         y = frame.y(chart.limit)
@@ -104,25 +138,36 @@ def svg(chart: Chart) -> str:
             f'<text class="limit-label" x="{WIDTH - _RIGHT}" y="{y - 4:.1f}"'
             f' text-anchor="end">limit {text(chart.show(chart.limit))}</text>'
         )
-    parts.extend(_marks(chart.marks, frame))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _axes(chart: Chart, frame: _Frame, first: int, last: int, highest: float) -> list[str]:
-    """The axes, with 0 and the most the run used on the left, the first and last turn below."""
+def _axes(chart: Chart, frame: _Frame, most: float) -> list[str]:
+    """The axes: the value's ticks on the left, and below each turn of a short run, or the
+    first and last of a long one, each labelled once."""
     base = HEIGHT - _BOTTOM
     right = WIDTH - _RIGHT
-    return [
+    parts = [
         f'<line class="axis" x1="{_LEFT}" y1="{base}" x2="{right}" y2="{base}"/>',
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{base}"/>',
-        f'<text class="tick" x="{_LEFT - 6}" y="{base}" text-anchor="end">0</text>',
-        f'<text class="tick" x="{_LEFT - 6}" y="{frame.y(highest) + 4:.1f}" text-anchor="end">'
-        f"{text(chart.show(highest))}</text>",
-        f'<text class="tick" x="{frame.x(first):.1f}" y="{base + 16}" text-anchor="middle">'
-        f"turn {first:,}</text>",
-        f'<text class="tick" x="{right}" y="{base + 16}" text-anchor="end">turn {last:,}</text>',
     ]
+    for tick in ticks(most, chart.integral):
+        y = frame.y(tick)
+        parts.append(
+            f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{text(chart.show(tick))}</text>"
+        )
+    first, last = frame.first, frame.last
+    if last - first < _LABELLED_TURNS:
+        labelled = [(turn, frame.x(turn), "middle") for turn in range(first, last + 1)]
+    else:  # the last label ends at the axis's end: a long run's last slot is a sliver
+        labelled = [(first, frame.x(first), "middle"), (last, right, "end")]
+    parts.extend(
+        f'<text class="tick turn" x="{x:.1f}" y="{base + 16}" text-anchor="{anchor}">'
+        f"turn {turn:,}</text>"
+        for turn, x, anchor in labelled
+    )
+    return parts
 
 
 def _series(chart: Chart, frame: _Frame) -> str:
@@ -130,12 +175,21 @@ def _series(chart: Chart, frame: _Frame) -> str:
     drawn = sampled(len(values), values, chart.bars)
     if chart.bars:
         base = HEIGHT - _BOTTOM
-        path = " ".join(
-            f"M{frame.x(turns[i]) - 0.5:.1f} {base}V{frame.y(values[i]):.1f}" for i in drawn
+        # a bar a slot's width apart from the next, never thinner than 2 px nor wider than 24
+        width = max(2.0, min(frame.slot * 0.6, 24.0))
+        bars = "".join(
+            f'<rect class="bar" x="{frame.x(turns[i]) - width / 2:.1f}"'
+            f' y="{frame.y(values[i]):.1f}" width="{width:.1f}"'
+            f' height="{base - frame.y(values[i]):.1f}"/>'
+            for i in drawn
         )
-        return f'<path class="bars" d="{path}"/>'
+        return f'<g class="bars">{bars}</g>'
     points = " ".join(f"{frame.x(turns[i]):.1f},{frame.y(values[i]):.1f}" for i in drawn)
-    return f'<polyline class="used" points="{points}"/>'
+    line = f'<polyline class="used" points="{points}"/>'
+    if len(drawn) == 1:  # a line of one point draws nothing: a dot shows it
+        x, y = frame.x(turns[drawn[0]]), frame.y(values[drawn[0]])
+        line += f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3"/>'
+    return line
 
 
 def _marks(marks: list[Mark], frame: _Frame) -> list[str]:
@@ -144,9 +198,11 @@ def _marks(marks: list[Mark], frame: _Frame) -> list[str]:
     seen: set[tuple[str, int]] = set()
     base = HEIGHT - _BOTTOM
     for mark in marks:
-        if not frame.first <= mark.turn <= frame.first + frame.span:
+        if not frame.first <= mark.turn <= frame.last:
             continue  # a turn past the axis: an event the run's turns do not hold
-        x = frame.x(mark.turn)
+        # a notice went with its turn's call, a stop came after its turn: each at that edge
+        edge = {"notice": -0.5, "stop": 0.5}.get(mark.kind, 0.0)
+        x = frame.x(mark.turn + edge)
         column = (mark.kind, int(x))
         if column in seen:
             continue

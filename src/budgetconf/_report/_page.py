@@ -45,7 +45,7 @@ dl.fields dt{color:#5b6474}dl.fields dd{margin:0;overflow-wrap:anywhere}
 figure{margin:.4em 0}figcaption{font-weight:600;overflow-wrap:anywhere;max-width:480px}
 svg.chart{background:#fafbfc;border:1px solid #e3e7ee;max-width:100%;height:auto}
 svg .axis{stroke:#8a94a6}svg .tick,svg .limit-label{font-size:11px;fill:#5b6474}
-svg .used{fill:none;stroke:#1f6feb;stroke-width:2}svg .bars{stroke:#1f6feb;stroke-width:2}
+svg .used{fill:none;stroke:#1f6feb;stroke-width:2}svg .bar,svg .point{fill:#1f6feb}
 svg .limit{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 4}
 svg .mark-notice{stroke:#d08700;stroke-dasharray:3 3}svg .mark-stop{stroke:#c62828}
 svg .mark-rejected{fill:#c62828}svg .mark-truncated{fill:#d08700}

@@ -59,6 +59,7 @@ def charts(run: RunView) -> list[Chart]:
         title = _title(run, budget, values, limit)
         chart = Chart(budget, title, drawn, values, limit, show, bars=what.endswith("response"))
         chart.marks = marks
+        chart.integral = show is _count
         chart.span = (numbers[0], numbers[-1]) if numbers else None
         found.append(chart)
     return found
