@@ -354,3 +354,56 @@ def test_a_small_runs_axes_are_legible_and_alike_in_every_chart(
     if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
         page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/small-{width}.png", full_page=True)
     context.close()
+
+
+_BREAKS = """() => {
+  // every place a cell's text goes on to a new line: the characters either side of it
+  const found = [];
+  for (const cell of document.querySelectorAll('td, th, dt, dd, figcaption')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let last = null;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect) continue;
+        const ch = node.data[i];
+        if (last && rect.top > last.top + 2) found.push(last.ch + ch);
+        last = {top: rect.top, ch: ch};
+      }
+    }
+  }
+  return {breaks: found, wide: document.documentElement.scrollWidth, view: innerWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_names_in_tables_break_only_between_words_or_their_parts(
+    width: int, browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At a laptop's and a phone's width, a cell's text goes on to a new line only at a space
+    or after a name's ``_``, ``.`` or ``/`` (max_tool_calls_per_ / turn, never ..._t / urn),
+    and the page is no wider than the window: a table too wide for it scrolls on its own."""
+    import json
+
+    events = write_events(place.work / "names.jsonl", stopped_run(from_environment()))
+    held = [json.loads(line) for line in events.read_text().splitlines()]
+    deep = "/home/ada/" + "/".join(["a-project-with-a-long-name"] * 5) + "/settings.toml:12"
+    for budget in held[0]["budgets"].values():  # a locator as long as a real project's
+        budget["locator"] = deep
+    events.write_text("".join(json.dumps(e) + "\n" for e in held))
+    assert report(events) == 0
+    capsys.readouterr()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((place.work / "names.html").as_uri())
+    seen = page.evaluate(_BREAKS)
+    mid_word = [pair for pair in seen["breaks"] if not (pair[0] in " _./-" or pair[1] == " ")]
+    assert mid_word == []
+    if width == 390:
+        assert seen["breaks"]  # the phone's width does wrap: the check saw breaks
+    assert seen["wide"] <= seen["view"]
+    if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
+        page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/names-{width}.png", full_page=True)
+    context.close()

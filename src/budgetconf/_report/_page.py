@@ -17,7 +17,7 @@ from budgetconf._report import _tables
 from budgetconf._report._charts import svg
 from budgetconf._report._read import Bad, Events, RunView
 from budgetconf._report._series import charts
-from budgetconf._report._text import attr, text
+from budgetconf._report._text import attr, breakable, text
 
 #: bad lines the page lists (stderr has them all)
 SHOWN_BAD: Final = 50
@@ -26,6 +26,7 @@ _CSS: Final = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:76em;padding:0 1em;
 color:#1d2330;background:#fff}
 h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.25em;margin:0}h3{font-size:1.05em}
+h1,h2{overflow-wrap:anywhere}
 header p,.empty{color:#5b6474}
 .run{border-top:2px solid #d8dde6;margin-top:1.5em;padding-top:1em}
 .stop{border-left:6px solid #8a94a6;background:#f5f7fa;padding:.6em 1em;margin:.8em 0}
@@ -36,13 +37,14 @@ header p,.empty{color:#5b6474}
 .note{font-weight:600}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
 th,td{border-bottom:1px solid #e3e7ee;padding:.2em .6em;text-align:left;vertical-align:top}
-th{white-space:nowrap}td{overflow-wrap:anywhere}
+th{white-space:nowrap}td{overflow-wrap:break-word}
+.scroll{overflow-x:auto;max-width:100%}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 tr.rejected{background:#fdecea}tr.truncated{background:#fff4e0}
 dl.fields{display:grid;grid-template-columns:max-content auto;gap:0 .8em;margin:.3em 0}
-dl.fields dt{color:#5b6474}dl.fields dd{margin:0;overflow-wrap:anywhere}
+dl.fields dt{color:#5b6474}dl.fields dd{margin:0;overflow-wrap:break-word;min-width:0}
 .charts{display:flex;flex-wrap:wrap;gap:.5em 1.5em}
-figure{margin:.4em 0}figcaption{font-weight:600;overflow-wrap:anywhere;max-width:480px}
+figure{margin:.4em 0}figcaption{font-weight:600;overflow-wrap:break-word;max-width:480px}
 svg.chart{background:#fafbfc;border:1px solid #e3e7ee;max-width:100%;height:auto}
 svg .axis{stroke:#8a94a6}svg .tick,svg .limit-label{font-size:11px;fill:#5b6474}
 svg .used{fill:none;stroke:#1f6feb;stroke-width:2}svg .bar,svg .point{fill:#1f6feb}
@@ -117,7 +119,8 @@ def _index(runs: list[RunView]) -> str:
         "<tr><th>run</th><th>started</th><th>preset</th><th>status</th><th>stop reason</th>"
         "<th>turns</th></tr>"
     )
-    return f'<nav class="runs"><h2>Runs</h2><table>{head}{"".join(rows)}</table></nav>'
+    table = _tables.scrolled(f"<table>{head}{''.join(rows)}</table>")
+    return f'<nav class="runs"><h2>Runs</h2>{table}</nav>'
 
 
 def _when(run: RunView) -> str:
@@ -142,7 +145,7 @@ def _run(run: RunView, index: int, known: _tables.Known, parent: int | None) -> 
             f' <a href="#run-{parent}">run {parent}</a>{ident}'
         )
     shown = "".join(
-        f"<figure><figcaption>{text(chart.title)}</figcaption>{svg(chart)}</figure>"
+        f"<figure><figcaption>{breakable(chart.title)}</figcaption>{svg(chart)}</figure>"
         for chart in charts(run)
     )
     drawn = shown or '<p class="empty">No budget to draw.</p>'

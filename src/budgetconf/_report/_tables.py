@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from budgetconf._report._read import Child, RunView, Turn
 from budgetconf._report._series import summed
-from budgetconf._report._text import attr, number, text
+from budgetconf._report._text import attr, breakable, number, text
 
 #: a run longer than this shows its turns folded, to be opened
 FOLDED_TURNS: Final = 200
@@ -17,20 +17,26 @@ NOT_REPORTED: Final = "not reported"
 _STAMPS: Final = frozenset({"type", "run_id", "time"})
 
 
+def scrolled(table: str) -> str:
+    """A table in a box of its own width that scrolls: a table wider than a phone scrolls
+    alone, and its words are never broken to fit."""
+    return f'<div class="scroll">{table}</div>'
+
+
 def value(item: object) -> str:
     """One value for a cell: a list joined by "or", an object as its keys, all escaped."""
     if isinstance(item, list):
-        return " or ".join(text(part, limit=80) for part in item[:20]) or "–"
+        return " or ".join(breakable(part, limit=80) for part in item[:20]) or "–"
     if isinstance(item, dict):
         return fields(item)
-    return text(item)
+    return breakable(item)
 
 
 def fields(items: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
     """An object's keys and values as ``<dl>``, its keys in the order written."""
     left = set(skip) | _STAMPS
     shown = [
-        f"<dt>{text(key, 80)}</dt><dd>{value(item)}</dd>"
+        f"<dt>{breakable(key, 80)}</dt><dd>{value(item)}</dd>"
         for key, item in list(items.items())[:40]
         if key not in left
     ]
@@ -45,15 +51,17 @@ def budgets(run: RunView) -> str:
         entry = entry if isinstance(entry, dict) else {}
         raise_with = entry.get("raise_with", [])
         rows.append(
-            f'<tr data-budget="{attr(name)}"><td>{text(name)}</td>'
-            f"<td>{text(entry.get('field', ''))}</td><td class=num>{text(limit)}</td>"
-            f"<td>{text(entry.get('source', ''))}</td><td>{text(entry.get('locator', ''))}</td>"
+            f'<tr data-budget="{attr(name)}"><td>{breakable(name)}</td>'
+            f"<td>{breakable(entry.get('field', ''))}</td><td class=num>{text(limit)}</td>"
+            f"<td>{breakable(entry.get('source', ''))}</td>"
+            f"<td>{breakable(entry.get('locator', ''))}</td>"
             f"<td>{value(raise_with) if raise_with else '–'}</td></tr>"
         )
     if not rows:
         return '<p class="empty">The events name no budget (no run_started event).</p>'
     head = "<tr><th>budget</th><th>field</th><th>value</th><th>source</th><th>locator</th>"
-    return f'<table class="budgets">{head}<th>raise it with</th></tr>{"".join(rows)}</table>'
+    rows_shown = "".join(rows)
+    return scrolled(f'<table class="budgets">{head}<th>raise it with</th></tr>{rows_shown}</table>')
 
 
 def turns(run: RunView) -> str:
@@ -72,7 +80,7 @@ def turns(run: RunView) -> str:
         "<th>not run</th><th>tokens</th><th>tokens so far</th><th>cost</th><th>notes</th>"
         "<th>content</th></tr>"
     )
-    table = f'<table class="turns">{head}{"".join(rows)}</table>'
+    table = scrolled(f'<table class="turns">{head}{"".join(rows)}</table>')
     if len(ordered) <= FOLDED_TURNS:
         return table
     return f"<details><summary>{len(ordered):,} turns</summary>{table}</details>"
@@ -99,12 +107,12 @@ def _turn_row(turn: Turn, so_far: float, children: float) -> str:
     )
     return (
         f'<tr class="{classes}" data-turn="{turn.number}"><td class=num>{turn.number:,}</td>'
-        f"<td>{text(turn.finish_reason or '–')}</td>"
-        f"<td>{len(turn.asked)}{': ' + text(asked, 120) if asked else ''}</td>"
+        f"<td>{breakable(turn.finish_reason or '–')}</td>"
+        f"<td>{len(turn.asked)}{': ' + breakable(asked, 120) if asked else ''}</td>"
         f"<td class=num>{turn.executed}</td><td class=num>{turn.refused}</td>"
         f"<td class=num>{number(turn.tokens)}</td><td class=num>{number(so_far)}</td>"
         f"<td class=num>{number(turn.cost) if turn.cost_reported else NOT_REPORTED}</td>"
-        f"<td>{text('; '.join(notes))}</td>"
+        f"<td>{breakable('; '.join(notes))}</td>"
         f"<td>{text(turn.content, 80)}</td></tr>"
     )
 
@@ -146,8 +154,8 @@ def _child(index: int, child: Child, known: Known) -> str:
     else:
         verdict = f"{text(end.get('status', '?'))} · {text(end.get('stop_reason', '?'))}"
         cells = "".join(f"<td>{_end_cell(end, key)}</td>" for key in _END_KEYS)
-        head = "".join(f"<th>{key}</th>" for key in _END_KEYS)
-        summary = f'<table class="child-end"><tr>{head}</tr><tr>{cells}</tr></table>'
+        head = "".join(f"<th>{breakable(key)}</th>" for key in _END_KEYS)
+        summary = scrolled(f'<table class="child-end"><tr>{head}</tr><tr>{cells}</tr></table>')
     limits = child.start.get("limits")
     shown = fields(limits) if isinstance(limits, dict) else '<p class="empty">No limits.</p>'
     extra = fields(child.start, skip=("limits", *_CHILD_STAMPS))
@@ -188,10 +196,12 @@ def ledger(run: RunView) -> str:
     if not run.ledger:
         return ""
     rows = [
-        f"<tr><td>{text(event['type'])}</td><td>{fields(event)}</td></tr>"
+        f"<tr><td>{breakable(event['type'])}</td><td>{fields(event)}</td></tr>"
         for event in run.ledger[:2000]
     ]
     more = len(run.ledger) - len(rows)
     note = f'<p class="empty">… and {more:,} more ledger events.</p>' if more > 0 else ""
-    table = f'<table class="ledger"><tr><th>event</th><th>details</th></tr>{"".join(rows)}</table>'
+    table = scrolled(
+        f'<table class="ledger"><tr><th>event</th><th>details</th></tr>{"".join(rows)}</table>'
+    )
     return f'<section class="ledger"><h3>Shared ledger</h3>{table}{note}</section>'

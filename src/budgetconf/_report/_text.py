@@ -24,6 +24,16 @@ def text(value: object, limit: int = SHOWN) -> str:
     return html.escape(escape(clipped(_as_text(value), limit=limit), keep=""), quote=True)
 
 
+def breakable(value: object, limit: int = SHOWN) -> str:
+    """`text`, with a chance to break the line after each ``_``, ``.`` and ``/``: a name
+    (``max_tool_calls_per_turn``, ``limits.max_tokens``, a path) breaks between its parts,
+    never inside one."""
+    shown = text(value, limit)
+    for mark in "_./":  # none of them is in an entity html.escape writes
+        shown = shown.replace(mark, mark + "<wbr>")
+    return shown
+
+
 def attr(value: object) -> str:
     """``value`` as an attribute's value, within double quotes."""
     return text(value, limit=80)
