@@ -76,7 +76,9 @@ def test_each_child_is_shown_once_by_its_name_and_run() -> None:
     sections = re.findall(r'<section class="child".*?</section>', lead)
     assert len(sections) == 2
     for n, (section, kid) in enumerate(zip(sections, kids, strict=True), 1):
-        heading = re.sub(r"<[^>]+>", "", re.search(r"<h4>(.*?)</h4>", section).group(1))
+        found = re.search(r"<h4>(.*?)</h4>", section)
+        assert found is not None
+        heading = re.sub(r"<[^>]+>", "", found.group(1))
         assert heading.startswith(f"Child {n} · researcher run {n + 1} · ")
         assert f'href="#run-{n + 1}"' in section
         assert f'data-child-run-id="{kid.run_id}"' in section
