@@ -252,12 +252,18 @@ def _checked(event: dict[str, Any]) -> dict[str, Any] | str:
     for key in _OBJECTS:
         if key in event and not isinstance(event[key], dict):
             return f"{name}: {key}: expected an object, got {_kind(event[key])}"
+    too_big = _too_big(event)
+    return f"{name}: {too_big}" if too_big is not None else event
+
+
+def _too_big(event: dict[str, Any]) -> str | None:
+    """Why a number the charts draw cannot be one: float() of a 309-digit integer overflows."""
     for key in _DRAWN_OBJECTS:
         for inner, item in event.get(key, {}).items():
-            if type(item) is int and abs(item) > _MAX_COUNT:  # float() of it overflows
+            if type(item) is int and abs(item) > _MAX_COUNT:
                 shown = escape(clipped(inner, limit=40), keep="")
-                return f"{name}: {key}: {shown}: expected a number to 2**63-1, got {_shown(item)}"
-    return event
+                return f"{key}: {shown}: expected a number to 2**63-1, got {_shown(item)}"
+    return None
 
 
 def _is_count(value: object) -> bool:
