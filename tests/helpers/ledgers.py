@@ -51,7 +51,8 @@ def assert_stopped_before_the_third_call(result: Any, url: str) -> None:
     assert result.message == (
         f"stopped: hit max_tokens ({MOST}): ledger.max_tokens = {MOST} from"
         f" env:BUDGETCONF_LEDGER_MAX_TOKENS; scope {SCOPE} has spent {2 * PER_CALL} of {MOST}"
-        f" tokens this day (resets {limit['window_ends']})"
+        f" tokens this day (resets {limit['window_ends']}); raise it with"
+        " BUDGETCONF_LEDGER_MAX_TOKENS or --ledger-max-tokens"
     )
     status, runs = status_and_runs(url)
     assert (status.spent_tokens, status.reserved_tokens) == (2 * PER_CALL, 0)

@@ -47,8 +47,8 @@ def test_a_ledger_maximum_the_policy_sets_says_so_and_offers_no_way_to_raise_it(
     assert result.message == (
         f"stopped: hit max_cost (0.2): ledger.max_cost_usd = 0.2 from the policy"
         f" {place.policy}:3 (ceiling; env:BUDGETCONF_LEDGER_MAX_COST_USD asked for 50.0);"
-        " only the policy's administrator can raise it;"
-        f" scope team-a has spent 0.2 of 0.2 this day (resets {resets()})"
+        f" scope team-a has spent $0.2 of $0.2 this day (resets {resets()});"
+        " only the policy's administrator can raise it"
     )
     assert result.limit is not None
     assert (result.limit["source"], result.limit["raise_with"]) == ("policy", [])

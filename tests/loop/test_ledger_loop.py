@@ -109,7 +109,8 @@ def test_the_stop_at_the_scope_s_maximum_names_the_field_the_scope_and_the_windo
     resets = ends.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert result.message == (
         f"stopped: hit max_cost (0.2): ledger.max_cost_usd = 0.2 from {project}:4;"
-        f" scope team-a has spent 0.2 of 0.2 this day (resets {resets})"
+        f" scope team-a has spent $0.2 of $0.2 this day (resets {resets});"
+        " raise it with BUDGETCONF_LEDGER_MAX_COST_USD or --ledger-max-cost-usd"
     )
     assert result.limit == {
         "field": "ledger.max_cost_usd",
@@ -143,7 +144,8 @@ def test_a_token_maximum_stops_with_max_tokens_and_a_window_of_none_names_no_res
     assert (result.status.value, result.stop_reason) == ("truncated", "max_tokens")
     assert result.message == (
         "stopped: hit max_tokens (100): ledger.max_tokens = 100 from"
-        " env:BUDGETCONF_LEDGER_MAX_TOKENS; scope default has spent 90 of 100 tokens"
+        " env:BUDGETCONF_LEDGER_MAX_TOKENS; scope default has spent 90 of 100 tokens;"
+        " raise it with BUDGETCONF_LEDGER_MAX_TOKENS or --ledger-max-tokens"
     )
     assert result.limit is not None
     assert "window_ends" not in result.limit

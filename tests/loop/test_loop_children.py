@@ -422,7 +422,7 @@ def test_the_parents_cost_remainder_stops_the_child(drive: Driver) -> None:
         1.0,
         "parent",
     )
-    assert "which had 0.9 left when this run started" in sub.message
+    assert "which had $0.9 left when this run started" in sub.message
     assert (result.stop_reason, result.cost_usd) == ("max_cost", 1.0)
 
 

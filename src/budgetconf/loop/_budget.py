@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from budgetconf._loop_table import LastTurn, LoopSpec, OverCap, StopReason
+from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
 from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
 from budgetconf._rules import Rule
 from budgetconf._schema import Field
 from budgetconf._trace import FieldTrace, shown_locator
-from budgetconf._values import show_value
+from budgetconf._values import plain_number, show_value
 from budgetconf.errors import PresetError, UsageError, UsageTypeError
 from budgetconf.ledger._address import LedgerURL, parse_url, shown_url
 
@@ -119,16 +119,24 @@ class Limit:
     def _shown(self, value: int | float) -> str:
         return MASK if self.secret else show_value(value)
 
-    def explain(self) -> str:
+    def amount(self, value: int | float) -> str:
+        """An amount of this budget for a person: ``$49.97`` in US dollars, else ``812``."""
+        if self.secret:
+            return MASK
+        shown = plain_number(value)
+        return "$" + shown if self.budget == BudgetName.MAX_COST_USD else shown
+
+    def explain(self, detail: str = "") -> str:
         """Where the value came from and how to raise it, for a person.
 
         ``loop.max_steps = 3 from explicit; raise it with BUDGETCONF_MAX_STEPS or --max-steps``;
-        a limit the policy set offers no way to raise it.
+        a limit the policy set offers no way to raise it. ``detail`` (``; scope team-a has
+        spent …``) goes before that last clause, so every stop ends with how to raise it.
         """
         if self.policed is not None:
             return (
-                f"{self.field} = {self.shown()} from the policy {self.locator} ({self.policed});"
-                " only the policy's administrator can raise it"
+                f"{self.field} = {self.shown()} from the policy {self.locator} ({self.policed})"
+                f"{detail}; only the policy's administrator can raise it"
             )
         if self.raise_with:
             how = "with " + " or ".join(self.raise_with)
@@ -138,7 +146,7 @@ class Limit:
         else:
             how = "where it is set"
         where = shown_locator(self.locator, self.via)
-        return f"{self.field} = {self.shown()} from {where}; raise it {how}"
+        return f"{self.field} = {self.shown()} from {where}{detail}; raise it {how}"
 
 
 def _either(items: tuple[str, ...]) -> str:

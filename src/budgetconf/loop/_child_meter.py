@@ -195,7 +195,8 @@ class ChildMeter(Meter):
         else:
             was = left_of(by, budget, self.used_at_start[at], self.started)
             assert was is not None  # the run is blamed for its own limit
-            left = show_value(round(was, 3) if budget == "timeout_seconds" else was)
+            # in the limit's own units: "$0.9" of a cost, as the ledger's stop says its spend
+            left = show_value(round(was, 3)) if budget == "timeout_seconds" else limit.amount(was)
         head = f"stopped: hit {limit.field.rpartition('.')[2]} ({limit.shown()})"
         tail = f" of {whose}, which had {left} left when this run started"
         if message.startswith(head):

@@ -33,8 +33,6 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from budgetconf._loop_table import StopReason
-from budgetconf._trace import shown_locator
-from budgetconf._values import plain_number
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -295,16 +293,15 @@ class Draw:
         ends = None if status is None else status.window_ends
         name = s.scope
         word = None if s.window == "none" else s.window  # this day (resets ...)
-        shown = plain_number(limit.value)
+        # "$49.97 of $50", "90 of 100 tokens"
         unit = "" if reason is StopReason.MAX_COST else " tokens"
-        spend = f"; scope {name} has spent {plain_number(spent)} of {shown}{unit}"
+        of = limit.amount(limit.value) + unit
+        spend = f"; scope {name} has spent {limit.amount(spent)} of {of}"
         if word is not None:
             spend += f" this {word}" + (f" (resets {iso(ends)})" if ends is not None else "")
-        if limit.policed is not None:  # the policy's form: only its administrator can raise it
-            setting = limit.explain()
-        else:
-            setting = f"{limit.field} = {shown} from {shown_locator(limit.locator, limit.via)}"
-        message = f"stopped: hit {reason.value} ({shown}): {setting}"
+        # the executor's own form, the scope's spend before how to raise the limit (or the
+        # policy's word that only its administrator can)
+        message = f"stopped: hit {reason.value} ({limit.shown()}): {limit.explain(spend)}"
         document = {
             **limit.to_dict(),
             "scope": "ledger",
@@ -317,7 +314,7 @@ class Draw:
         run.emit(LEDGER_REFUSED, turn=turn, scope=name, **_refusal(s, reason))
         stop = run.budget.stop_name(reason)
         run.emit(BUDGET_EXHAUSTED, turn=run.turns, stop_reason=stop, **document)
-        return run.finish(reason, message + spend, None, document)
+        return run.finish(reason, message, None, document)
 
 
 class Renewal:
