@@ -393,7 +393,11 @@ def test_a_policy_or_ledger_limit_says_whose_it_is() -> None:
         (policy, "This limit is the policy's: only its administrator can raise it."),
         (
             ledger,
-            "its scope has spent 49.97 with 0.02 reserved; the window ends 2026-12-02T00:00:00Z",
+            "its scope has spent $49.97 with $0.02 reserved; the window ends 2026-12-02T00:00:00Z",
+        ),
+        (
+            {**ledger, "field": "ledger.max_tokens", "spent": 812, "reserved": 0},
+            "its scope has spent 812 tokens with 0 tokens reserved;",
         ),
     ):
         events = [

@@ -196,14 +196,25 @@ def _stop(run: RunView) -> str:
     return "".join(parts)
 
 
+def _amount(limit: dict[str, object], key: str, missing: object) -> str:
+    """``$49.97`` of a cost maximum (its field in US dollars), ``812 tokens`` of a token one,
+    as the stop message says them; anything but a number as it came."""
+    amount = limit.get(key, missing)
+    if not isinstance(amount, int | float) or isinstance(amount, bool):
+        return text(amount)
+    if str(limit.get("field", "")).endswith("_usd"):
+        return text(f"${amount}")
+    return text(f"{amount} tokens")
+
+
 def _whose(limit: dict[str, object]) -> str:
     """What the page says of a limit no user setting can raise: a policy's, a ledger's."""
     scope = limit.get("scope")
     if scope == "ledger":
         ends = limit.get("window_ends")
+        spent, reserved = _amount(limit, "spent", "?"), _amount(limit, "reserved", 0)
         note = (
-            f"A shared ledger's limit: its scope has spent {text(limit.get('spent', '?'))}"
-            f" with {text(limit.get('reserved', 0))} reserved"
+            f"A shared ledger's limit: its scope has spent {spent} with {reserved} reserved"
             + (f"; the window ends {text(ends)}." if ends is not None else ".")
         )
         return f'<p class="note">{note}</p>'
