@@ -126,6 +126,7 @@ def test_the_file_is_readable_as_an_ordinary_file_would_be(place: Place) -> None
     """Not the 0600 of a temporary file: the umask decides."""
     old = os.umask(0o022)
     try:
+        (place.work / "elsewhere").mkdir()
         assert main(["init", "elsewhere/budget.toml"]) == 0
     finally:
         os.umask(old)
@@ -304,3 +305,41 @@ def test_an_exclusive_create_never_overwrites(place: Place) -> None:
     with pytest.raises(FileExistsError):
         _init.create_new(path, "# other\n")
     assert Path(path).read_text() == "# new\n"
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["new", "force"])
+def test_a_missing_folder_is_named_and_never_created(
+    place: Place, capsys: pytest.CaptureFixture[str], force: list[str]
+) -> None:
+    """``init nope/x/settings.toml``: one line naming the folder, exit 1, nothing made."""
+    code, out, err = run(["init", "nope/x/settings.toml", *force], capsys)
+    where = place.work / "nope/x/settings.toml"
+    assert (code, out) == (1, "")
+    assert err == f"budgetconf: error: cannot write {where}: no folder {where.parent}\n"
+    assert list(place.work.iterdir()) == []
+
+
+def test_the_presets_own_folder_is_made_for_its_file(place: Place) -> None:
+    """``init --kind profile fast`` on a new home: the preset's profiles folder is its own."""
+    assert not (place.home / ".budgetconf").exists()
+    assert main(["init", "--kind", "profile", "fast"]) == 0
+    assert (place.home / ".budgetconf/profiles/fast.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [([], "# Project settings"), (["--kind", "global"], "{"), (["--format", "json"], "{")],
+)
+def test_a_dash_writes_the_file_to_standard_output(
+    place: Place, capsys: pytest.CaptureFixture[str], args: list[str], starts: str
+) -> None:
+    """``init -``: the file's text on stdout, as ``report -o -`` does; no file named ``-``."""
+    code, out, err = run(["init", "-", *args], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith(starts)
+    if starts == "{":
+        assert list(json.loads(out)) == ["$comment"]
+    else:
+        assert tomllib.loads(out) == {}
+    assert list(place.work.iterdir()) == []
+    assert list(place.home.iterdir()) == []

@@ -19,6 +19,7 @@ import tempfile
 import textwrap
 from typing import Final, TextIO
 
+from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
 from budgetconf._schema import Field
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, comment, json_text, say, toml_text
@@ -37,9 +38,7 @@ def target(preset: Preset, kind: str, path: str | None) -> str:
 
     A profile given by name goes to the preset's profiles folder, as ``--profile NAME`` reads it.
     """
-    spec = next((s for s in preset.description.stack if s.kind == kind), None)
-    if spec is None:
-        raise UsageError(f"preset {preset.name!r} has no {kind} source")
+    spec = _spec(preset, kind)
     ctx = preset.context(Request(os.environ))
     if kind == "profile":
         if path is None:
@@ -52,6 +51,14 @@ def target(preset: Preset, kind: str, path: str | None) -> str:
             raise UsageError(f"preset {preset.name!r} names no {kind} file: give a PATH")
         return ctx.preset_path(spec.options["path"])
     return ctx.user_path(path)
+
+
+def _spec(preset: Preset, kind: str) -> SourceSpec:
+    """The preset's ``kind`` source. Raises `UsageError` when it has none."""
+    spec = next((s for s in preset.description.stack if s.kind == kind), None)
+    if spec is None:
+        raise UsageError(f"preset {preset.name!r} has no {kind} source")
+    return spec
 
 
 def _about(f: Field) -> str:
@@ -104,13 +111,18 @@ class WriteError(Exception):
     """A settings file that was not written: the one line that says why."""
 
 
-def write_new(path: str, text: str, *, force: bool) -> None:
+def write_new(path: str, text: str, *, force: bool, make_folder: bool = False) -> None:
     """Write ``text`` to ``path`` whole or not at all. Raises `WriteError`.
 
     A symbolic link is written through: its target gets the text, the link stays.
+    A missing folder is refused, by name, unless ``make_folder`` (the preset's own
+    folder, such as ``~/.budgetconf/profiles``): a mistyped folder must not be made.
     """
     if os.path.isdir(path):
         raise WriteError(f"{path} is a directory")
+    folder = os.path.dirname(path)
+    if not make_folder and not os.path.lexists(folder):
+        raise WriteError(f"cannot write {path}: no folder {folder}")
     try:
         _write(os.path.realpath(path), text, force=force)
     except FileExistsError:
@@ -190,12 +202,22 @@ def init(
 ) -> None:
     """Write the settings file and say where. Raises `UsageError`, `WriteError`.
 
-    Without ``fmt``, a PATH ending in ``.toml`` or ``.json`` gives the format.
+    Without ``fmt``, a PATH ending in ``.toml`` or ``.json`` gives the format; a PATH of
+    ``-`` is standard output, as for ``report -o -``.
     """
-    kind, fmt = _format(kind, fmt, path)
-    where = target(preset, kind, path)
+    stdout = path == "-"
+    kind, fmt = _format(kind, fmt, None if stdout else path)
+    if stdout:
+        _spec(preset, kind)
+    else:
+        where = target(preset, kind, path)
     text = toml_file(preset, kind) if fmt == "toml" else json_file(preset, kind)
-    write_new(where, text, force=force)
+    if stdout:
+        out.write(text)
+        return
+    # a folder the preset names is its own to make (~/.budgetconf), never one a PATH names
+    own = path is None or (kind == "profile" and not is_path(path))
+    write_new(where, text, force=force, make_folder=own)
     say(out, f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet")
 
 

@@ -15,7 +15,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         metavar="PATH",
         help="where to write (default: where the preset reads that kind of file); "
-        "for a profile, a NAME or a PATH",
+        "for a profile, a NAME or a PATH; - for standard output",
     )
     parser.add_argument(
         "--kind",
