@@ -24,15 +24,20 @@ MAX_TEXT: Final = 4096
 
 
 class TextFormat(Record):
-    """A row of `FORMATS`: ``problem(value)`` is what is wrong with a value, or None."""
+    """A row of `FORMATS`: ``problem(value)`` is what is wrong with a value, or None;
+    ``example``, a value the rule takes (what ``budgetconf init`` shows of an unset field)."""
 
-    __slots__ = ("problem", "strict")
+    __slots__ = ("example", "problem", "strict")
 
     problem: Callable[[str], str | None]
+    example: str
     strict: bool
 
-    def __init__(self, problem: Callable[[str], str | None], *, strict: bool = False) -> None:
+    def __init__(
+        self, problem: Callable[[str], str | None], example: str, *, strict: bool = False
+    ) -> None:
         set_field(self, "problem", problem)
+        set_field(self, "example", example)
         set_field(self, "strict", strict)
 
 
@@ -53,8 +58,8 @@ def _ledger_scope(value: str) -> str | None:
 #: format name -> its rule
 FORMATS: Final[Mapping[str, TextFormat]] = MappingProxyType(
     {
-        "ledger-url": TextFormat(_ledger_url, strict=True),
-        "ledger-scope": TextFormat(_ledger_scope),
+        "ledger-url": TextFormat(_ledger_url, "sqlite:///ledger.db", strict=True),
+        "ledger-scope": TextFormat(_ledger_scope, "default"),
     }
 )
 

@@ -9,6 +9,7 @@ import stat
 import tomllib
 import warnings
 from pathlib import Path
+from typing import Final
 
 import jsonschema
 import pytest
@@ -343,3 +344,49 @@ def test_a_dash_writes_the_file_to_standard_output(
         assert tomllib.loads(out) == {}
     assert list(place.work.iterdir()) == []
     assert list(place.home.iterdir()) == []
+
+
+_SETTING: Final = re.compile(r"^# (\[\w+\]|\w+ = .*)$", flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("preset", ["budgetconf", "app.toml"])
+def test_every_line_uncommented_is_valid_toml_that_check_passes(
+    place: Place, capsys: pytest.CaptureFixture[str], preset: str
+) -> None:
+    """Each field without a default shows an example of its kind: switched on, all pass check."""
+    preset_file(
+        place.work,
+        sources=["default", {"kind": "project", "path": "settings.toml"}],
+        fields={
+            "agent.turns": {"type": "int", "default": 5},
+            "agent.steps": {"type": "int", "optional": True, "default_from": "agent.turns"},
+            "agent.share": {"type": "number", "optional": True, "gt": 0, "lt": 0.5},
+            "agent.few": {"type": "int", "optional": True, "ge": 2, "le": 3},
+            "agent.mode": {"type": "enum", "choices": ["a", "b"], "optional": True},
+            "agent.quiet": {"type": "bool", "optional": True},
+            "agent.name": {"type": "text", "optional": True},
+            "agent.token": {"type": "text", "secret": True, "default": "s3cret"},
+        },
+    )
+    assert main(["init", "--preset", preset, "all.toml"]) == 0
+    text = (place.work / "all.toml").read_text()
+    assert re.search(r"^# \w+ =$", text, flags=re.MULTILINE) is None
+    assert "s3cret" not in text  # a secret's default is never written
+    switched_on = _SETTING.sub(r"\1", text)
+    document = tomllib.loads(switched_on)
+    written = {f"{s}.{k}" for s, table in document.items() for k in table}
+    fields = {f.path for f in budgetconf.resolve(preset, env={}).schema}
+    assert written == fields
+    (place.work / "all.toml").write_text(switched_on)
+    capsys.readouterr()
+    code, out, err = run(["check", "--preset", preset, "--project", "all.toml"], capsys)
+    assert (code, err) == (0, ""), out
+
+
+def test_a_field_without_a_default_shows_an_example_of_its_kind(place: Place) -> None:
+    """Unset limits take a number within their bounds, the ledger's URL a valid address."""
+    assert main(["init"]) == 0
+    text = (place.work / "settings.toml").read_text()
+    assert "# max_tool_calls = 100\n" in text
+    assert "# max_cost_usd = 10.0\n" in text
+    assert '# url = "sqlite:///ledger.db"\n' in text

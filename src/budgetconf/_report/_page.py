@@ -213,9 +213,8 @@ def _whose(limit: dict[str, object]) -> str:
     if scope == "ledger":
         ends = limit.get("window_ends")
         spent, reserved = _amount(limit, "spent", "?"), _amount(limit, "reserved", 0)
-        note = (
-            f"A shared ledger's limit: its scope has spent {spent} with {reserved} reserved"
-            + (f"; the window ends {text(ends)}." if ends is not None else ".")
+        note = f"A shared ledger's limit: its scope has spent {spent} with {reserved} reserved" + (
+            f"; the window ends {text(ends)}." if ends is not None else "."
         )
         return f'<p class="note">{note}</p>'
     if limit.get("source") == "policy":

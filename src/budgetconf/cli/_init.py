@@ -21,7 +21,9 @@ from typing import Final, TextIO
 
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
-from budgetconf._schema import Field
+from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._text_formats import FORMATS
+from budgetconf._values import Value
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, comment, json_text, say, toml_text
 from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
 from budgetconf.cli._resolution import chosen_preset
@@ -61,6 +63,45 @@ def _spec(preset: Preset, kind: str) -> SourceSpec:
     return spec
 
 
+#: the examples tried first for a number with no default, then its bounds
+_ROUND: Final[dict[Kind, Value]] = {Kind.INT: 100, Kind.NUMBER: 10.0}
+
+
+def example(f: Field, schema: Schema) -> Value:
+    """A value ``f`` takes, to show where it has no default: uncommented, it passes ``check``.
+
+    A field whose default is another's shows that one's default; a number, a round
+    value within its bounds, else a bound; text, its format's example.
+    """
+    tries: list[Value] = []
+    if f.default_from is not None:
+        tries.append(schema.by_path[f.default_from].default)
+    if f.kind in _ROUND:
+        whole = f.kind is Kind.INT
+        tries.append(_ROUND[f.kind])
+        for bound, step in ((f.ge, 0), (f.gt, 1), (f.le, 0), (f.lt, -1)):
+            if bound is not None:
+                near = bound + step
+                tries.append(int(near) if whole else float(near))
+        low = f.ge if f.ge is not None else f.gt
+        high = f.le if f.le is not None else f.lt
+        if low is not None and high is not None:  # a narrow range: its middle
+            middle = (low + high) / 2
+            tries.append(int(middle) if whole else float(middle))
+    elif f.kind is Kind.ENUM:
+        tries += f.choices[:1]
+    elif f.kind is Kind.BOOL:
+        tries.append(False)
+    else:
+        tries.append(FORMATS[f.format].example if f.format is not None else "")
+    for value in tries:
+        try:
+            return f.check_value(value)
+        except Invalid:
+            continue
+    raise AssertionError(f"no example for {f.path}")  # pragma: no cover - bounds leave none
+
+
 def _about(f: Field) -> str:
     return " ".join(describe(f, with_rule=True).splitlines())
 
@@ -77,19 +118,20 @@ def toml_file(preset: Preset, kind: str) -> str:
         f"{_TITLE[kind]} for preset {preset.name}, written by `budgetconf init`.",
         "",
         "Nothing is set: every value below is commented out and shows the built-in",
-        "default. To set one, uncomment its section header and its line, then run",
-        "`budgetconf explain` to see it win. Values must have their type: 40, not",
-        '"40". `budgetconf schema` gives editors these rules as a JSON Schema.',
+        "default, or an example where there is none (Default: unset). To set one,",
+        "uncomment its section header and its line, then run `budgetconf explain`",
+        'to see it win. Values must have their type: 40, not "40". `budgetconf',
+        "schema` gives editors these rules as a JSON Schema.",
     ]
     for section, fields in file_sections(preset, kind).items():
         lines += [None, f"[{section}]"]
         for f in fields:
             # a name longer than the line stays whole: a variable or flag cut in two is no name
             lines += textwrap.wrap(_about(f), 76, break_long_words=False, break_on_hyphens=False)
-            if f.default is None or f.secret:
-                lines.append(f"{f.name} =")
-            else:
-                lines.append(tomli_w.dumps({f.name: f.default}).strip())
+            # uncommented, every line is TOML that check passes: a field with no default
+            # (or a secret one, whose default is not shown) has an example of its kind
+            shown = example(f, preset.schema) if f.default is None or f.secret else f.default
+            lines.append(tomli_w.dumps({f.name: shown}).strip())
             lines.append("")
         lines.pop()
     text = "\n".join("" if line is None else comment(line) for line in lines)
