@@ -390,3 +390,66 @@ def test_a_field_without_a_default_shows_an_example_of_its_kind(place: Place) ->
     assert "# max_tool_calls = 100\n" in text
     assert "# max_cost_usd = 10.0\n" in text
     assert '# url = "sqlite:///ledger.db"\n' in text
+
+
+TABLE: Final = "[tool.budgetconf.loop]\nmax_steps = 7\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "found"),
+    [
+        ({"pyproject.toml": TABLE}, [], "pyproject.toml [tool.budgetconf]"),
+        ({"../pyproject.toml": TABLE}, [], "../pyproject.toml [tool.budgetconf]"),
+        ({"../settings.toml": "[loop]\nmax_steps = 7\n"}, [], "../settings.toml"),
+        ({"../pyproject.toml": TABLE}, ["./settings.toml"], "../pyproject.toml [tool.budgetconf]"),
+    ],
+    ids=["pyproject-here", "pyproject-above", "settings-above", "path-here"],
+)
+def test_a_file_that_would_hide_the_project_file_is_refused(
+    place: Place,
+    capsys: pytest.CaptureFixture[str],
+    files: dict[str, str],
+    args: list[str],
+    found: str,
+) -> None:
+    """The project's own file, found from here, is named: exit 1, nothing written, value kept."""
+    work = place.work / "sub"
+    work.mkdir()
+    os.chdir(work)
+    for name, text in files.items():
+        (work / name).write_text(text)
+    code, out, err = run(["init", *args], capsys)
+    assert (code, out) == (1, "")
+    shown = os.path.normpath(work / found.split(" ")[0])
+    table = " [tool.budgetconf]" if "[" in found else ""
+    assert err == (
+        f"budgetconf: error: {work / 'settings.toml'} would hide {shown}{table}, the project"
+        " file read here; set values there, or write another file and name it with --project\n"
+    )
+    assert not (work / "settings.toml").exists()
+    assert budgetconf.resolve(env={})["loop.max_steps"] == 7
+
+
+def test_a_file_the_nearer_project_file_would_hide_is_refused(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``init ../settings.toml`` below a folder with its own: the nearer file is named."""
+    (place.work / "sub").mkdir()
+    near = place.write("sub/settings.toml", "[loop]\nmax_steps = 7\n")
+    os.chdir(place.work / "sub")
+    code, _, err = run(["init", "../settings.toml"], capsys)
+    assert code == 1
+    assert err == (
+        f"budgetconf: error: {place.work / 'settings.toml'} would not be read here: {near}"
+        " is the project file found first; write it there, or name it with --project\n"
+    )
+    assert not (place.work / "settings.toml").exists()
+
+
+def test_a_file_out_of_the_search_is_written(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pyproject.toml without the table, or a PATH the search never reads, hides nothing."""
+    place.write("pyproject.toml", "[tool.other]\nx = 1\n")
+    assert main(["init"]) == 0
+    assert main(["init", "ci.toml"]) == 0

@@ -31,6 +31,7 @@ from budgetconf.cli._schema import describe, file_sections
 from budgetconf.errors import UsageError
 from budgetconf.sources import KINDS, Request
 from budgetconf.sources.profile import is_path
+from budgetconf.sources.project import ProjectSource
 
 _TITLE: Final = {kind: KINDS[kind].KIND.title for kind in FILE_KINDS}
 
@@ -257,10 +258,33 @@ def init(
     if stdout:
         out.write(text)
         return
+    if kind == "project":
+        _refuse_hiding(preset, where)
     # a folder the preset names is its own to make (~/.budgetconf), never one a PATH names
     own = path is None or (kind == "profile" and not is_path(path))
     write_new(where, text, force=force, make_folder=own)
     say(out, f"wrote {where}: {kind} settings for preset {preset.name}, nothing set yet")
+
+
+def _refuse_hiding(preset: Preset, where: str) -> None:
+    """Raise `WriteError` when a project file at ``where`` would hide the project's own file
+    from the working directory, or be hidden by it: either way a value set in it would not
+    be the one read here, and no word of it."""
+    source = preset.by_kind["project"]
+    assert isinstance(source, ProjectSource)
+    clash = source.hidden(preset.context(Request(os.environ)), where)
+    if clash is None:
+        return
+    found, hides = clash
+    if hides:
+        raise WriteError(
+            f"{where} would hide {found}, the project file read here; set values there,"
+            " or write another file and name it with --project"
+        )
+    raise WriteError(
+        f"{where} would not be read here: {found} is the project file found first;"
+        " write it there, or name it with --project"
+    )
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:

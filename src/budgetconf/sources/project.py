@@ -93,6 +93,39 @@ class ProjectSource(FileSource):
         search.run()
         return None if None in search.probes else tuple(search.probes)
 
+    def hidden(self, ctx: Context, path: str) -> tuple[str, bool] | None:
+        """The project file a new file at ``path`` would hide from the working directory,
+        with True, or be hidden by, with False (as a locator: ``…/pyproject.toml
+        [tool.budgetconf]``); None when neither.
+
+        Only a file the search looks for counts: named as the preset's ``path``, in
+        the working directory or a folder above it that the search reaches. `init`
+        asks, so that a file it writes neither turns the project's settings off nor
+        goes unread.
+        """
+        if not self._upward:
+            return None
+        search = _Search(ctx, self._default or "", self._table)
+        folders = search.folders()
+        spots = [os.path.join(folder, search.name) for folder in folders]
+        path = os.path.abspath(path)
+        if path not in spots:
+            return None
+        first = next(
+            ((at, found) for at, f in enumerate(folders) if (found := search._in(f)) is not None),
+            None,
+        )
+        if first is None:
+            return None
+        at, found = first
+        if found == path:  # the file itself: there already
+            return None
+        shown = (
+            f"{found} [{'.'.join(self._table)}]" if os.path.basename(found) == PYPROJECT else found
+        )
+        # in one folder settings.toml wins over pyproject.toml's table
+        return shown, spots.index(path) <= at
+
     def load(self, ctx: Context) -> Layer:
         target = self.target(ctx)
         if isinstance(target, Layer):
@@ -171,6 +204,23 @@ class _Search:
             if above == folder:  # in no repository and not under home: only the start counts
                 return os.path.join(start, self.name)
             folder = above
+
+    def folders(self) -> list[str]:
+        """The folders `run` looks in, nearest first, up to its bound (none without a working
+        directory; the working directory alone outside a repository and the home folder)."""
+        try:
+            start = os.getcwd()
+        except OSError:
+            return []
+        homes = _homes(self.ctx)
+        folder, seen = start, [start]
+        while not (folder in homes or self._is_repository(folder)):
+            above = os.path.dirname(folder)
+            if above == folder:
+                return [start]
+            folder = above
+            seen.append(folder)
+        return seen
 
     def _in(self, folder: str) -> str | None:
         """The project file in ``folder``: settings.toml, else a pyproject.toml with the table."""
