@@ -785,6 +785,20 @@ def test_an_events_file_that_cannot_be_opened_is_a_usage_error(
     assert err == f"budgetconf: usage error: --events {target}: No such file or directory\n"
 
 
+@pytest.mark.parametrize("option", ["--events", "--report"])
+def test_a_dash_for_the_events_or_the_page_is_refused(
+    place: Place, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """``--events -``: standard output holds the answer, so ``-`` is refused, not a file named -."""
+    code, out, err = run(["run", "--model", script(place, ECHO), option, "-", "go"], capsys)
+    assert (code, out) == (64, "")
+    assert err == (
+        f"budgetconf: usage error: {option} -: standard output is the run's own output;"
+        " name a file\n"
+    )
+    assert not (place.work / "-").exists()
+
+
 @pytest.mark.parametrize(
     ("target", "reason"),
     [("folder", "Is a directory"), ("fifo", "a FIFO that no process reads")],

@@ -168,6 +168,11 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     except PresetFailed as exc:
         return not_run([str(exc)], ns.output, out, err)
     try:  # a usage error goes first: nothing else matters
+        for option, path in (("--events", ns.events), ("--report", ns.report)):
+            if path == "-":  # as `report -o -` and `init -` read it, never a file named -
+                raise UsageError(
+                    f"{option} -: standard output is the run's own output; name a file"
+                )
         _check_report(ns.report)
         with opened(chosen_model(ns)) as model:
             code = run(res, model, ns.prompt, ns.output, ns.events, out, err, report=ns.report)
