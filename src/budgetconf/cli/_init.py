@@ -78,17 +78,7 @@ def example(f: Field, schema: Schema) -> Value:
     if f.default_from is not None:
         tries.append(schema.by_path[f.default_from].default)
     if f.kind in _ROUND:
-        whole = f.kind is Kind.INT
-        tries.append(_ROUND[f.kind])
-        for bound, step in ((f.ge, 0), (f.gt, 1), (f.le, 0), (f.lt, -1)):
-            if bound is not None:
-                near = bound + step
-                tries.append(int(near) if whole else float(near))
-        low = f.ge if f.ge is not None else f.gt
-        high = f.le if f.le is not None else f.lt
-        if low is not None and high is not None:  # a narrow range: its middle
-            middle = (low + high) / 2
-            tries.append(int(middle) if whole else float(middle))
+        tries += _numbers(f)
     elif f.kind is Kind.ENUM:
         tries += f.choices[:1]
     elif f.kind is Kind.BOOL:
@@ -101,6 +91,20 @@ def example(f: Field, schema: Schema) -> Value:
         except Invalid:
             continue
     raise AssertionError(f"no example for {f.path}")  # pragma: no cover - bounds leave none
+
+
+def _numbers(f: Field) -> list[Value]:
+    """The examples of a number field, best first: round, each bound, a narrow range's middle."""
+    kind: type[int] | type[float] = int if f.kind is Kind.INT else float
+    tries: list[Value] = [_ROUND[f.kind]]
+    tries += [
+        kind(b + step) for b, step in ((f.ge, 0), (f.gt, 1), (f.le, 0), (f.lt, -1)) if b is not None
+    ]
+    low = f.ge if f.ge is not None else f.gt
+    high = f.le if f.le is not None else f.lt
+    if low is not None and high is not None:
+        tries.append(kind((low + high) / 2))
+    return tries
 
 
 def _about(f: Field) -> str:
