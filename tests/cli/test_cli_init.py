@@ -366,12 +366,14 @@ def test_every_line_uncommented_is_valid_toml_that_check_passes(
             "agent.quiet": {"type": "bool", "optional": True},
             "agent.name": {"type": "text", "optional": True},
             "agent.token": {"type": "text", "secret": True, "default": "s3cret"},
+            "ledger.url": {"type": "text", "default": "redis://agent:hunter2@127.0.0.1:6379/0"},
         },
     )
     assert main(["init", "--preset", preset, "all.toml"]) == 0
     text = (place.work / "all.toml").read_text()
     assert re.search(r"^# \w+ =$", text, flags=re.MULTILINE) is None
     assert "s3cret" not in text  # a secret's default is never written
+    assert "hunter2" not in text  # nor a URL's password
     switched_on = _SETTING.sub(r"\1", text)
     document = tomllib.loads(switched_on)
     written = {f"{s}.{k}" for s, table in document.items() for k in table}

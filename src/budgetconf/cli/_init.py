@@ -134,8 +134,10 @@ def toml_file(preset: Preset, kind: str) -> str:
             # a name longer than the line stays whole: a variable or flag cut in two is no name
             lines += textwrap.wrap(_about(f), 76, break_long_words=False, break_on_hyphens=False)
             # uncommented, every line is TOML that check passes: a field with no default
-            # (or a secret one, whose default is not shown) has an example of its kind
-            shown = example(f, preset.schema) if f.default is None or f.secret else f.default
+            # (or one that shows only in part, a secret or a URL's password) has an example
+            shown = f.default
+            if shown is None or f.public(shown) != shown:
+                shown = example(f, preset.schema)
             lines.append(tomli_w.dumps({f.name: shown}).strip())
             lines.append("")
         lines.pop()
