@@ -7,8 +7,11 @@ an input must be seen at once; a result with errors is never kept.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -507,16 +510,31 @@ def test_a_factory_reads_the_mapping_it_was_given_when_it_is_made() -> None:
     assert steps() == 9
 
 
-def test_a_factory_warns_at_every_call_where_it_is_called(
-    place: Place, monkeypatch: pytest.MonkeyPatch
-) -> None:
+#: a factory called twice from a script's own line, in a process of its own (praisonaiagents,
+#: which other tests import, replaces warnings.warn, and every warning's line with it)
+_WARNING_LINES = """\
+import warnings
+import budgetconf
+
+max_steps = budgetconf.factory("loop.max_steps")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    values = [max_steps(), max_steps()]
+print((values, [(w.filename, w.lineno, str(w.message)) for w in caught]))
+"""
+
+
+def test_a_factory_warns_at_every_call_where_it_is_called(place: Place) -> None:
     """A value it reuses still warns each time, and the warning names the caller's line."""
-    monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "many")
-    max_steps = budgetconf.factory("loop.max_steps")
-    for _ in range(2):
-        with pytest.warns(budgetconf.BudgetConfWarning, match="BUDGETCONF_MAX_STEPS") as caught:
-            assert max_steps() == 40
-        assert [w.filename for w in caught] == [__file__]
+    script = place.write("app.py", _WARNING_LINES)
+    env = {**os.environ, "BUDGETCONF_MAX_STEPS": "many"}
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
+    values, caught = ast.literal_eval(done.stdout)
+    assert values == [40, 40]
+    assert [(filename, line) for filename, line, _ in caught] == [(str(script), 7)] * 2
+    assert all("BUDGETCONF_MAX_STEPS" in message for _, _, message in caught)
 
 
 def test_a_factory_does_not_keep_an_error(place: Place) -> None:
