@@ -31,6 +31,29 @@ def test_a_pages_python_examples_run_in_order(page: str, monkeypatch: pytest.Mon
         exec(compile(block, f"docs/{page} python block {number}", "exec"), module.__dict__)
 
 
+CONTINUES = "# continues "  # the first line of a block that needs the blocks before it
+ALONE = [
+    (page, number, block)
+    for page in ("loop.md", "python-api.md")
+    for number, block in enumerate(_blocks(page, "python"))
+]
+
+
+@pytest.mark.parametrize(("page", "number", "block"), ALONE, ids=[f"{p}-{n}" for p, n, _ in ALONE])
+def test_each_python_example_runs_alone_unless_marked_continuing(
+    page: str, number: int, block: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block copied alone runs; one that needs an earlier block says so on its first line."""
+    module = types.ModuleType("docs_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    code = compile(block, f"docs/{page} python block {number}", "exec")
+    if block.startswith(CONTINUES):
+        with pytest.raises(NameError):  # a stale mark would hide a block that runs alone
+            exec(code, module.__dict__)
+    else:
+        exec(code, module.__dict__)
+
+
 def test_the_run_example_prints_what_the_page_shows(session: Session) -> None:
     """docs/loop.md's `budgetconf run` session: the script, the warning line and exit 2."""
     session.run_page("loop.md")
