@@ -40,3 +40,7 @@ def test_the_example_runs(title: str, example: str, tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr  # a framework's own log lines may go to stderr
+    if title.startswith("PraisonAI"):  # the page says what a reader sees: nothing at all
+        shown = " ".join(PAGE.read_text().split())
+        assert "the example prints nothing, on stdout or stderr" in shown
+        assert (done.stdout, done.stderr) == ("", "")
