@@ -1071,3 +1071,14 @@ def test_the_benchmark_reports_both_rows() -> None:
         "praisonai: the bridge's cost per turn",
     ]
     assert all(ns > 0 for ns in list(rows.values())[:2])
+
+
+def test_limits_warns_nothing_under_warnings_as_errors() -> None:
+    """``limits()`` raises no DeprecationWarning where every warning is an error, as in
+    ``pytest -W error``: the notice of ExecutionConfig it makes is not the caller's."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made = bridge.limits({"loop.max_steps": 3})
+    assert made["execution"].max_steps == 3
