@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -417,3 +418,42 @@ def test_in_the_home_folder_the_global_file_reads_as_the_user_s_own(
     out = capsys.readouterr().out
     assert "loop.max_steps  8 ~/.budgetconf/settings.json:1\n" in out
     assert "./.budgetconf" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["explain"],
+        ["explain", "--format", "json"],
+        ["check", "--format", "json"],
+        ["presets"],
+        ["schema"],
+        ["completion", "bash"],
+        ["init"],
+        ["explain", "--help"],
+        ["--version"],
+    ],
+)
+@pytest.mark.parametrize("buffered", [True, False])
+def test_a_full_standard_output_is_one_line_and_exit_1(
+    tmp_path: Path, args: list[str], buffered: bool
+) -> None:
+    """stdout on /dev/full: every command says it cannot write to standard output, exit 1."""
+    env = dict(os.environ, HOME=str(tmp_path))
+    env.pop("PYTHONUNBUFFERED", None)
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "budgetconf", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            check=False,
+        )
+    assert (result.returncode, result.stderr) == (
+        1,
+        "budgetconf: error: cannot write to standard output: No space left on device\n",
+    )

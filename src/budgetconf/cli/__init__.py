@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final, TextIO, cast
 
-from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, Guarded, say
+from budgetconf.cli._output import EXIT_ERROR, EXIT_USAGE, Guarded, Unwritable, say
 from budgetconf.cli._parser import Usage, declared, parse, split
 from budgetconf.cli._resolution import PresetFailed
 
@@ -53,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):  # a path may hold bytes the locale cannot encode
             stream.reconfigure(errors="backslashreplace")
     # a Guarded stream is a text stream in all a command does with one
-    out, err = (cast(TextIO, Guarded(stream)) for stream in streams)
+    out = cast(TextIO, Guarded(streams[0], output=True))
+    err = cast(TextIO, Guarded(streams[1]))
     sys.stdout, sys.stderr = out, err
     try:
         return _guarded(args, out, err)
@@ -63,7 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _guarded(args: list[str], out: TextIO, err: TextIO) -> int:
     try:
-        return _main(args, out, err)
+        try:
+            return _main(args, out, err)
+        finally:  # what a buffered stdout still holds fails here, not unseen at exit
+            out.flush()
+    except Unwritable as exc:  # before the usage error or the help it may have cut short
+        say(err, f"budgetconf: error: {exc}")
+        _discard(out)
+        return EXIT_ERROR
     except Usage as exc:
         say(err, f"budgetconf: usage error: {exc}")
         return EXIT_USAGE
@@ -72,13 +80,22 @@ def _guarded(args: list[str], out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     except BrokenPipeError:  # before OSError, its base class
         # the reader went away (`| head`); stop quietly, without a second error at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        _discard(out)
         return EXIT_ERROR
     except OSError as exc:  # the working directory was removed, and the like
         say(err, f"budgetconf: error: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+def _discard(out: TextIO) -> None:
+    """Point stdout at the null device: what it still holds is dropped at exit, not an error."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # a stream of a caller's, with no file behind it
+        return
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
 
 def _main(args: list[str], out: TextIO, err: TextIO) -> int:

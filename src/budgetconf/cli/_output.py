@@ -14,6 +14,7 @@ styles: it escapes the text of each piece it draws and writes through
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TextIO
 
 from budgetconf._text import escape, escape_json, escape_toml
@@ -26,31 +27,55 @@ EXIT_ERROR: Final = 1
 EXIT_USAGE: Final = 64
 
 
+class Unwritable(Exception):
+    """Standard output took no more (a full disk, a closed file): one line says so, exit 1.
+
+    Not an `OSError`, so that no command's own handling of a file it writes
+    mistakes standard output for that file.
+    """
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write to standard output: {exc.strerror or exc}")
+
+
 class Guarded(io.TextIOBase):
     """A stream that escapes what is written to it: stdout and stderr as every command has them.
 
     The newline and the tab pass; every other unsafe character is written as
     its escape (``\\x1b``). Whether the stream is a terminal, its encoding and
-    its file number are the stream's.
+    its file number are the stream's. On the ``output`` stream, a write or a
+    flush that fails raises `Unwritable` (a reader gone away is still
+    `BrokenPipeError`, the quiet ending).
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, output: bool = False) -> None:
         super().__init__()
         self.stream = stream
+        self.output = output
 
     def write(self, text: str) -> int:
-        self.stream.write(escape(text))
+        self._guard(self.stream.write, escape(text))
         return len(text)
 
     def styled(self, text: str) -> None:
         """Write text whose escape codes are a renderer's own and whose words were escaped."""
-        self.stream.write(text)
+        self._guard(self.stream.write, text)
+
+    def _guard(self, write: Callable[[str], object], text: str) -> None:
+        try:
+            write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if not self.output:
+                raise
+            raise Unwritable(exc) from None
 
     def writable(self) -> bool:
         return True
 
     def flush(self) -> None:
-        self.stream.flush()
+        self._guard(lambda _: self.stream.flush(), "")
 
     def isatty(self) -> bool:
         return self.stream.isatty()

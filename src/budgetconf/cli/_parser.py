@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NoReturn, TextIO, TypeAlias
+from typing import IO, Any, Final, NoReturn, TextIO, TypeAlias
 
 from budgetconf import __version__
 from budgetconf.cli._flags import PRESET_ENV, Flags, add_flags, flags_of, unknown_hint
@@ -134,6 +135,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise Usage(message)
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        # argparse drops an OSError here: help or --version on a full stdout would exit 0
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def add_preset(container: argparse._ActionsContainer) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MAX_INT, NUMBER_TEXT
-from budgetconf.cli._output import say, write_json
+from budgetconf.cli._output import Unwritable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
 from budgetconf.errors import PresetError, UsageError
@@ -223,9 +223,9 @@ def run(
         say(err, f"budgetconf: error: {lost}")
     said = lost is not None and result.status == "failed"  # the run failed for the lost event
     if output == "json":
-        written = _written(lambda: write_json(result.to_dict(), out), err)
+        written = _written(lambda: write_json(result.to_dict(), out), out, err)
     else:
-        written = _written(lambda: _text(result, budget, out, err, said=said), err)
+        written = _written(lambda: _text(result, budget, out, err, said=said), out, err)
     if report is not None and not _reported(report, result, err):
         return EXIT_BY_STATUS["failed"]
     if written and lost is None:
@@ -243,20 +243,15 @@ def _reported(path: str, result: RunResult, err: TextIO) -> bool:
     return failed is None
 
 
-def _written(write: Callable[[], None], err: TextIO) -> bool:
+def _written(write: Callable[[], None], out: TextIO, err: TextIO) -> bool:
     """Write the run's output; False, with one line on stderr, when it cannot be written."""
     try:
         write()
-    except BrokenPipeError:  # the reader went away: the command's own quiet ending
-        raise
-    except OSError as exc:
-        say(err, f"budgetconf: error: cannot write to standard output: {_reason(exc)}")
+        out.flush()
+    except Unwritable as exc:  # said now: the page is still to be written
+        say(err, f"budgetconf: error: {exc}")
         return False
     return True
-
-
-def _reason(exc: OSError) -> str:
-    return exc.strerror or str(exc)
 
 
 def _text(result: RunResult, budget: Budget, out: TextIO, err: TextIO, *, said: bool) -> None:
