@@ -263,3 +263,33 @@ def test_explain_in_this_process_after_its_directory_is_removed(
         assert {s.source: s.locator for s in res.sources}["project"] == "settings.toml"
     finally:
         os.chdir(place.work)
+
+
+@pytest.mark.parametrize(
+    ("args", "said", "meant"),
+    [
+        (
+            ["explian"],
+            "argument COMMAND: invalid choice: 'explian' (choose from 'explain', ",
+            "explain",
+        ),
+        (["explain", "--format", "tomll"], "argument --format: invalid choice: 'tomll' ", "toml"),
+        (["ledger", "stats"], "argument VIEW: invalid choice: 'stats' ", "status"),
+    ],
+)
+def test_a_mistyped_choice_gets_a_did_you_mean(
+    args: list[str], said: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped command, view or choice is a usage error naming the nearest choice."""
+    assert main(args) == 64
+    err = capsys.readouterr().err
+    assert err.startswith(f"budgetconf: usage error: {said}")
+    assert err.endswith(f"; did you mean {meant!r}?\n")
+
+
+def test_an_invalid_choice_is_echoed_clipped(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 100 kB value given to --format is echoed cut to its start, with its length."""
+    assert main(["explain", "--format", "x" * 100_000]) == 64
+    err = capsys.readouterr().err
+    assert len(err) < 400
+    assert "(100000 characters, 99920 not shown)" in err

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any, Final, NoReturn, TextIO, TypeAlias
 
 from budgetconf import __version__
+from budgetconf._spelling import did_you_mean
+from budgetconf._text import clipped, listed
 from budgetconf.cli._flags import PRESET_ENV, Flags, add_flags, flags_of, unknown_hint
 from budgetconf.cli._flags import preset_option as _preset_option
 from budgetconf.sources import KINDS
@@ -135,6 +137,19 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise Usage(message)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own check: with a did-you-mean, and the value echoed clipped
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(choice) for choice in choices]
+        hint = did_you_mean(value, names) if isinstance(value, str) else None
+        raise argparse.ArgumentError(
+            action,
+            f"invalid choice: {clipped(str(value), repr)} (choose from {listed(map(repr, names))})"
+            + (f"; did you mean {hint!r}?" if hint else ""),
+        )
 
     def _print_message(self, message: str, file: IO[str] | None = None) -> None:
         # argparse drops an OSError here: help or --version on a full stdout would exit 0
