@@ -447,4 +447,15 @@ class Schema(ReadOnly):
             if key in f.aliases:
                 return f"{f.section}.{key}"
         names = list(self.by_path)
-        return did_you_mean(key, [*names, *self.sections] if sections else names)
+        hint = did_you_mean(key, [*names, *self.sections] if sections else names)
+        if hint is not None or "." in key:
+            return hint
+        # a near miss of a name without its section (``max_step``) is its field's
+        leaves: dict[str, str] = {}
+        for f in self.fields:
+            leaves.setdefault(f.name, f.path)
+        for f in self.fields:
+            for alias in f.aliases:
+                leaves.setdefault(alias, f"{f.section}.{alias}")
+        leaf = did_you_mean(key, list(leaves))
+        return None if leaf is None else leaves[leaf]

@@ -293,3 +293,15 @@ def test_an_invalid_choice_is_echoed_clipped(capsys: pytest.CaptureFixture[str])
     err = capsys.readouterr().err
     assert len(err) < 400
     assert "(100000 characters, 99920 not shown)" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [("max_step", "loop.max_steps"), ("max_tool_call", "limits.max_tool_calls")],
+)
+def test_a_near_miss_of_a_bare_field_name_suggests_its_field(
+    name: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """explain max_step: a leaf name mistyped without its section finds its dotted field."""
+    assert main(["explain", name]) == 64
+    assert f"; did you mean {meant!r}?" in capsys.readouterr().err
