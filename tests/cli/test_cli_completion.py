@@ -41,7 +41,7 @@ CASES = [
     ("budgetconf explain --pre", ["--preset"]),
     ("budgetconf explain --preset ", PRESETS),
     ("budgetconf explain --preset praisonai", ["praisonai", "praisonai-code"]),
-    ("budgetconf check --format ", ["table", "json", "toml"]),
+    ("budgetconf check --format ", ["table", "json"]),
     ("budgetconf run --output j", ["json"]),
     ("budgetconf run --rep", ["--report"]),
     ("budgetconf report --o", ["--output"]),

@@ -305,3 +305,14 @@ def test_a_near_miss_of_a_bare_field_name_suggests_its_field(
     """explain max_step: a leaf name mistyped without its section finds its dotted field."""
     assert main(["explain", name]) == 64
     assert f"; did you mean {meant!r}?" in capsys.readouterr().err
+
+
+def test_check_refuses_the_toml_format_it_does_not_write(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """check --format toml is a usage error, and check's help offers only table and json."""
+    assert main(["check", "--format", "toml"]) == 64
+    assert "invalid choice: 'toml' (choose from 'table', 'json')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    assert "{table,json}" in capsys.readouterr().out

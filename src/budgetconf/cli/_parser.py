@@ -182,11 +182,14 @@ def add_resolution_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def add_format_and_fields(parser: argparse.ArgumentParser) -> None:
-    """``--format`` and the fields to show: how explain and check show a resolution."""
+def add_format_and_fields(
+    parser: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", "json", "toml")
+) -> None:
+    """``--format``, of the ``formats`` the command writes, and the fields to show: how
+    explain and check show a resolution."""
     parser.add_argument(
         "--format",
-        choices=("table", "json", "toml"),
+        choices=formats,
         default="table",
         help="output format (default: table)",
     )

@@ -15,7 +15,7 @@ from budgetconf.cli._parser import (
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_resolution_options(parser)
-    add_format_and_fields(parser)
+    add_format_and_fields(parser, ("table", "json"))  # check writes no settings file
 
 
 def _carry_out(line: CommandLine, out: TextIO, err: TextIO) -> int:
