@@ -316,3 +316,17 @@ def test_check_refuses_the_toml_format_it_does_not_write(
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     assert "{table,json}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_help_at_80_columns_keeps_each_flag_whole_beside_its_help(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 80 columns a long flag keeps its help on its line, and no word is cut at a hyphen."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    flag = next(line for line in lines if line.startswith("  --ledger-max-cost-usd NUMBER"))
+    assert flag.split("NUMBER", 1)[1].strip()  # its help begins on the flag's own line
+    assert not [line for line in lines if line.rstrip().endswith("-") and line.strip() != "-"]

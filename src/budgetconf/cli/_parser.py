@@ -120,10 +120,36 @@ class Usage(Exception):
 
 
 class _Formatter(argparse.HelpFormatter):
-    """Descriptions and epilogs wrapped paragraph by paragraph; examples kept as written."""
+    """Descriptions and epilogs wrapped paragraph by paragraph; examples kept as written.
+
+    An option's help starts in a column the longest option fits before (``--ledger-reserve-
+    cost-usd NUMBER``), and no line breaks inside a word: a flag or a variable cut at its
+    hyphen is no name.
+    """
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("max_help_position", 36)
+        super().__init__(prog, **kwargs)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        text = " ".join(text.split())
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        fill = super()._fill_text
+        import textwrap
+
+        def fill(paragraph: str, width: int, indent: str) -> str:
+            return textwrap.fill(
+                " ".join(paragraph.split()),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+
         parts = text.split("\n\n")
         return "\n\n".join(
             p if p.startswith("examples:") else fill(p, width, indent) for p in parts
