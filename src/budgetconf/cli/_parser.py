@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, Final, NoReturn, TextIO, TypeAlias
+from typing import Any, Final, NoReturn, TextIO, TypeAlias
 
 from budgetconf import __version__
 from budgetconf._spelling import did_you_mean
@@ -25,6 +25,8 @@ from budgetconf.sources import KINDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from budgetconf._engine import Preset
 
     #: what carries a command out: the exit code of the parsed line, written to out and err
@@ -177,7 +179,7 @@ class _Parser(argparse.ArgumentParser):
             + (f"; did you mean {hint!r}?" if hint else ""),
         )
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         # argparse drops an OSError here: help or --version on a full stdout would exit 0
         if message:
             (file or sys.stderr).write(message)
