@@ -77,7 +77,7 @@ def flag_metavar(f: Field) -> str:
 
 def flag_help(f: Field, *, env: bool) -> str:
     """A flag's help: the field's, with its default and (with ``env``) its variables."""
-    notes = [f"default: {shown_default(f)}"]
+    notes = [f"built-in default: {shown_default(f)}"]  # what is in effect, explain says
     if env and f.env:
         notes.append("env: " + ", ".join(f.env))
     return f"{f.help} ({'; '.join(notes)})".strip()
@@ -93,7 +93,7 @@ def add_arguments(
 
     Each flag is text with a ``None`` default: argparse neither converts nor
     checks it, and a flag the user left out does not hide the sources below
-    the ``cli`` source. The help shows the field's default and environment
+    the ``cli`` source. The help shows the field's built-in default and environment
     variable. Pass the parsed namespace to `argv_from` to resolve with it.
     Raises `UsageError` when the preset has no ``cli`` source.
     """

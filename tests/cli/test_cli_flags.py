@@ -378,7 +378,7 @@ def test_the_help_lists_the_preset_s_flags(
     shown = " ".join(capsys.readouterr().out.split())
     assert "budget flags of preset budgetconf (the cli source):" in shown
     assert "--max-steps INT Model responses one run may consume" in shown
-    assert "(default: 40; env: BUDGETCONF_MAX_STEPS)" in shown
+    assert "(built-in default: 40; env: BUDGETCONF_MAX_STEPS)" in shown
     with pytest.raises(SystemExit):
         main(["explain", "--preset", str(_app(place)), "--help"])
     shown = " ".join(capsys.readouterr().out.split())

@@ -209,7 +209,7 @@ def test_a_default_with_a_password_is_never_written_out(
     parser = argparse.ArgumentParser()
     budgetconf.add_arguments(parser, preset=str(preset))
     assert "hunter2" not in parser.format_help()
-    assert "default: redis://agent:***@127.0.0.1:6379/0" in parser.format_help()
+    assert "built-in default: redis://agent:***@127.0.0.1:6379/0" in parser.format_help()
 
 
 def test_bounds_are_whole_numbers_and_help_ends_its_sentence(

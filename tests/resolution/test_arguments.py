@@ -31,10 +31,10 @@ def test_help_shows_each_flag_with_its_default_and_variable() -> None:
     text = " ".join(_parser().format_help().split())
     assert "budgets (preset budgetconf):" in text
     assert "--max-steps INT Model responses one run may consume" in text
-    assert "(default: 40; env: BUDGETCONF_MAX_STEPS)" in text
+    assert "(built-in default: 40; env: BUDGETCONF_MAX_STEPS)" in text
     assert "--last-turn {warn,wrap_up,none}" in text
-    assert "(default: wrap_up; env: BUDGETCONF_LAST_TURN)" in text
-    assert "(default: unset; env: BUDGETCONF_MAX_TOKENS)" in text
+    assert "(built-in default: wrap_up; env: BUDGETCONF_LAST_TURN)" in text
+    assert "(built-in default: unset; env: BUDGETCONF_MAX_TOKENS)" in text
 
 
 def test_a_given_flag_wins_at_the_cli_rank_with_its_flag_as_locator() -> None:
@@ -85,7 +85,7 @@ def test_an_applications_preset_file_gives_its_own_flags(place: Place) -> None:
         },
     )
     parser = _parser(str(preset))
-    assert "Turns, 100% of them. (default: 5)" in " ".join(parser.format_help().split())
+    assert "Turns, 100% of them. (built-in default: 5)" in " ".join(parser.format_help().split())
     args = parser.parse_args(["go", "--t", "9"])
     assert vars(args) == {"task": "go", "turns": "9"}
     with warnings.catch_warnings():
