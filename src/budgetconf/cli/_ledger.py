@@ -42,7 +42,7 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     scope = line.ns.scope or settings.scope
     problem = text_problem("ledger-scope", scope)
     if problem is not None:
-        raise Usage(f"--scope: {problem}: {scope!r}")
+        raise Usage(f"--scope: {problem}: {clipped(scope, repr)}")
     address = settings.address
     missing = _missing_database(address)
     if missing is not None:

@@ -16,6 +16,7 @@ from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_requ
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
 from budgetconf._schema import Schema
+from budgetconf._text import clipped
 from budgetconf.cli._flags import PRESET_ENV, given_flags, shadowed
 from budgetconf.cli._parser import OPTIONS, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
@@ -137,7 +138,7 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
             suggestion = f"; did you mean {hint!r}?" if hint else ""
             sections = ", ".join(schema.sections)
             raise Usage(
-                f"unknown field or section {name!r}{suggestion} (sections: {sections})"
+                f"unknown field or section {clipped(name, repr)}{suggestion} (sections: {sections})"
             ) from None
     return list(dict.fromkeys(paths))
 

@@ -19,6 +19,7 @@ from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
 from budgetconf._schema import MAX_INT, NUMBER_TEXT
+from budgetconf._text import clipped
 from budgetconf.cli._output import Unwritable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
@@ -85,28 +86,36 @@ def _check_url(url: str) -> None:
     shown = shown_url(url)
     scheme, _, rest = url.partition("://")
     if scheme not in ("http", "https") or not rest.strip("/"):
-        raise UsageError(f"--base-url: expected an http:// or https:// URL, got {shown!r}")
+        raise UsageError(
+            f"--base-url: expected an http:// or https:// URL, got {clipped(shown, repr)}"
+        )
     if not url.isprintable() or any(c.isspace() for c in url):
-        raise UsageError(f"--base-url: a URL holds no spaces or control characters, got {shown!r}")
+        raise UsageError(
+            f"--base-url: a URL holds no spaces or control characters, got {clipped(shown, repr)}"
+        )
     try:
         parts = urlsplit(url)  # an unclosed [ or a bracketed host that is no IPv6 address
     except ValueError as exc:
-        raise UsageError(f"--base-url: not a URL ({exc}), got {shown!r}") from None
+        raise UsageError(f"--base-url: not a URL ({exc}), got {clipped(shown, repr)}") from None
     if not parts.hostname:
-        raise UsageError(f"--base-url: the URL names no host, got {shown!r}")
+        raise UsageError(f"--base-url: the URL names no host, got {clipped(shown, repr)}")
     try:
         port = parts.port
     except ValueError:  # not digits, or past 65535
         port = 0
     if port == 0:
-        raise UsageError(f"--base-url: the port is not a number from 1 to 65535, got {shown!r}")
+        raise UsageError(
+            f"--base-url: the port is not a number from 1 to 65535, got {clipped(shown, repr)}"
+        )
 
 
 def _seconds(text: str) -> float:
     """A number of seconds above 0, written as budgetconf reads numbers (``1e300`` too)."""
     value = float(text) if re.fullmatch(NUMBER_TEXT, text.strip()) else math.nan
     if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"--request-timeout: expected a number of seconds above 0, got {text!r}")
+        raise UsageError(
+            f"--request-timeout: expected a number of seconds above 0, got {clipped(text, repr)}"
+        )
     return value
 
 
@@ -114,12 +123,12 @@ def _count(text: str) -> int:
     digits = text.lstrip("0") or "0"  # leading zeros are ignored, as in every count
     if not (text.isascii() and text.isdigit()) or len(digits) > len(str(MAX_INT)):
         raise UsageError(
-            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {text!r}"
+            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {clipped(text, repr)}"
         )
     count = int(digits)
     if count > MAX_INT:
         raise UsageError(
-            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {text!r}"
+            f"--max-retries: expected a whole number from 0 to {MAX_INT}, got {clipped(text, repr)}"
         )
     return count
 

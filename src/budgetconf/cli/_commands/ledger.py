@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Final, TextIO
 
+from budgetconf._text import clipped
 from budgetconf.cli._parser import Command, CommandLine, add_resolution_options
 
 
 def _count(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 10_000:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10000, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to 10000, got {clipped(text, repr)}"
+        )
     return int(text)
 
 
