@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 # then stderr), where `...` stands for any number of lines and the home reads /home/ada.
 # The commands are `budgetconf` (run in this process), `python` (a process), `echo $?`,
 # `echo TEXT > FILE`, and `mkdir DIR`, `cd DIR` and `rm FILE`, with `NAME=value` prefixes.
-# A command that fails must be followed by `echo $?`, which shows its exit code.
+# A command that fails must be followed by `echo $?`, which shows its exit code. A Python
+# block is handed to `python()`, in its place among the others: a page's test may run it.
 _FENCE = re.compile(r"^```(\w*)(?: (\S+))?\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
 HOME_SHOWN = "/home/ada"
 _FOLDER_COMMANDS: dict[str, Callable[[str], None]] = {
@@ -77,6 +78,11 @@ class Session:
                     assert _matches(expected, actual), f"$ {command}\n{shown}"
                     following = commands[at + 1][0] if at + 1 < len(commands) else ""
                     assert self.code == 0 or following == "echo $?", f"$ {command}\n{shown}"
+            elif language == "python":
+                self.python(body)
+
+    def python(self, block: str) -> None:
+        """A Python block of the page, after the files and commands above it: left alone here."""
 
     def write(self, name: str, text: str) -> None:
         home = name.startswith("~/")
