@@ -40,6 +40,8 @@ def _settings_examples() -> list[tuple[str, object]]:
     found = []
     for page in sorted((ROOT / "docs").glob("*.md")):
         for language, name, body in _NAMED.findall(page.read_text()):
+            if name.startswith("~/.") and not name.startswith("~/.budgetconf/"):
+                continue  # another preset's file (~/.skiller/settings/agent.json)
             if "settings" in name or "profiles/" in name:
                 loaded = json.loads(body) if language == "json" else tomllib.loads(body)
                 found.append((f"{page.name}: {name}", loaded))
