@@ -7,6 +7,7 @@ value or a list repeated in a message keeps only its start.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -456,4 +457,40 @@ def test_a_full_standard_output_is_one_line_and_exit_1(
     assert (result.returncode, result.stderr) == (
         1,
         "budgetconf: error: cannot write to standard output: No space left on device\n",
+    )
+
+
+@pytest.mark.parametrize("args", [["explain"], ["presets"], ["explain", "--help"]])
+def test_a_full_standard_output_in_process_is_the_same_one_line(
+    place: Place,
+    args: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """main() called by an application whose stdout is full says so, and leaves it unwritable
+    no more: what the stream still holds is dropped, not raised at its next flush."""
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        monkeypatch.setattr(sys, "stdout", full)
+        assert main(args) == 1
+        full.write("more")
+        full.flush()  # the stream now writes to the null device
+    assert capsys.readouterr().err == (
+        "budgetconf: error: cannot write to standard output: No space left on device\n"
+    )
+
+
+class _Full(io.StringIO):
+    """A caller's own stream, with no file behind it, that is full."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_stream_of_a_callers_own_is_the_same_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Full())
+    assert main(["presets"]) == 1
+    assert capsys.readouterr().err == (
+        "budgetconf: error: cannot write to standard output: No space left on device\n"
     )

@@ -89,3 +89,12 @@ def test_each_child_is_shown_once_by_its_name_and_run() -> None:
         own = page.split('<section class="run"')[n]
         assert f'data-run-id="{kid.run_id}"' in own
         assert re.search(r'<h2>Run \d · researcher · child of <a href="#run-1">run 1</a>', own)
+
+
+def test_a_child_whose_own_run_is_not_in_the_file_is_named_by_its_run_id() -> None:
+    """The lead's events alone: each child is named by the run id its start gives, unlinked."""
+    top, kids = delegated()
+    page = render("lead.jsonl", parse_events(lines(top.events).encode()))
+    for kid in kids:
+        assert f"run {kid.run_id}" in page.replace("<wbr>", "")
+        assert f'href="#run-{kid.run_id}"' not in page

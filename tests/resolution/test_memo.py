@@ -477,6 +477,34 @@ def test_a_factory_sees_each_change_of_the_environment(monkeypatch: pytest.Monke
     assert steps() == 8
 
 
+def test_a_factory_reads_the_list_of_flags_it_was_given_when_it_is_made() -> None:
+    argv = ["--max-steps", "7"]
+    steps = budgetconf.factory("loop.max_steps", env={}, argv=argv)
+    argv[1] = "8"
+    assert steps() == 7
+
+
+def test_a_factory_of_a_value_it_cannot_key_resolves_it_at_every_call() -> None:
+    """An enum member given in code has no key (see the explicit source): never reused."""
+    from budgetconf._loop_table import LastTurn
+
+    last_turn = budgetconf.factory(
+        "loop.last_turn", env={}, explicit={"loop.last_turn": LastTurn.WARN}
+    )
+    assert last_turn() == last_turn() == "warn"
+
+
+def test_a_factory_over_several_variables_follows_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """praisonai-code reads one variable for two fields: the factory follows it for either."""
+    steps = budgetconf.factory("execution.max_tool_calls_per_turn", preset="praisonai-code")
+    assert steps() == 200
+    monkeypatch.setenv("PRAISONAI_CODE_MAX_STEPS", "250")
+    assert steps() == 250
+    monkeypatch.setenv("PRAISONAI_CODE_MAX_STEPS", "0")  # the preset's fallback, with a warning
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        assert steps() == 200
+
+
 def test_a_factory_tells_unset_from_set_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unset, set, unset again, set again: no answer of an earlier state comes back."""
     steps = budgetconf.factory("agent.max_steps", preset="opendot")
