@@ -455,3 +455,30 @@ def test_a_file_out_of_the_search_is_written(
     place.write("pyproject.toml", "[tool.other]\nx = 1\n")
     assert main(["init"]) == 0
     assert main(["init", "ci.toml"]) == 0
+
+
+def test_outside_any_repository_the_search_reaches_the_root_and_hides_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No repository and no home above: the folders looked in end at the working directory."""
+    work = tmp_path / "no-repository" / "here"
+    work.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    monkeypatch.chdir(work)
+    code, out, _ = run(["init"], capsys)
+    assert code == 0
+    assert out.startswith(f"wrote {work / 'settings.toml'}")
+
+
+def test_with_no_working_directory_a_named_path_is_written(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A removed working directory has no project file to hide: an absolute PATH is written."""
+    gone = place.work / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    gone.rmdir()
+    target = place.work / "settings.toml"
+    code, _, _ = run(["init", str(target)], capsys)
+    assert code == 0
+    assert target.exists()

@@ -20,6 +20,7 @@ from typing import TextIO, cast
 import pytest
 
 import budgetconf
+from budgetconf import cli
 from budgetconf._engine import load_preset
 from budgetconf.cli import main
 from budgetconf.cli._output import Guarded
@@ -494,3 +495,39 @@ def test_a_full_stream_of_a_callers_own_is_the_same_one_line(
     assert capsys.readouterr().err == (
         "budgetconf: error: cannot write to standard output: No space left on device\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "said"),
+    [
+        (KeyboardInterrupt(), 130, ""),
+        (
+            OSError(errno.EACCES, "Permission denied"),
+            1,
+            "budgetconf: error: [Errno 13] Permission denied\n",
+        ),
+    ],
+    ids=["interrupted", "os-error"],
+)
+def test_an_interrupt_or_an_os_error_ends_a_command_with_its_code(
+    raised: BaseException,
+    code: int,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """^C is exit 130 and no traceback; an OSError a command did not expect is one line."""
+
+    def command(args: list[str], out: TextIO, err: TextIO) -> int:
+        raise raised
+
+    monkeypatch.setattr(cli, "_main", command)
+    assert main(["presets"]) == code
+    assert capsys.readouterr().err == said
+
+
+def test_a_full_standard_error_is_the_callers_to_see() -> None:
+    """Only standard output's failure is a command's one line: stderr's is raised as it is."""
+    guarded = Guarded(cast(TextIO, _Full()))
+    with pytest.raises(OSError, match="No space left"):
+        guarded.write("a warning")
