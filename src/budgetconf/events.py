@@ -152,6 +152,11 @@ TYPES: Final[Mapping[str, EventType]] = {
                     " resumed run starts from; zeros otherwise",
                 ),
                 ("resumed_from", "the run id of the run it resumes, or null"),
+                (
+                    "prices",
+                    "the price of its model: `model`, `input_per_mtok`, `output_per_mtok`,"
+                    " `cached_input_per_mtok`, `source`, `locator`; null when none is in force",
+                ),
             ),
         ),
         EventType(TURN_STARTED, "before each model call", (("turn", "its number"),)),
@@ -220,7 +225,14 @@ TYPES: Final[Mapping[str, EventType]] = {
         EventType(
             LEDGER_RESERVE,
             "the shared ledger granted a reservation, before a model call",
-            (("turn", ""), ("scope", ""), ("reservation", ""), ("tokens", ""), ("cost_usd", "")),
+            (
+                ("turn", ""),
+                ("scope", ""),
+                ("reservation", ""),
+                ("tokens", ""),
+                ("cost_usd", ""),
+                ("cost_from", "the price's locator, or `ledger.reserve_cost_usd`"),
+            ),
         ),
         EventType(
             LEDGER_SETTLE,

@@ -14,14 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._values import plain_number
+from budgetconf._values import plain_number, show_value
+from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, Final
 
+    from budgetconf._resolution import Resolution
     from budgetconf._usage import Usage
+    from budgetconf.loop._budget import Budget
 
 #: the sources of a price, in the order they are tried
 FIELDS: Final = "fields"
@@ -137,8 +140,10 @@ class Price(ReadOnly):
         return shown + " per Mtok"
 
     def note(self) -> str:
-        """``gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``."""
-        return f"{self.model}'s price ({self.locator}: {self.rates()})"
+        """``gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``; a model with
+        no name has ``the price``."""
+        whose = f"{self.model}'s price" if self.model else "the price"
+        return f"{whose} ({self.locator}: {self.rates()})"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
@@ -190,6 +195,27 @@ class PriceSettings(ReadOnly):
     def __repr__(self) -> str:
         return f"PriceSettings(fields={self.fields!r}, table={self.table!r}, {self.unknown})"
 
+    @classmethod
+    def from_resolution(cls, res: Resolution) -> PriceSettings:
+        """The ``prices.*`` fields ``res`` resolved; a field its preset does not declare keeps
+        its default. Input and output are set together, or it is a `ConfigError`."""
+        declared = res.schema.by_path
+        rates = {
+            name: res.values.get(path) if path in declared else None
+            for name, path in _RATE_FIELDS.items()
+        }
+        table = res.values.get(_TABLE_FIELD, GENAI_PRICES) if _TABLE_FIELD in declared else None
+        unknown = res.values.get(_UNKNOWN_FIELD) if _UNKNOWN_FIELD in declared else None
+        settings = cls(
+            _fields_price(res, rates),
+            GENAI_PRICES if table is None else str(table),
+            unknown="refuse" if unknown is None else str(unknown),
+        )
+        if settings.table in (GENAI_PRICES, NO_TABLE):
+            return settings
+        located = res.trace(_TABLE_FIELD).locator  # a table file's problems name where it was set
+        return cls(settings.fields, settings.table, located, settings.unknown)
+
     def find(self, model: str, provider: str | None, when: datetime) -> Price | None:
         """``model``'s price in the rank order (the fields, the table file, genai-prices), or
         None. The fields price whatever model the run has; a bad table file is a
@@ -206,9 +232,51 @@ class PriceSettings(ReadOnly):
 
         return table_prices(self.table, self.table_locator).get(model)
 
-    def ways(self) -> str:
-        """How a person gives a price, for a refusal's message."""
-        return (
-            "set prices.input_per_mtok and prices.output_per_mtok, name a table file in"
-            " prices.table, or pip install 'budgetconf[prices]'"
+
+#: the settings of a budget made in code: the maintained table, an unknown model refused
+NO_PRICES: Final = PriceSettings()
+
+
+def needs_prices(budget: Budget) -> bool:
+    """Whether a run on ``budget`` prices its responses: it has a cost budget, or a ledger
+    whose scope counts what its runs spent."""
+    return budget.ledger is not None or "max_cost_usd" in budget.limits
+
+
+#: the price fields: the rate each one sets -> its path
+_RATE_FIELDS: Final = {
+    "input_per_mtok": "prices.input_per_mtok",
+    "output_per_mtok": "prices.output_per_mtok",
+    "cached_input_per_mtok": "prices.cached_input_per_mtok",
+}
+_TABLE_FIELD: Final = "prices.table"
+_UNKNOWN_FIELD: Final = "prices.unknown"
+#: how a person gives a model its price, for a refusal's message
+WAYS: Final = (
+    "set prices.input_per_mtok and prices.output_per_mtok, name a table file in prices.table,"
+    " or pip install 'budgetconf[prices]'"
+)
+
+
+def _fields_price(res: Resolution, rates: dict[str, Any]) -> Price | None:
+    """The price the fields set, any model's, located by the fields that set it; None when
+    they set none. Input and output go together, and a cached rate needs both."""
+    given = [name for name, value in rates.items() if value is not None]
+    if not given:
+        return None
+    inputs, outputs = rates["input_per_mtok"], rates["output_per_mtok"]
+    if inputs is None or outputs is None:
+        first = _RATE_FIELDS[given[0]]
+        trace = res.trace(first)
+        raise ConfigError(
+            f"{first} = {show_value(rates[given[0]])} from {trace.locator}: prices.input_per_mtok"
+            " and prices.output_per_mtok are set together, or neither is",
+            field=first,
+            source=trace.source,
+            locator=trace.locator,
         )
+    located = dict.fromkeys(res.trace(_RATE_FIELDS[name]).locator for name in given)
+    locators = ", ".join(located)
+    return Price(
+        "", inputs, outputs, rates["cached_input_per_mtok"], source=FIELDS, locator=locators
+    )

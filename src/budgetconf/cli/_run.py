@@ -23,7 +23,7 @@ from budgetconf._text import clipped
 from budgetconf.cli._output import Unwritable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
-from budgetconf.errors import PresetError, UsageError
+from budgetconf.errors import ConfigError, PresetError, UsageError
 from budgetconf.events import EventsFile
 from budgetconf.integrations._urls import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
@@ -221,13 +221,18 @@ def run(
         budget = Budget.from_resolution(res, command_line=True)  # `--set`, not code
     except PresetError as exc:
         raise UsageError(str(exc)) from None
-    if events_path is None:
-        result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
-        lost = None
-    else:
-        with EventsFile(events_path, label=f"--events {events_path}") as log:
-            result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
-        lost = log.lost
+    except ConfigError as exc:  # a price set by half (docs/prices.md)
+        return not_run([str(exc)], output, out, err)
+    try:
+        if events_path is None:
+            result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
+            lost = None
+        else:
+            with EventsFile(events_path, label=f"--events {events_path}") as log:
+                result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
+            lost = log.lost
+    except ConfigError as exc:  # a price table that cannot be read, before the first call
+        return not_run([str(exc)], output, out, err)
     if lost is not None:  # the run stopped when it could not record an event: say where
         say(err, f"budgetconf: error: {lost}")
     said = lost is not None and result.status == "failed"  # the run failed for the lost event

@@ -54,6 +54,16 @@ class _Base:
         self.options = dict(options)
         self.total_timeout = total_timeout
 
+    client: openai.OpenAI | openai.AsyncOpenAI
+
+    @property
+    def provider(self) -> str:
+        """Whose price table prices this model (docs/prices.md): the provider the client's
+        base URL names, else ``openai``."""
+        from budgetconf._prices._genai import provider_for_url
+
+        return provider_for_url(str(self.client.base_url)) or "openai"
+
     def _late(self, base_url: object) -> ModelError:
         seconds = f"{self.total_timeout:g}"
         return ModelError(f"{shown_url(base_url)} did not answer within {seconds} s")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
+from budgetconf._prices import NO_PRICES, PriceSettings
 from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import resolve
@@ -172,7 +173,7 @@ class LedgerSettings:
     scope: str = "default"
     window: str = "day"
     reserve_tokens: int = 4096
-    reserve_cost_usd: float = 0.05
+    reserve_cost_usd: float = 0.05  # _DEFAULT_RESERVE
     lease_seconds: float = 300.0
     on_unavailable: str = "stop"
     max_tokens: Limit | None = None
@@ -180,6 +181,9 @@ class LedgerSettings:
     source: str = "explicit"  # the source and locator that set ledger.url
     locator: str = "explicit"
     address: LedgerURL | None = None
+    # whether a source set reserve_cost_usd; None: whether it differs from its default. Left at
+    # its default, a reservation is priced at the model's price where it is known
+    reserve_cost_given: bool | None = None
 
     @staticmethod
     def path(name: str) -> str:
@@ -211,7 +215,14 @@ class LedgerSettings:
             source=trace.source,
             locator=trace.locator,
             address=parse_url(url),  # the resolution has judged it
+            reserve_cost_given=_given(res, cls.path("reserve_cost_usd")),
         )
+
+    @property
+    def reserve_cost_default(self) -> bool:
+        """Whether ``reserve_cost_usd`` is left at its default (no source set it)."""
+        given = self.reserve_cost_given
+        return not given if given is not None else self.reserve_cost_usd == _DEFAULT_RESERVE
 
     @property
     def shown(self) -> str:
@@ -224,6 +235,14 @@ class LedgerSettings:
         maxima = f"max_tokens={self.max_tokens!r}, max_cost_usd={self.max_cost_usd!r}"
         return f"LedgerSettings({where}, {maxima})"
 
+
+def _given(res: Resolution, path: str) -> bool:
+    """Whether a source set the field at ``path`` (a preset without it: none did)."""
+    return path in res.schema.by_path and res.trace(path).source != "default"
+
+
+#: what a reservation holds of cost when nothing sets it and no price is known
+_DEFAULT_RESERVE: Final = 0.05
 
 #: the ledger's settings that are not maxima, each read from the field `LedgerSettings.path`
 #: names; one a preset does not declare takes `LedgerSettings`' default
@@ -249,6 +268,7 @@ class Budget:
     over_cap: OverCap
     spec: LoopSpec
     ledger: LedgerSettings | None = None  # the shared ledger the run draws on, if any
+    prices: PriceSettings = NO_PRICES  # what its model's tokens cost (docs/prices.md)
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, command_line: bool = False) -> Budget:
@@ -275,7 +295,8 @@ class Budget:
         }
         last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
         ledger = LedgerSettings.from_resolution(res, command_line=command_line)
-        return cls(res.preset, limits, last_turn, over_cap, spec, ledger)
+        prices = PriceSettings.from_resolution(res)
+        return cls(res.preset, limits, last_turn, over_cap, spec, ledger, prices)
 
     @classmethod
     def of(cls, budget: object) -> Budget:

@@ -110,6 +110,7 @@ class RunHandle:
             budget.over_cap,
             budget.spec,
             budget.ledger,  # a child draws on the shared ledger itself, and writes its own record
+            budget.prices,
             parent=self,
             inherited=frozenset(inherited),
         )

@@ -30,9 +30,11 @@ import os
 import threading
 import time
 import warnings
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from budgetconf._loop_table import StopReason
+from budgetconf._usage import MOST_COST_USD
 from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -49,6 +51,7 @@ from budgetconf.loop._faults import PASSING, describe
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from budgetconf._prices._pricing import Pricing
     from budgetconf.ledger import Ledger, Reservation
     from budgetconf.loop._budget import Budget, LedgerSettings, Limit
     from budgetconf.loop._result import RunResult
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
         turns: int
         tokens: int
         cost: float
+        pricing: Pricing | None
 
         def emit(self, event_type: str, /, **data: Any) -> None: ...
 
@@ -79,6 +83,16 @@ class Draw:
 
     def __init__(self, run: Meter, settings: LedgerSettings) -> None:
         self.run = run
+        # a reservation left at its default is priced at the model's price, where it is known
+        pricing = run.pricing
+        price = None if pricing is None else pricing.price
+        if price is None or not settings.reserve_cost_default:
+            self.cost_from = settings.path("reserve_cost_usd")
+        else:
+            self.cost_from = price.locator
+            # at most what one response may cost: the ledger refuses more as unreadable
+            held = min(round(settings.reserve_tokens * price.highest, 12), MOST_COST_USD)
+            settings = replace(settings, reserve_cost_usd=held)
         self.settings = settings
         self.ledger: Ledger | None = None
         self.held: Reservation | None = None
@@ -149,6 +163,7 @@ class Draw:
             reservation=held.id,
             tokens=held.tokens,
             cost_usd=held.cost_usd,
+            cost_from=self.cost_from,
         )
         return None
 

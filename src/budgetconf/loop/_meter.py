@@ -29,6 +29,7 @@ from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf._loop_table import LastTurn, StopReason
+from budgetconf._prices import needs_prices
 from budgetconf._usage import Usage
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -46,6 +47,7 @@ from budgetconf.loop._result import Event, Message, RunResult, Totals
 if TYPE_CHECKING:
     import threading
 
+    from budgetconf._prices._pricing import Pricing
     from budgetconf.events import Sink
     from budgetconf.loop._budget import Budget
     from budgetconf.loop._ledger import Draw
@@ -107,6 +109,7 @@ class Meter(Planning):
         "output",
         "output_tokens",
         "pending",
+        "pricing",
         "run_id",
         "sink_fault",
         "stop_next",
@@ -128,8 +131,17 @@ class Meter(Planning):
         framework: str | None = None,
         resumed_from: str | None = None,
         parent: RunInfo | None = None,
+        model: str | None = None,
+        provider: str | None = None,
     ) -> None:
         self.budget = budget
+        # how its responses are priced (docs/prices.md); a named model with no price under a
+        # cost budget is refused here, before the run has begun
+        self.pricing: Pricing | None = None
+        if needs_prices(budget):
+            from budgetconf._prices._pricing import pricing_for
+
+            self.pricing = pricing_for(budget, model, provider)
         self.tools = tools
         self.turns = totals.turns
         self.executed = totals.tool_calls_executed
@@ -195,10 +207,16 @@ class Meter(Planning):
                 "cost_usd": totals.cost_usd,
             },
             resumed_from=resumed_from,
+            prices=self._price_in_force(),
         )
 
     def __repr__(self) -> str:
         return f"<Meter {self.name} turn {self.turns}, {len(self.events)} events>"
+
+    def _price_in_force(self) -> dict[str, Any] | None:
+        """``run_started``'s ``prices``: the price of the run's model, or None."""
+        pricing = self.pricing
+        return None if pricing is None or pricing.price is None else pricing.price.to_dict()
 
     # ------------------------------------------------------------------ events
 
@@ -394,8 +412,22 @@ class Meter(Planning):
         if reason is StopReason.CANCELLED:  # handed up by a sub-agent that was interrupted
             return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
+        if reason is StopReason.MAX_COST:
+            message += self._cost_note()
         self.emit(BUDGET_EXHAUSTED, turn=self.turns, stop_reason=stop, **limit)
         return self.finish(reason, message, output, limit)
+
+    def _cost_note(self) -> str:
+        """How the run's cost was known, for its cost stop: ``; spent $0.00150 at
+        gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``."""
+        spent = f"; spent ${self.cost:.5f}"
+        sources = self.cost_sources
+        pricing = self.pricing
+        priced = None if pricing is None or "priced" not in sources else pricing.last
+        if priced is None:
+            return spent + (" as its responses reported it" if sources else "")
+        reported = " as its responses reported it and" if "reported" in sources else ""
+        return f"{spent}{reported} at {priced.note()}"
 
     def finish(
         self,

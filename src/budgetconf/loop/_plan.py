@@ -32,6 +32,7 @@ from budgetconf.loop._response import Call
 from budgetconf.loop._result import Event, RunResult
 
 if TYPE_CHECKING:
+    from budgetconf._prices._pricing import Pricing
     from budgetconf.loop._budget import Budget, Limit
     from budgetconf.loop._ledger import Draw
 
@@ -122,6 +123,7 @@ class Planning:
         output: str
         run_id: str
         draw: Draw | None
+        pricing: Pricing | None
 
         def _record(self, event: Event) -> None: ...
         def emit(self, event_type: str, /, **data: Any) -> None: ...
@@ -151,6 +153,8 @@ class Planning:
         """Record what the model answered and judge it: the `Plan` of its calls."""
         turn = self.turns
         if usage is not NO_USAGE:
+            if self.pricing is not None:  # a cost it did not report, at its model's price
+                usage = self.pricing.priced(usage)
             self._count(usage)
         if content:
             self.output = content  # type: ignore[misc]  # a slot of the Meter this half is of

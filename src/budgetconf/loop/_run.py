@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from budgetconf._loop_table import StopReason
+from budgetconf._prices import needs_prices
 from budgetconf.errors import ModelError
 from budgetconf.events import STOPPED, TOOL_REFUSED, RunInfo
 from budgetconf.loop._budget import Budget
@@ -67,6 +68,7 @@ class Run(Meter):
             name=name,
             resumed_from=resumed_from,
             parent=parent,
+            **_model_of(model, budget),
         )
         self.tools: Mapping[str, Callable[..., Any]] = tools
 
@@ -274,3 +276,13 @@ class ChildRun(ChildMeter, Run):
     conversation."""
 
     __slots__ = ()
+
+
+def _model_of(model: object, budget: Budget) -> dict[str, str]:
+    """The name of a run's model (its ``model`` attribute, as `OpenAIModel` has), and when the
+    run prices its responses, whose price table prices it (its ``provider``)."""
+    name = getattr(model, "model", None)
+    if not isinstance(name, str) or not name:
+        return {}  # a model with no name: it reports its own cost (docs/prices.md)
+    provider = getattr(model, "provider", None) if needs_prices(budget) else None
+    return {"model": name, **({"provider": provider} if isinstance(provider, str) else {})}

@@ -1,0 +1,101 @@
+"""One run's pricing: each model's price looked up once, and each response priced by it.
+
+`pricing_for` decides, before a run's first model call, whether it prices at
+all (a cost budget, or a ledger to settle with) and refuses a named model with
+no price under a cost budget, as ``prices.unknown`` says. The Meter then
+passes every response through `Pricing.priced`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime
+
+from budgetconf._prices import WAYS, Price, PriceSettings, needs_prices
+from budgetconf._usage import Usage
+from budgetconf.errors import BudgetConfWarning, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from budgetconf.loop._budget import Budget, Limit
+
+
+class Pricing:
+    """A run's prices: ``price`` is its model's (None when it has none), and a response
+    naming another model is priced by that model's own, when known."""
+
+    __slots__ = ("_found", "last", "model", "price", "provider", "settings", "started")
+
+    def __init__(self, settings: PriceSettings, model: str | None, provider: str | None) -> None:
+        self.settings = settings
+        self.model = model
+        self.provider = provider
+        self.started = datetime.now(UTC)  # what a dated price is looked up at
+        self._found: dict[str, Price | None] = {}
+        if model:
+            self.price = self.of(model)
+        else:  # a model with no name reports its own cost, unless the fields price it
+            self.price = settings.fields
+        self.last = self.price  # the price of the last response priced
+
+    def __repr__(self) -> str:
+        return f"<Pricing {self.model}: {self.price!r}>"
+
+    def of(self, model: str) -> Price | None:
+        """``model``'s price, looked up once per run."""
+        found = self._found
+        if model not in found:
+            found[model] = self.settings.find(model, self.provider, self.started)
+        return found[model]
+
+    def priced(self, usage: Usage) -> Usage:
+        """``usage`` with its cost at its model's price, where it reported none and used
+        tokens; else ``usage`` itself."""
+        if usage.cost_source != "none" or not (usage.input_tokens or usage.output_tokens):
+            return usage
+        named = usage.model
+        price = self.price if not named or named == self.model else self.of(named) or self.price
+        if price is None:
+            return usage
+        self.last = price
+        return Usage(
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.output_tokens,
+            usage.total_tokens,
+            price.cost(usage),
+            "priced",
+            named,
+        )
+
+
+def cost_budget(budget: Budget) -> Limit | None:
+    """The run's cost budget: ``limits.max_cost_usd``, else the ledger's ``max_cost_usd``."""
+    own = budget.limits.get("max_cost_usd")
+    if own is not None or budget.ledger is None:
+        return own
+    return budget.ledger.max_cost_usd
+
+
+def pricing_for(budget: Budget, model: str | None, provider: str | None) -> Pricing | None:
+    """How a run of ``model`` on ``budget`` is priced: None when nothing needs its cost (no
+    cost budget and no ledger); a `UsageError`, or a warning under ``prices.unknown =
+    warn``, for a named model with no price under a cost budget."""
+    if not needs_prices(budget):
+        return None
+    limit = cost_budget(budget)
+    pricing = Pricing(budget.prices, model, provider)
+    if model and pricing.price is None and limit is not None:
+        message = unpriced(model, limit)
+        if budget.prices.unknown == "refuse":
+            raise UsageError(message)
+        warnings.warn(f"{message}; only the cost its responses report counts", BudgetConfWarning, 2)
+    return pricing
+
+
+def unpriced(model: str, limit: Limit) -> str:
+    """Why a cost budget cannot hold for ``model``: it has no price, and how to give one."""
+    return (
+        f"no price for the model {model!r}, and {limit.field} = {limit.amount(limit.value)}"
+        f" from {limit.locator} is a cost budget: {WAYS}"
+    )
