@@ -8,7 +8,10 @@ sub-agent row runs the same loop as a child: a parent's one tool call runs it
 on a budget carved from the parent's (`current_run().carve()`), with the
 parent's tokens, cost and tool calls bounded, so every child turn is checked
 against the parent's remainder and charged to it; its cost over
-`LoopExecutor.run` is what carving and charging add per child turn. Prints
+`LoopExecutor.run` is what carving and charging add per child turn. The priced
+rows run a named model that reports usage under a cost budget: over the same
+model with no cost budget, they are what pricing a response adds, at a flat
+price (genai-prices' gpt-4o-mini) and through calc_price (a tiered price). Prints
 medians, and the best run as well, since a shared machine's slow spells
 move medians; `--quick` runs few repetitions (for CI, so the script cannot
 rot); `--json FILE` writes the numbers.
@@ -41,6 +44,25 @@ def fake_model(turns: int) -> Any:
         return DONE if state["n"] >= turns else CALL
 
     return model
+
+
+#: what each response of the priced rows reports: usage, and no cost
+USED = {"usage": {"prompt_tokens": 1200, "completion_tokens": 300}}
+
+
+class Named:
+    """`fake_model` with a name, reporting `USED` on every response: a model a run prices."""
+
+    def __init__(self, turns: int, model: str) -> None:
+        self.model = model
+        self.turns = turns
+        self.n = 0
+        self.call = {**CALL, **USED}
+        self.done = {**DONE, **USED}
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        self.n += 1
+        return self.done if self.n >= self.turns else self.call
 
 
 def echo(text: str) -> str:
@@ -80,6 +102,31 @@ def executor(turns: int) -> Any:
     ex = _executor(turns)
     return lambda: _check(ex.run("go"), turns)
 
+
+def reporting_usage(turns: int) -> Any:
+    """The executor's loop on a named model that reports usage, with no cost budget."""
+    ex = LoopExecutor(Named(turns, FLAT), {"echo": echo}, {"loop.max_steps": turns + 1})
+    return lambda: _check(ex.run("go"), turns)
+
+
+def _priced(turns: int, model: str) -> Any:
+    budget = {"loop.max_steps": turns + 1, "limits.max_cost_usd": 1e6}
+    ex = LoopExecutor(Named(turns, model), {"echo": echo}, budget)
+    return lambda: _check(ex.run("go"), turns)
+
+
+def priced_flat(turns: int) -> Any:
+    """The same, under a cost budget: each response priced at genai-prices' flat price."""
+    return _priced(turns, FLAT)
+
+
+def priced_by_calc_price(turns: int) -> Any:
+    """The same, for a model whose price has tiers: each response priced by calc_price."""
+    return _priced(turns, TIERED)
+
+
+#: a model whose genai-prices entry is flat, and one whose price has tiers
+FLAT, TIERED = "gpt-4o-mini", "gemini-2.5-pro"
 
 #: the parent of the sub-agent row: every shared budget but the deadline bounded (a deadline
 #: puts every call on a worker thread, which would measure threads, not the charges)
@@ -123,9 +170,16 @@ LOOPS = {
     "LoopExecutor.run": executor,
     "LoopExecutor.arun": executor_async,
     "LoopExecutor.run, as a sub-agent": executor_child,
+    "LoopExecutor.run, reporting usage": reporting_usage,
+    "LoopExecutor.run, with a priced cost budget": priced_flat,
+    "LoopExecutor.run, priced by calc_price": priced_by_calc_price,
 }
-#: the rows measured against LoopExecutor.run rather than the hand-written loop
-OVER_RUN = ("LoopExecutor.run, as a sub-agent",)
+#: the rows measured against another row rather than the hand-written loop: the row each is over
+OVER: dict[str, str] = {
+    "LoopExecutor.run, as a sub-agent": "LoopExecutor.run",
+    "LoopExecutor.run, with a priced cost budget": "LoopExecutor.run, reporting usage",
+    "LoopExecutor.run, priced by calc_price": "LoopExecutor.run, reporting usage",
+}
 
 
 def measure(turns: int, repeat: int) -> dict[str, list[int]]:
@@ -173,13 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             "overhead_per_turn_us": overhead,
             "best_overhead_per_turn_us": best,
         }
-    run = statistics.median(times["LoopExecutor.run"])
-    for name in OVER_RUN:
-        over = (statistics.median(times[name]) - run) / turns / 1000
-        best = (min(times[name]) - min(times["LoopExecutor.run"])) / turns / 1000
-        print(f"{name}: {over:+.2f} µs per child turn over LoopExecutor.run (best {best:+.2f} µs)")
-        report["rows"][name]["over_run_per_turn_us"] = over
-        report["rows"][name]["best_over_run_per_turn_us"] = best
+    for name, base in OVER.items():
+        over = (statistics.median(times[name]) - statistics.median(times[base])) / turns / 1000
+        best = (min(times[name]) - min(times[base])) / turns / 1000
+        print(f"{name}: {over:+.2f} µs per turn over {base} (best {best:+.2f} µs)")
+        report["rows"][name]["over_per_turn_us"] = over
+        report["rows"][name]["best_over_per_turn_us"] = best
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)

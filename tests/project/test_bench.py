@@ -37,14 +37,17 @@ def test_the_loop_overhead_benchmark_reports_every_row(
         "LoopExecutor.run",
         "LoopExecutor.arun",
         "LoopExecutor.run, as a sub-agent",
+        "LoopExecutor.run, reporting usage",
+        "LoopExecutor.run, with a priced cost budget",
+        "LoopExecutor.run, priced by calc_price",
     }
     for name, row in report["rows"].items():
         assert name in printed
         assert row["per_turn_us"] > 0
-    assert "per child turn over LoopExecutor.run" in printed
-    assert isinstance(
-        report["rows"]["LoopExecutor.run, as a sub-agent"]["over_run_per_turn_us"], float
-    )
+    assert "as a sub-agent: " in printed
+    assert "per turn over LoopExecutor.run (best" in printed
+    for name in ("as a sub-agent", "with a priced cost budget", "priced by calc_price"):
+        assert isinstance(report["rows"][f"LoopExecutor.run, {name}"]["over_per_turn_us"], float)
 
 
 IN_PROCESS = [
