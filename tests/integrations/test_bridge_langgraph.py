@@ -293,7 +293,9 @@ def test_a_budget_the_policy_clamps_that_langgraph_cannot_enforce_is_refused_eve
         run(graph(model), hi(), budget(max_cost_usd="3"), unenforced="warn")
     assert str(caught.value) == (
         f"limits.max_cost_usd = 0.5 from the policy {place.policy}:1 cannot be enforced by"
-        " langgraph; a budget the policy sets is never run without"
+        " langgraph: it reports no cost, and no price is known for a model with no name (set"
+        " prices.input_per_mtok and prices.output_per_mtok); a budget the policy sets is never"
+        " run without"
     )
 
 
@@ -654,15 +656,19 @@ def test_the_middlewares_graph_invoked_inside_another_run_is_refused() -> None:
         run(create_agent(model, [nested], middleware=middleware(res)), hi(), res)
 
 
-def test_middleware_refuses_what_langgraph_cannot_report() -> None:
-    """Every budget is enforced through middleware() but cost, which LangGraph never reports."""
+def test_middleware_leaves_a_cost_budget_to_run_which_knows_the_graphs_model() -> None:
+    """middleware() is made before its graph, so before its model is known: it takes a cost
+    budget, and run() judges it at the price of the graph's model (a fake with no name has
+    none: refused there, as any budget the bridge cannot enforce)."""
     assert [type(m).__name__ for m in middleware(budget(max_tokens="9", timeout_seconds="5"))] == [
         "MeterMiddleware"
     ]
+    res = budget(max_cost_usd="9")
+    built = agent(Script(), middle=middleware(res))
     with pytest.raises(
-        budgetconf.UsageError, match=r"max_cost_usd = 9\.0 .* by langgraph's middleware\(\);"
+        budgetconf.UsageError, match=r"max_cost_usd = 9\.0 .* cannot be enforced by langgraph: it"
     ):
-        middleware(budget(max_cost_usd="9"))
+        run(built, hi(), res)
 
 
 def test_the_runs_budget_governs_whatever_the_middleware_was_built_from() -> None:
@@ -915,3 +921,73 @@ def test_a_graph_whose_tools_run_in_a_node_of_its_own_has_every_call_counted() -
         "done",
         2,
     )
+
+
+#: a cost budget and the price fields' price, $0.15 / $0.60 per million tokens, for any model
+PRICED = {"price_input_per_mtok": "0.15", "price_output_per_mtok": "0.6"}
+
+
+class Named(ToolFake):
+    """A fake chat model with a name, as ChatOpenAI has one: the bridge finds it in the graph."""
+
+    def _get_ls_params(self, *args: Any, **kwargs: Any) -> Any:
+        return {**super()._get_ls_params(*args, **kwargs), "ls_model_name": "house-model"}
+
+
+BIG = {"input_tokens": 1000, "output_tokens": 1000, "total_tokens": 2000}
+
+
+class BigScript(Script):
+    """Every response reports 1,000 + 1,000 tokens: $0.00075 at the fields' price."""
+
+    def __iter__(self) -> Iterator[AIMessage]:
+        for message in super().__iter__():
+            yield message.model_copy(update={"usage_metadata": BIG})
+
+
+@pytest.mark.parametrize("with_middleware", [True, False])
+def test_a_cost_budget_stops_the_run_after_the_call_that_crosses_it(with_middleware: bool) -> None:
+    """$0.00075 a call against $0.002: the third call crosses it and the run stops, through
+    middleware() (its calls answered as not executed) or the streamed states (before its
+    tools node), at the price of the fields."""
+    RAN.clear()
+    script = BigScript()
+    res = budget(max_cost_usd="0.002", **PRICED)
+    model = Named(messages=iter(script))
+    graph_ = (
+        create_agent(model, [add], middleware=middleware(res)) if with_middleware else graph(model)
+    )
+    result = run(graph_, hi(), res)
+    assert (result.status, result.stop_reason, result.turns) == (
+        RunStatus.TRUNCATED,
+        "max_cost",
+        3,
+    )
+    assert (script.made, RAN) == (3, [1, 2])
+    assert result.limit is not None
+    assert result.limit["field"] == "limits.max_cost_usd"
+    assert (result.usage.cost_usd, result.usage.cost_source) == (0.00225, "priced")
+    assert result.message == (
+        "stopped: hit max_cost_usd (0.002): limits.max_cost_usd = 0.002 from"
+        " env:BUDGETCONF_MAX_COST_USD; raise it with BUDGETCONF_MAX_COST_USD or --max-cost-usd;"
+        " spent $0.00225 at house-model's price (env:BUDGETCONF_PRICE_INPUT_PER_MTOK,"
+        " env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK: $0.15 / $0.60 per Mtok)"
+    )
+    (started,) = [e for e in result.events if e["type"] == "run_started"]
+    assert started["prices"]["model"] == "house-model"
+
+
+def test_a_graphs_named_model_with_no_price_is_refused_before_its_first_call() -> None:
+    """prices.unknown = refuse: run() refuses it, with unenforced="warn" too, naming the model
+    the bridge found in the graph; under warn, one warning and the run goes on."""
+    script = Script(turns=1)
+    built = create_agent(Named(messages=iter(script)), [add])
+    res = budget(max_cost_usd="1", price_table="none")
+    with pytest.raises(budgetconf.UsageError, match="no price for the model 'house-model'"):
+        run(built, hi(), res, unenforced="warn")
+    assert script.made == 0
+    warned = budget(max_cost_usd="1", price_table="none", price_unknown="warn")
+    with pytest.warns(budgetconf.BudgetConfWarning, match="'house-model'") as caught:
+        result = run(built, hi(), warned)
+    assert len(caught) == 1
+    assert (result.stop_reason, result.usage.cost_source) == ("completed", "none")

@@ -231,13 +231,102 @@ def test_arun_completes_and_stops_like_run() -> None:
     assert (stop.stop_reason, stop.turns) == ("max_steps", 2)
 
 
-def test_a_cost_budget_is_refused_and_warned_about() -> None:
-    with pytest.raises(budgetconf.UsageError, match="cannot be enforced by openai-agents"):
+def test_a_cost_budget_for_a_model_with_no_name_is_refused_and_warned_about() -> None:
+    """openai-agents reports no cost, and a model with no name has no price (but the price
+    fields'): refused, or run without it after one warning."""
+    with pytest.raises(budgetconf.UsageError, match="cannot be enforced by openai-agents: it"):
         openai_agents.run(agent(Scripted()), "go", env(max_cost_usd="1"))
     model = Scripted([[text("ok")]])
     with pytest.warns(budgetconf.BudgetConfWarning, match="running without it"):
         result = openai_agents.run(agent(model), "go", env(max_cost_usd="1"), unenforced="warn")
     assert result.output == "ok"
+
+
+class Named(Scripted):
+    """A scripted model with a name, as an OpenAIChatCompletionsModel has one (no client)."""
+
+    model = "house-model"
+
+
+#: the price fields' price, $0.15 / $0.60 per million tokens
+PRICED = {"price_input_per_mtok": "0.15", "price_output_per_mtok": "0.6"}
+FIELDS = "env:BUDGETCONF_PRICE_INPUT_PER_MTOK, env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK"
+
+
+def test_a_cost_budget_stops_the_run_after_the_call_that_crosses_it() -> None:
+    """10 input and 1,000 output tokens a response, $0.0006015 at the fields' price: the third
+    passes $0.0015, its call is answered as not executed and the run stops, as the
+    executor's does."""
+    model = Named(tokens=1010)
+    result = openai_agents.run(agent(model), "go", env(max_cost_usd="0.0015", **PRICED))
+    assert (result.stop_reason, result.turns, model.calls, len(ran)) == ("max_cost", 3, 3, 2)
+    assert (result.usage.cost_usd, result.usage.cost_source) == (0.0018045, "priced")
+    assert result.message == (
+        "stopped: hit max_cost_usd (0.0015): limits.max_cost_usd = 0.0015 from"
+        " env:BUDGETCONF_MAX_COST_USD; raise it with BUDGETCONF_MAX_COST_USD or --max-cost-usd;"
+        f" spent $0.00180 at house-model's price ({FIELDS}: $0.15 / $0.60 per Mtok)"
+    )
+    (started,) = [e for e in result.events if e["type"] == "run_started"]
+    assert (started["prices"]["model"], started["prices"]["locator"]) == ("house-model", FIELDS)
+
+
+def test_the_run_configs_model_is_the_one_priced() -> None:
+    """RunConfig(model=...) serves every call of the run, whatever the agent's: its name is
+    the one looked up, and the one each response is priced by."""
+    config = RunConfig(model=Named(tokens=1010))
+    unpriced = env(max_cost_usd="1", price_table="none")
+    with pytest.raises(budgetconf.UsageError, match="no price for the model 'house-model'"):
+        openai_agents.run(agent(Scripted()), "go", unpriced, run_config=config)
+    result = openai_agents.run(
+        agent(Scripted()), "go", env(max_cost_usd="0.0015", **PRICED), run_config=config
+    )
+    assert (result.stop_reason, result.turns) == ("max_cost", 3)
+    costs = [e for e in result.events if e["type"] == "model_response"]
+    assert {e["model"] for e in costs} == {"house-model"}
+
+
+def test_a_named_model_with_no_price_is_refused_whatever_unenforced_says() -> None:
+    model = Named()
+    with pytest.raises(budgetconf.UsageError, match="no price for the model 'house-model'"):
+        openai_agents.run(
+            agent(model), "go", env(max_cost_usd="1", price_table="none"), unenforced="warn"
+        )
+    assert model.calls == 0
+
+
+def test_the_model_priced_is_the_one_the_framework_would_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Model by its ``model`` and its client's base URL; a name as the default provider
+    makes it (an ``openai/`` prefix dropped, another prefix the provider); no model, the
+    framework's default."""
+    from agents import OpenAIChatCompletionsModel
+    from agents.models import get_default_model
+    from openai import AsyncOpenAI
+
+    from budgetconf.integrations._openai_agents_run import agent_model
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    chat = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    found = agent_model(Agent(name="a", model=chat), RunConfig())
+    assert (found.name, found.provider, found.url) == (
+        "gpt-4o-mini",
+        "openai",
+        "http://127.0.0.1:9/v1/",
+    )
+    named = [
+        agent_model(Agent(name="a", model=m), RunConfig())
+        for m in ("gpt-4o", "openai/gpt-4o", "litellm/anthropic/claude-3-5-haiku")
+    ]
+    assert [(m.name, m.provider) for m in named] == [
+        ("gpt-4o", "openai"),
+        ("gpt-4o", "openai"),
+        ("anthropic/claude-3-5-haiku", "litellm"),
+    ]
+    assert agent_model(Agent(name="a"), RunConfig()).name == get_default_model()
+    assert agent_model(Agent(name="a", model=chat), RunConfig(model="o3")).name == "o3"
+    assert agent_model(Agent(name="a", model=Scripted()), RunConfig()).name is None
 
 
 def test_limits_gives_max_turns_and_refuses_what_only_run_enforces() -> None:

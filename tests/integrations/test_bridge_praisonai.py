@@ -307,16 +307,54 @@ def test_calls_past_the_run_wide_tool_call_budget_are_not_run_and_the_run_stops(
     assert refused["reason"] == "the run's tool-call budget would be exceeded"
 
 
-def test_a_budget_only_run_enforces_is_refused_through_limits_and_cost_everywhere() -> None:
-    """Tokens are the bridge's, in run() only; praisonaiagents reports no cost at all."""
+def test_a_budget_only_run_enforces_is_refused_through_limits_and_cost_without_a_name() -> None:
+    """Tokens are the bridge's, in run() only; praisonaiagents reports no cost at all, so a
+    cost budget needs the price of the agent's model: one with no name has none."""
     with pytest.raises(budgetconf.UsageError, match=r"by praisonaiagents through limits\(\)"):
         bridge.limits(_env(max_tokens="40"))
     with pytest.raises(budgetconf.UsageError) as caught:
         bridge.run(object(), "add", _env(max_cost_usd="3"))
     assert str(caught.value) == (
         "limits.max_cost_usd = 3.0 from env:BUDGETCONF_MAX_COST_USD cannot be enforced by"
-        " praisonaiagents; unset it, or pass unenforced='warn' to run without it"
+        " praisonaiagents: it reports no cost, and no price is known for a model with no name"
+        " (set prices.input_per_mtok and prices.output_per_mtok); unset it, or pass"
+        " unenforced='warn' to run without it"
     )
+
+
+def test_a_cost_budget_stops_the_run_at_the_models_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each response reports 1,000 + 1,000 tokens and no cost: $0.00075 at the fields' price,
+    so the third request passes $0.002, its call is answered as not executed, and the run
+    stops there, named by the agent's model (OPENAI_MODEL_NAME here)."""
+    tools = Tools()
+    replies = [
+        reply(None, calls=[(f"c{i}", "add", {"a": i, "b": 1})], usage=(1000, 1000))
+        for i in range(1, 9)
+    ]
+    priced = {"price_input_per_mtok": "0.15", "price_output_per_mtok": "0.6"}
+    with serving(replies) as chat:
+        agent = _agent(chat, monkeypatch, tools)
+        result = bridge.run(agent, "add", _env(max_cost_usd="0.002", **priced))
+        requests = len(chat.received)
+    assert (result.stop_reason, result.turns, requests, tools.ran) == ("max_cost", 3, 3, 2)
+    assert (result.usage.cost_usd, result.usage.cost_source) == (0.00225, "priced")
+    assert result.message.endswith(
+        "; spent $0.00225 at test-model's price (env:BUDGETCONF_PRICE_INPUT_PER_MTOK,"
+        " env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK: $0.15 / $0.60 per Mtok)"
+    )
+
+
+def test_a_named_model_with_no_price_is_refused_before_its_first_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """prices.unknown = refuse: the agent's model has no price (no table to look it up in),
+    so run() refuses its cost budget before any request, unenforced="warn" or not."""
+    with serving([reply("done")]) as chat:
+        agent = _agent(chat, monkeypatch, Tools())
+        res = _env(max_cost_usd="1", price_table="none")
+        with pytest.raises(budgetconf.UsageError, match="no price for the model 'test-model'"):
+            bridge.run(agent, "add", res, unenforced="warn")
+        assert chat.received == []
 
 
 def test_limits_are_the_presets_values_as_explain_shows_them(

@@ -291,6 +291,82 @@ def test_a_cost_budget_without_priced_usage_is_said_with_pydantic_ais_own_warnin
     assert result.status == RunStatus.OK
 
 
+#: the price fields' price: $0.15 / $0.60 per million tokens (cached input at the input rate)
+PRICED = {"prices.input_per_mtok": 0.15, "prices.output_per_mtok": 0.6}
+FIELDS = "explicit: $0.15 / $0.60 per Mtok"
+
+
+def test_a_response_pydantic_ai_cannot_price_is_priced_at_the_fields_price() -> None:
+    """A FunctionModel reports no cost: at the fields' price each response of 10 input (4 of
+    them cached) and 1,000 output tokens costs $0.0006015, so the third passes $0.0015 and
+    stops the run before its tools, as in the executor."""
+    script = Script(tokens=1010)
+    budget = {"limits.max_cost_usd": 0.0015, **PRICED}
+    result = bridge.run(scripted(script), "go", budget)
+    assert (result.stop_reason, result.turns, script.tools_run) == ("max_cost", 3, [1, 2])
+    assert (result.usage.cost_usd, result.usage.cost_source) == (0.0018045, "priced")
+    assert result.usage.cached_input_tokens == 12
+    # each response names the FunctionModel's own name, which the fields price
+    assert result.message.endswith(f"; spent $0.00180 at function:respond:'s price ({FIELDS})")
+
+
+class House(FunctionModel):
+    """A model with a name and a provider of its own, as a real pydantic-ai model has."""
+
+    @property
+    def system(self) -> str:
+        return "house"
+
+
+def test_a_named_model_is_priced_by_its_name_or_refused_without_a_price() -> None:
+    """A named model pydantic-ai cannot price: its cost budget is refused before the first
+    call when no price is known for it (prices.unknown = refuse, unenforced="warn" or not);
+    with the fields' price, each response is priced at it, by the model's name."""
+    script = Script(tokens=1010)
+    agent = Agent(House(script.respond, model_name="house-model"), name="calc")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        script.tools_run.append(a)
+        return a + b
+
+    unpriced = {"limits.max_cost_usd": 0.0015, "prices.table": "none"}
+    with pytest.raises(budgetconf.UsageError, match="no price for the model 'house-model'"):
+        bridge.run(agent, "go", unpriced, unenforced="warn")
+    assert script.calls == 0
+    result = bridge.run(agent, "go", {"limits.max_cost_usd": 0.0015, **PRICED})
+    assert (result.stop_reason, result.turns) == ("max_cost", 3)
+    assert result.message.endswith(f"; spent $0.00180 at house-model's price ({FIELDS})")
+
+
+def test_the_model_priced_is_the_one_pydantic_ai_would_call() -> None:
+    """A model by its name and system, its base URL's host first; a ``provider:name``
+    string as pydantic-ai reads one; its own test doubles and a FallbackModel by none."""
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.fallback import FallbackModel
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from budgetconf.integrations._pydantic_ai_meter import agent_model
+
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    chat = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+    found = agent_model(chat)
+    assert (found.name, found.provider, found.url) == (
+        "gpt-4o-mini",
+        "openai",
+        "http://127.0.0.1:9/v1/",
+    )
+    named = agent_model("anthropic:claude-3-5-haiku-latest")
+    assert (named.name, named.provider) == ("claude-3-5-haiku-latest", "anthropic")
+    assert (agent_model("gpt-4o").name, agent_model("gpt-4o").provider) == ("gpt-4o", None)
+    doubles = (TestModel(), FunctionModel(Script().respond), FallbackModel(chat, TestModel()))
+    assert [agent_model(m).name for m in doubles] == [None, None, None]
+    assert agent_model(None).name is None
+
+
 @pytest.mark.parametrize(
     ("finish", "stop"), [("length", "length_truncated"), ("content_filter", "content_filtered")]
 )

@@ -42,14 +42,14 @@ def call(name: str, args: dict[str, Any], cid: str) -> ChatMessageToolCall:
     return ChatMessageToolCall(id=cid, type="function", function=function)
 
 
-def adds(n: int, count: int = 1) -> ChatMessage:
-    """A response of ``count`` calls to ``add``, 15 tokens."""
+def adds(n: int, count: int = 1, tokens: tuple[int, int] = (10, 5)) -> ChatMessage:
+    """A response of ``count`` calls to ``add``, ``tokens`` (input, output): 15 by default."""
     calls = [call("add", {"a": n, "b": i}, f"c{n}.{i}") for i in range(count)]
     return ChatMessage(
         role=MessageRole.ASSISTANT,
         content=f"step {n}",
         tool_calls=calls,
-        token_usage=TokenUsage(10, 5),
+        token_usage=TokenUsage(*tokens),
     )
 
 
@@ -497,31 +497,64 @@ def test_limits_refuse_a_budget_only_run_enforces() -> None:
         limits(env={"BUDGETCONF_MAX_TOOL_CALLS_PER_TURN": "3"})
 
 
-def test_a_budget_smolagents_cannot_enforce_is_refused_or_warned() -> None:
-    cost = env(max_cost_usd="2")
+def test_a_cost_budget_for_a_model_with_no_price_follows_prices_unknown() -> None:
+    """The agent's model is named (``scripted``) and has no price: refused before its first
+    call, with unenforced="warn" too; under prices.unknown = warn, one warning, and the run
+    counts no cost."""
+    cost = env(max_cost_usd="2", price_table="none")
+    model = Scripted()
     with pytest.raises(budgetconf.UsageError) as caught:
-        run(agent(Scripted()), "go", cost)
+        run(agent(model), "go", cost, unenforced="warn")
     assert str(caught.value) == (
-        "limits.max_cost_usd = 2.0 from env:BUDGETCONF_MAX_COST_USD cannot be enforced by"
-        " smolagents; unset it, or pass unenforced='warn' to run without it"
+        "no price for the model 'scripted', and limits.max_cost_usd = $2 from"
+        " env:BUDGETCONF_MAX_COST_USD is a cost budget: set prices.input_per_mtok and"
+        " prices.output_per_mtok, name a table file in prices.table, or pip install"
+        " 'budgetconf[prices]'"
     )
+    assert model.calls == []
     model = Scripted(lambda n, tools: answer("ok"))
-    with pytest.warns(budgetconf.BudgetConfWarning, match="running without it") as warned:
-        result = run(agent(model), "go", cost, unenforced="warn")
-    assert (len(warned), result.output) == (1, "ok")
+    warned_env = env(max_cost_usd="2", price_table="none", price_unknown="warn")
+    with pytest.warns(budgetconf.BudgetConfWarning, match="'scripted'") as warned:
+        result = run(agent(model), "go", warned_env)
+    assert (len(warned), result.output, result.usage.cost_source) == (1, "ok", "none")
+
+
+def test_a_cost_budget_stops_the_run_at_the_models_price() -> None:
+    """The price fields price the scripted model's token_usage: 1,000 + 1,000 tokens a call at
+    $0.15 / $0.60 per million is $0.00075, so the third call passes $0.002 and its calls are
+    answered as not executed, as in the executor."""
+    model = Scripted(lambda n, tools: adds(n, tokens=(1000, 1000)))
+    cost = env(max_cost_usd="0.002", price_input_per_mtok="0.15", price_output_per_mtok="0.6")
+    result = run(agent(model), "go", cost)
+    assert (result.stop_reason, result.turns, len(model.calls), RAN) == (
+        "max_cost",
+        3,
+        3,
+        [(1, 0), (2, 0)],
+    )
+    assert (result.usage.cost_usd, result.usage.cost_source) == (0.00225, "priced")
+    assert result.message.endswith(
+        "; spent $0.00225 at scripted's price (env:BUDGETCONF_PRICE_INPUT_PER_MTOK,"
+        " env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK: $0.15 / $0.60 per Mtok)"
+    )
 
 
 def test_a_budget_the_policy_sets_that_smolagents_cannot_enforce_is_refused_even_to_warn(
     place: Place,
 ) -> None:
-    """An administrator's ceiling on the unset cost limit is never run without, warn or not."""
+    """An administrator's ceiling on the unset cost limit is never run without, warn or not:
+    for a model with no name, which nothing can price, it is refused as the policy's."""
     place.policy.parent.mkdir(parents=True)
     place.policy.write_text('{\n  "limits": {\n    "max_cost_usd": {"max": 5}}}', encoding="utf-8")
+    nameless = Scripted(lambda n, tools: answer("ok"))
+    nameless.model_id = None
     with pytest.raises(budgetconf.UsageError) as caught:
-        run(agent(Scripted(lambda n, tools: answer("ok"))), "go", unenforced="warn")
+        run(agent(nameless), "go", unenforced="warn")
     assert str(caught.value) == (
         f"limits.max_cost_usd = 5.0 from the policy {place.policy}:3 cannot be enforced by"
-        " smolagents; a budget the policy sets is never run without"
+        " smolagents: it reports no cost, and no price is known for a model with no name (set"
+        " prices.input_per_mtok and prices.output_per_mtok); a budget the policy sets is never"
+        " run without"
     )
     with pytest.raises(budgetconf.UsageError, match="from the policy"):
         limits()

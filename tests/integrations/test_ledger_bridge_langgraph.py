@@ -194,11 +194,34 @@ def test_the_middlewares_graph_invoked_without_the_bridge_stops_before_any_call(
     assert fake.calls == 0
 
 
-def test_middleware_refuses_a_ledger_cost_maximum_langgraph_reports_no_cost(
+def test_a_ledger_cost_maximum_is_drawn_on_at_the_price_or_refused_by_run(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(budgetconf.UsageError, match=r"ledger\.max_cost_usd = 5\.0 from env:"):
-        middleware(budget(sqlite_url(tmp_path), ledger_max_cost_usd="5"))
+    """LangGraph reports no cost: middleware() takes the scope's cost maximum, and run() draws
+    on it at the model's price (the price fields', any model's), or refuses it for a fake
+    model with no name, which nothing else can price."""
+    url = sqlite_url(tmp_path)
+    res = budget(url, ledger_max_cost_usd="5")
+    fake = model(url, answer_at=2)
+    with pytest.raises(
+        budgetconf.UsageError,
+        match=r"ledger\.max_cost_usd = 5\.0 from env:.* cannot be drawn on by langgraph: it",
+    ):
+        run(agent(fake, res), hi(), res)
+    assert fake.calls == 0
+    priced = budget(
+        url, ledger_max_cost_usd="5", price_input_per_mtok="0.15", price_output_per_mtok="0.6"
+    )
+    result = run(agent(fake, priced), hi(), priced)
+    assert (result.status, fake.calls, result.usage.cost_source) == (RunStatus.OK, 2, "priced")
+    status, runs = status_and_runs(url)
+    # two calls of 10 input and 5 output tokens: $0.0000045 each
+    assert (status.spent_tokens, status.spent_cost_usd, status.reserved_cost_usd) == (
+        30,
+        0.000009,
+        0.0,
+    )
+    assert [r["cost_usd"] for r in runs] == [0.000009]
 
 
 def test_arun_gives_a_failed_calls_reservation_back(tmp_path: Path) -> None:

@@ -219,10 +219,27 @@ def test_an_unreachable_ledger_with_continue_runs_on_and_warns_at_each_call() ->
     assert all("redis://agent:***@" in line and "SECRET" not in line for line in shown)
 
 
-def test_a_ledger_cost_maximum_is_refused_smolagents_reports_no_cost(tmp_path: Path) -> None:
+def test_a_ledger_cost_maximum_needs_the_price_of_the_agents_model(tmp_path: Path) -> None:
+    """smolagents reports no cost: the scope's cost maximum is drawn on at the model's price,
+    so a named model with no price is refused before its first call; with one, each
+    response's tokens are settled at it."""
     url = sqlite_url(tmp_path)
-    with pytest.raises(budgetconf.UsageError, match=r"ledger\.max_cost_usd = 5\.0 from env:"):
-        bridge.run(agent(Metered(url)), "go", budget(url, ledger_max_cost_usd="5"))
+    model = Metered(url, answer_at=2)
+    unpriced = budget(url, ledger_max_cost_usd="5", price_table="none")
+    with pytest.raises(budgetconf.UsageError, match=r"no price for the model 'metered', and"):
+        bridge.run(agent(model), "go", unpriced)
+    assert model.calls == 0
+    fields = {"price_input_per_mtok": "0.15", "price_output_per_mtok": "0.6"}
+    result = bridge.run(agent(model), "go", budget(url, ledger_max_cost_usd="5", **fields))
+    assert (result.status, model.calls, result.usage.cost_source) == (RunStatus.OK, 2, "priced")
+    status, runs = status_and_runs(url)
+    # two calls of 10 input and 5 output tokens: $0.0000045 each
+    assert (status.spent_tokens, status.spent_cost_usd, status.reserved_cost_usd) == (
+        30,
+        0.000009,
+        0.0,
+    )
+    assert [r["cost_usd"] for r in runs] == [0.000009]
 
 
 def test_a_call_that_outlives_its_lease_keeps_its_reservation(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ A bridge runs a framework's agent within a budgetconf `Budget`. It refuses a
 budget the framework cannot be made to enforce (or warns, when asked), and
 a framework keyword that would set a limit of its own; and it reports a stop
 as the executor does: the field, its value, where it was set, how to raise it.
+It names the agent's model (`AgentModel`), so that a cost budget holds at
+that model's price.
 """
 
 from __future__ import annotations
@@ -112,6 +114,54 @@ class BridgeResult(Record):
         return f"BridgeResult({shown})"
 
 
+class AgentModel:
+    """The agent's model as its bridge finds it, for the price a cost budget holds at.
+
+    ``name`` is the model's (None: a model with no name, such as a framework's
+    test double, which only the price fields can price); ``provider`` the
+    provider the framework names for it, ``url`` the base URL its client calls,
+    whose host names the provider first (PRICES.md).
+    """
+
+    __slots__ = ("name", "provider", "url")
+
+    def __init__(self, name: object = None, provider: object = None, url: object = None) -> None:
+        self.name = _text(name)
+        self.provider = _text(provider)
+        self.url = None if url is None else _text(str(url))
+
+    def __repr__(self) -> str:
+        return f"AgentModel({self.name!r}, provider={self.provider!r}, url={self.url!r})"
+
+    def provider_for(self, budget: Budget) -> str | None:
+        """Whose genai-prices table prices the model in a run on ``budget``: the provider the
+        client's base URL names, else the framework's; None when the run looks no price up
+        there (no cost budget nor ledger, the price fields set, or another table)."""
+        from budgetconf._prices import GENAI_PRICES, needs_prices
+
+        prices = budget.prices
+        if self.name is None or prices.fields is not None or prices.table != GENAI_PRICES:
+            return None
+        if not needs_prices(budget):
+            return None
+        if self.url is not None:
+            from budgetconf._prices._genai import provider_for_url
+
+            found = provider_for_url(self.url)
+            if found:
+                return found
+        return self.provider
+
+
+def _text(value: object) -> str | None:
+    """A name a framework gives, or None for one that names nothing (blank, or no text)."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+#: a model the bridge cannot name
+NAMELESS = AgentModel()
+
+
 def bridge_budget(
     framework: Framework,
     budget: object,
@@ -119,6 +169,8 @@ def bridge_budget(
     *,
     through: Literal["limits", "run"],
     unenforced: Unenforced = "error",
+    model: AgentModel = NAMELESS,
+    priced_later: bool = False,
 ) -> Budget:
     """The `Budget` to run with, checked: every budget set is enforced, or refused.
 
@@ -130,6 +182,13 @@ def bridge_budget(
     set or clamped, which is refused whatever ``unenforced`` says; a budget
     whose value is the preset's own default is left unenforced without a word,
     as the framework's table says.
+
+    A cost budget in `run()` holds at the price of the agent's ``model``: a
+    named model with no price is refused as ``prices.unknown`` says (a
+    `UsageError` under ``refuse``, whatever ``unenforced`` says; under
+    ``warn``, the run's Meter warns once). ``priced_later``: the model is not
+    known yet (LangGraph's `middleware()`, made before its graph), so its cost
+    budgets are judged by `run()`.
     """
     from budgetconf.loop import Budget
 
@@ -143,7 +202,7 @@ def bridge_budget(
         raise UsageError("resolve keywords are for budget=None: the budget given is resolved")
     else:
         checked = Budget.of(budget)
-    refused = [v for v in verdicts(framework, checked, through) if v["enforced_by"] == "refused"]
+    refused = _refusals(framework, checked, through, model, priced_later)
     if refused:
         what = "; ".join(v["why"] for v in refused)
         if any(v["policed"] for v in refused):  # an administrator's ceiling is never a warning
@@ -156,10 +215,30 @@ def bridge_budget(
     return checked
 
 
+def _refusals(
+    framework: Framework,
+    budget: Budget,
+    through: Literal["limits", "run"],
+    model: AgentModel,
+    priced_later: bool,
+) -> list[dict[str, Any]]:
+    """The verdicts of ``refused``; a `UsageError` at once for a named model with no price
+    under ``prices.unknown = refuse``, which no ``unenforced=`` runs without."""
+    found = verdicts(framework, budget, through, model.name, model.provider_for(budget))
+    refused = [
+        v for v in found if v["enforced_by"] == "refused" and not (priced_later and "price" in v)
+    ]
+    unpriced = [v["why"] for v in refused if v.get("unpriced")]
+    if unpriced:  # no price, no run: the same words as the Meter's refusal
+        raise UsageError(unpriced[0])
+    return refused
+
+
 def _instead(framework: Framework, budget: Budget, refused: list[dict[str, Any]]) -> str:
     """What to do about budgets `limits()` cannot pass: run() may enforce them all."""
     run = verdicts(framework, budget, "run")
-    run_refuses = {v["field"] for v in run if v["enforced_by"] == "refused"}
+    # a cost budget run() refuses only for want of the model's name is run()'s to enforce
+    run_refuses = {v["field"] for v in run if v["enforced_by"] == "refused" and "price" not in v}
     if run_refuses.isdisjoint(v["field"] for v in refused):
         return "unset it, or run the agent through run(), which enforces it"
     return "unset it"

@@ -6,7 +6,10 @@ it, and each bridge checks a budget against the same table it documents.
 
 A budget is enforced by the framework's own keyword (``knobs``: `limits()`
 passes it, and so does `run()`), by the bridge around the run (``bridged``:
-hooks, callbacks, middleware, deadlines; `run()` only), or not at all.
+hooks, callbacks, middleware, deadlines; `run()` only), or not at all. A cost
+budget is the bridge's in `run()` when a price is known for the agent's model
+(PRICES.md), or where the framework reports cost itself: `verdicts` takes the
+model's name (and provider) to look its price up.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final, Literal, TypeAlias
 
-    from budgetconf.loop import Budget, LedgerSettings, Limit
+    from budgetconf._prices import Price
+    from budgetconf.loop import Budget, Limit
 
     Keywords: TypeAlias = Callable[[Budget, Mapping[str, Any]], dict[str, Any]]
 
@@ -41,6 +45,7 @@ class Framework:
         "ledger",
         "name",
         "package",
+        "reports_cost",
     )
 
     def __init__(
@@ -55,6 +60,7 @@ class Framework:
         keywords: Keywords,
         ledger: str | None = None,
         fewest_steps: tuple[int, str] = (1, ""),
+        reports_cost: bool = False,
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
@@ -68,6 +74,9 @@ class Framework:
         self.ledger = ledger
         # the step budget the keyword limits() passes can carry, and why no fewer
         self.fewest_steps = fewest_steps
+        # whether the framework prices its own responses (their usage carries a cost): then a
+        # cost budget holds on what it reports, and on the model's price where it reports none
+        self.reports_cost = reports_cost
 
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
@@ -148,6 +157,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " not executed",
                 _B.MAX_TOKENS: "RunHooks.on_llm_end, from the usage each response reports; a"
                 " spent budget stops the next call",
+                _B.MAX_COST_USD: "RunHooks.on_llm_end, each response's usage priced at {price};"
+                " a spent budget stops the next call",
                 _B.TIMEOUT_SECONDS: "a deadline that cancels the run, and the Meter's checks"
                 " before each call and batch",
             },
@@ -174,6 +185,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " it as not executed; any other graph stops before its tools node",
                 _B.MAX_TOKENS: "the usage_metadata of each response (middleware(), or the"
                 " streamed states); a spent budget stops the next model call",
+                _B.MAX_COST_USD: "the usage_metadata of each response (middleware(), or the"
+                " streamed states), priced at {price}; a spent budget stops the next model call",
                 _B.TIMEOUT_SECONDS: "a deadline checked before each model call and each"
                 " response's tools (arun() also cancels a step still running)",
             },
@@ -200,6 +213,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " answered as not executed and the run stops (refused for a CodeAgent)",
                 _B.MAX_TOKENS: "the agent's model, wrapped, from each response's token_usage; a"
                 " spent budget stops the next call",
+                _B.MAX_COST_USD: "the agent's model, wrapped, each response's token_usage priced"
+                " at {price}; a spent budget stops the next call",
                 _B.TIMEOUT_SECONDS: "the agent's model, wrapped: checked before each call and"
                 " each response's tools; a call still running at the deadline is abandoned",
             },
@@ -222,7 +237,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 _B.MAX_TOKENS: "UsageLimits(total_tokens_limit=…); run(): the Meter, from each"
                 " response's usage before its tools run",
                 _B.MAX_COST_USD: "UsageLimits(cost_limit=…); run(): the Meter, from the cost"
-                " pydantic-ai prices each response at",
+                " pydantic-ai prices each response at{price}",
                 _B.TIMEOUT_SECONDS: "the run's timeout=; run(): the Meter's deadline, and"
                 " timeout= set to what is left of it",
             },
@@ -234,6 +249,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             keywords=_pydantic_ai,
             ledger="the wrapped model reserves before each model call (a refusal stops the run"
             " before it) and settles with the response's tokens and the cost pydantic-ai prices",
+            reports_cost=True,
         ),
         Framework(
             "praisonai",
@@ -251,6 +267,8 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 _B.MAX_TOOL_CALLS: "the agent's execute_tool, lent for the run: calls past it"
                 " are answered as not executed, and the run stops at the next model call",
                 _B.MAX_TOKENS: "the usage of each response its OpenAI client returns",
+                _B.MAX_COST_USD: "the usage of each response its OpenAI client returns, priced at"
+                " {price}",
                 _B.TIMEOUT_SECONDS: "a deadline that abandons a model request or a tool in"
                 " flight, checked too before each model call",
             },
@@ -261,14 +279,6 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
         ),
     )
 }
-
-
-def uncounted(framework: Framework, ledger: LedgerSettings) -> Limit | None:
-    """The ledger's maximum a bridge that draws cannot count: ``ledger.max_cost_usd`` when
-    the framework reports no cost (it enforces no ``max_cost_usd``), else None."""
-    if framework.ledger is None or framework.enforcer(_B.MAX_COST_USD) is not None:
-        return None
-    return ledger.max_cost_usd
 
 
 def framework_named(name: str) -> Framework:
@@ -284,7 +294,11 @@ def framework_named(name: str) -> Framework:
 
 
 def verdicts(
-    framework: Framework, budget: Budget, through: Literal["limits", "run"]
+    framework: Framework,
+    budget: Budget,
+    through: Literal["limits", "run"],
+    model: str | None = None,
+    provider: str | None = None,
 ) -> list[dict[str, Any]]:
     """Each budget ``budget`` sets, as `limits()` or `run()` (``through``) would take it: the
     one judgement both of them make, and `explain --for` shows.
@@ -292,24 +306,38 @@ def verdicts(
     Each is its limit's `to_dict` with ``budget``, and ``enforced_by``: the
     ``framework``'s own keyword or the ``bridge`` (in `run()` only), each with
     ``how``; ``default``, a value that is the preset's own default, left as it
-    is without a word; or ``refused``, with ``why`` (a phrase naming the field,
+    is without a word; ``refused``, with ``why`` (a phrase naming the field,
     its value and where it was set) and ``policed`` (the policy set it, so it
-    is never run without).
+    is never run without); or ``warned``, with ``why``: a cost budget that
+    ``prices.unknown = warn`` runs without a price for its model.
+
+    In `run()` a cost budget (``limits.max_cost_usd``, ``ledger.max_cost_usd``)
+    holds at the price of the agent's model: ``model`` is its name (None: a
+    model with no name, or none given), ``provider`` whose genai-prices table
+    prices it. Its verdict has ``price``, the `Price.to_dict` it is enforced
+    at, or None; a refusal for want of a price for a named model has
+    ``unpriced`` (``prices.unknown = refuse``: `unenforced=` does not change it).
     """
+    costs = _Costs(framework, budget, model, provider) if through == "run" else None
     found = [
-        {**limit.to_dict(), "budget": name, **_verdict(framework, limit, through)}
+        {**limit.to_dict(), "budget": name, **_verdict(framework, limit, through, costs)}
         for name, limit in budget.limits.items()
     ]
-    return found + _ledger_verdicts(framework, budget, through)
+    return found + _ledger_verdicts(framework, budget, through, costs)
 
 
-def _verdict(framework: Framework, limit: Limit, through: str) -> dict[str, Any]:
+def _verdict(
+    framework: Framework, limit: Limit, through: str, costs: _Costs | None
+) -> dict[str, Any]:
     fewest, reason = framework.fewest_steps
     if through == "limits" and limit.budget == _B.MAX_STEPS and limit.value < fewest:
         return _refused(limit, f": {framework.package} needs at least {fewest} ({reason})")
+    if costs is not None and limit.budget == _B.MAX_COST_USD:
+        return costs.verdict(limit)
     found = framework.enforcer(BudgetName(limit.budget))
     if found is not None and (found[0] == "framework" or through == "run"):
-        return {"enforced_by": found[0], "how": found[1]}
+        how = found[1].replace(_PRICE, "")  # through limits(): the framework's own price
+        return {"enforced_by": found[0], "how": how}
     if limit.source == "default":
         return {"enforced_by": "default", "how": None}
     where = "" if found is None else " through limits()"
@@ -323,15 +351,99 @@ def _refused(limit: Limit, what: str) -> dict[str, Any]:
     return {"enforced_by": "refused", "how": None, "why": why, "policed": policed}
 
 
-def _ledger_verdicts(framework: Framework, budget: Budget, through: str) -> list[dict[str, Any]]:
+#: where a cost budget's ``how`` names the price it is enforced at
+_PRICE: Final = "{price}"
+#: why no price can hold a cost budget for a model with no name
+_NAMELESS: Final = (
+    "no price is known for a model with no name (set prices.input_per_mtok and"
+    " prices.output_per_mtok)"
+)
+
+
+class _Costs:
+    """How `run()` judges the cost budgets of one run: at the price of the agent's model,
+    looked up once, when the first cost budget asks (a run without one looks nothing up)."""
+
+    __slots__ = ("budget", "found", "framework", "looked", "model", "provider")
+
+    def __init__(
+        self, framework: Framework, budget: Budget, model: str | None, provider: str | None
+    ) -> None:
+        self.framework = framework
+        self.budget = budget
+        self.model = model or None
+        self.provider = provider
+        self.looked = False
+        self.found: Price | None = None
+
+    @property
+    def price(self) -> Price | None:
+        """The model's price (the fields' for a model with no name), or None."""
+        if not self.looked:
+            from budgetconf._prices._pricing import Pricing
+
+            self.found = Pricing(self.budget.prices, self.model, self.provider).price
+            self.looked = True
+        return self.found
+
+    def at(self, how: str) -> str:
+        """``how`` naming the price: a framework that prices its own responses uses it for
+        those it cannot price, if any."""
+        price = self.price
+        if self.framework.reports_cost:
+            shown = "" if price is None else f", else its usage priced at {price.note()}"
+        else:
+            shown = "the model's price" if price is None else price.note()
+        return how.replace(_PRICE, shown)
+
+    def verdict(self, limit: Limit, drawn: str | None = None) -> dict[str, Any]:
+        """The verdict of the cost budget ``limit``: enforced at the price (``drawn``: how the
+        shared ledger is drawn on, for its ``ledger.max_cost_usd``), or what ``prices.unknown``
+        says for a named model with no price, or refused for want of any price."""
+        framework = self.framework
+        price = self.price
+        if price is not None or (framework.reports_cost and self.model is None):
+            shown = None if price is None else price.to_dict()
+            if drawn is not None:
+                told = f"each response's usage priced at {_PRICE}"
+                if framework.reports_cost:
+                    told = f"the cost {framework.extra} prices each response at{_PRICE}"
+                return {"enforced_by": "bridge", "how": self.at(f"{drawn}: {told}"), "price": shown}
+            kind, how = framework.enforcer(_B.MAX_COST_USD) or ("bridge", _PRICE)
+            return {"enforced_by": kind, "how": self.at(how), "price": shown}
+        if self.model is not None:
+            return self._unpriced(limit, self.model)
+        if limit.source == "default":
+            return {"enforced_by": "default", "how": None, "price": None}
+        what = f"be drawn on by {framework.package}: it reports no cost to settle with"
+        if drawn is None:
+            what = f"be enforced by {framework.package}: it reports no cost"
+        return {**_refused(limit, f" cannot {what}, and {_NAMELESS}"), "price": None}
+
+    def _unpriced(self, limit: Limit, model: str) -> dict[str, Any]:
+        """A named model with no price: refused, or warned under ``prices.unknown = warn``."""
+        from budgetconf._prices._pricing import unpriced
+
+        why = unpriced(model, limit)
+        if self.budget.prices.unknown == "warn":
+            why += "; only the cost its responses report counts"
+            return {"enforced_by": "warned", "how": None, "why": why, "price": None}
+        refused = {"enforced_by": "refused", "how": None, "why": why, "policed": False}
+        return {**refused, "price": None, "unpriced": True}
+
+
+def _ledger_verdicts(
+    framework: Framework, budget: Budget, through: str, costs: _Costs | None
+) -> list[dict[str, Any]]:
     """The shared ledger's: drawn on by the bridge in `run()` where it sees each model call,
-    refused through `limits()` and where it cannot; and a maximum it cannot settle, refused."""
+    refused through `limits()` and where it cannot; and its cost maximum, drawn on at the
+    model's price (or as the framework prices its responses), or refused without one."""
     ledger = budget.ledger
     if ledger is None:
         return []
     where = {"source": ledger.source, "locator": ledger.locator, "raise_with": []}
     shown = {"field": ledger.path("url"), "value": ledger.shown, **where, "budget": "ledger"}
-    if framework.ledger is None or through == "limits":
+    if framework.ledger is None or costs is None:
         how = "" if framework.ledger is None else " through limits()"
         why = (
             f"{ledger.path('url')} = {ledger.shown} from {ledger.locator} cannot be drawn on by"
@@ -341,19 +453,22 @@ def _ledger_verdicts(framework: Framework, budget: Budget, through: str) -> list
         refused = {"enforced_by": "refused", "how": None, "policed": ledger.source == "policy"}
         return [{**shown, **refused, "why": why}]
     found = [{**shown, "enforced_by": "bridge", "how": framework.ledger}]
-    cost = uncounted(framework, ledger)
-    if cost is not None:  # the framework reports no cost to settle with
-        what = f" cannot be drawn on by {framework.package}: it reports no cost to settle with"
-        found.append({**cost.to_dict(), "budget": "ledger", **_refused(cost, what)})
+    cost = ledger.max_cost_usd
+    if cost is not None:
+        drawn = costs.verdict(cost, "drawn on per model call")
+        found.append({**cost.to_dict(), "budget": "ledger", **drawn})
     return found
 
 
-def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
+def describe(
+    framework: Framework, budget: Budget, model: str | None = None, provider: str | None = None
+) -> dict[str, Any]:
     """What ``framework`` gets from ``budget``, as `explain --for` shows it: plain values.
 
     ``limits`` is what `limits()` passes (with its default options), or None
     when it refuses ``limits_refused`` (its `verdicts` of ``refused``);
-    ``budgets`` are `run()`'s `verdicts`.
+    ``budgets`` are `run()`'s `verdicts`, for the agent's ``model`` (a cost
+    budget is judged at its price) and ``provider``; ``model`` is that name.
     """
     through_limits = [
         v for v in verdicts(framework, budget, "limits") if v["enforced_by"] == "refused"
@@ -363,7 +478,8 @@ def describe(framework: Framework, budget: Budget) -> dict[str, Any]:
         "extra": framework.extra,
         "package": framework.package,
         "module": f"budgetconf.integrations.{framework.name}",
+        "model": model or None,
         "limits": None if through_limits else framework.keywords(budget, {}),
         "limits_refused": through_limits,
-        "budgets": verdicts(framework, budget, "run"),
+        "budgets": verdicts(framework, budget, "run", model, provider),
     }

@@ -17,7 +17,9 @@ run and streams the graph with ``stream_mode="values"``, handing it each state.
   every call of a response, the stream ends there, before the tools node.
 
 Nothing of the caller's is changed: the graph, its nodes and its config are
-read, never set, so one graph may serve runs at once.
+read, never set, so one graph may serve runs at once. `graph_model` finds the
+chat model a graph's nodes call (``create_agent``'s model node holds it), whose
+price a cost budget holds at.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf._usage import Unreadable, reported_tokens
+from budgetconf.integrations._bridge import NAMELESS, AgentModel
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._metered import Bridged
 from budgetconf.loop import Call, Usage
@@ -80,11 +83,12 @@ class GraphRun:
         tools: Container[str],
         on_event: Sink | None,
         name: str | None,
+        model: AgentModel = NAMELESS,
     ) -> None:
         self.owners = owners
         self.tools = tools
         self.bridged = Bridged(
-            FRAMEWORKS["langgraph"], budget, tools=tools, on_event=on_event, name=name
+            FRAMEWORKS["langgraph"], budget, tools=tools, on_event=on_event, name=name, model=model
         )
         # the middleware's sync tool calls run on worker threads, one per call of a response:
         # their bookkeeping in the Meter is taken in turn
@@ -198,6 +202,47 @@ def _raiser(exc: BaseException) -> Any:
 
 def _nothing() -> None:
     """A call the graph's tool node has run already: nothing is left to run."""
+
+
+def graph_model(bound: list[Any]) -> AgentModel:
+    """The chat model the graph's nodes call (what ``bound``, each node's runnable, holds in
+    its function's closure, as ``create_agent``'s model node does), named by its LangSmith
+    parameters, with its client's base URL; `NAMELESS` when none is found (a node that
+    reaches its model otherwise), or one that gives no name (a fake chat model)."""
+    for runnable in bound:
+        for function in (getattr(runnable, "func", None), getattr(runnable, "afunc", None)):
+            for cell in getattr(function, "__closure__", None) or ():
+                model = _chat_model(cell)
+                if model is not None:
+                    return _named(model)
+    return NAMELESS
+
+
+def _chat_model(cell: Any) -> Any:
+    """The chat model a closure's cell holds, itself or bound (``bind_tools``), or None."""
+    from langchain_core.language_models import BaseChatModel
+
+    try:
+        value = cell.cell_contents
+    except ValueError:  # a cell not filled yet
+        return None
+    for _ in range(3):  # a binding of a binding of the model, at most
+        if isinstance(value, BaseChatModel):
+            return value
+        value = getattr(value, "bound", None)
+    return None
+
+
+def _named(model: Any) -> AgentModel:
+    """A chat model's name and provider as LangSmith reads them (``ls_model_name``,
+    ``ls_provider``), and the base URL its client calls (``openai_api_base``, ``base_url``)."""
+    try:
+        params = model._get_ls_params()
+    except Exception:  # a model of the caller's whose parameters fail: read what it has
+        params = {}
+    name = params.get("ls_model_name") or getattr(model, "model_name", None)
+    url = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
+    return AgentModel(name, params.get("ls_provider"), url)
 
 
 def usage_of(message: object) -> Usage:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from budgetconf.integrations._bridge import BridgeResult
+from budgetconf.integrations._bridge import NAMELESS, AgentModel, BridgeResult
 from budgetconf.loop import Call, Meter, Plan, RunResult, StopReason, Usage, meter_for, running
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ class Bridged:
     """One bridged run of ``framework`` within ``budget`` (see above).
 
     ``tools`` names the tools the bridge wraps (the calls it can run);
-    ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
+    ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s; ``model`` is
+    the agent's, whose price prices each response that reports no cost.
     """
 
     __slots__ = ("first_turn", "framework", "lock", "meter", "plan", "started", "stop")
@@ -52,10 +53,17 @@ class Bridged:
         tools: Container[str] = (),
         on_event: Sink | None = None,
         name: str | None = None,
+        model: AgentModel = NAMELESS,
     ) -> None:
         self.framework = framework
         self.meter: Meter = meter_for(
-            budget, tools=tools, on_event=on_event, name=name, framework=framework.name
+            budget,
+            tools=tools,
+            on_event=on_event,
+            name=name,
+            framework=framework.name,
+            model=model.name,
+            provider=model.provider_for(budget),
         )
         self.first_turn = self.meter.turns  # a resumed conversation's turns come before
         # a framework may run one response's calls on threads at once: their plan and counts

@@ -16,7 +16,8 @@ in the run's config:
 
 The deadline cancels the framework's run (`Watch.expire`, for ``run_sync``'s
 loop); how the run ended becomes its `BridgeResult` (`Watch.finished`,
-`Watch.ended`).
+`Watch.ended`). `agent_model` names the model the run's first call uses, whose price a
+cost budget holds at.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from agents import AgentsException, FunctionTool, Handoff, ItemHelpers, RunHooks
+from agents.models.multi_provider import MultiProvider
 from agents.run import AgentRunner
 from agents.run_config import CallModelData, ModelInputData
 from agents.tool import ToolOriginType, get_function_tool_origin
@@ -36,9 +39,12 @@ from agents.tool import ToolOriginType, get_function_tool_origin
 from budgetconf._loop_table import StopReason
 from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
+from budgetconf.integrations._bridge import AgentModel
 from budgetconf.integrations._frameworks import FRAMEWORKS
 
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from agents import RunConfig
+
     from budgetconf.events import Sink
     from budgetconf.integrations._bridge import BridgeResult
     from budgetconf.integrations._metered import Bridged
@@ -60,7 +66,13 @@ class Watch(RunHooks[Any]):
     """The run's hooks and input filter, feeding its `Bridged` Meter; and its agents' copies."""
 
     def __init__(
-        self, budget: Budget, inner: RunHooks[Any] | None, on_event: Sink | None, name: str | None
+        self,
+        budget: Budget,
+        inner: RunHooks[Any] | None,
+        on_event: Sink | None,
+        name: str | None,
+        config: RunConfig,
+        model: AgentModel,
     ) -> None:
         from budgetconf.integrations._metered import Bridged
 
@@ -70,8 +82,10 @@ class Watch(RunHooks[Any]):
         self.tools: set[str] = set()
         self.copies: dict[int, Any] = {}  # the caller's agent's id -> its copy for this run
         self.bridged: Bridged = Bridged(
-            _FRAMEWORK, budget, tools=self.tools, on_event=on_event, name=name
+            _FRAMEWORK, budget, tools=self.tools, on_event=on_event, name=name, model=model
         )
+        # the model every agent of the run uses, when the run's config names one
+        self.model = _named(config.model)
         self.deadline = self._deadline()
         self.timed_out = False
 
@@ -168,7 +182,7 @@ class Watch(RunHooks[Any]):
         for item in response.output:
             text = ItemHelpers.extract_last_text(item) or text
         try:
-            usage = _usage(response.usage, agent)
+            usage = _usage(response.usage, self.model or _named(agent.model))
         except Unreadable as exc:  # the run ends here, as the executor's does
             raise _Ended(self.bridged.unreadable(exc)) from None
         self.bridged.answered(usage, text or None, calls)
@@ -249,13 +263,44 @@ def _handoff_names(agent: Any) -> set[str]:
     }
 
 
-def _usage(usage: Any, agent: Any) -> Any:
-    """A response's openai-agents ``Usage`` as budgetconf's, with the agent's model name."""
+def _named(model: object) -> str | None:
+    """The name of a model as an agent or a run config gives it: a name, or a `Model`'s."""
+    name = model if isinstance(model, str) else getattr(model, "model", None)
+    return name if isinstance(name, str) and name else None
+
+
+def agent_model(agent: Any, config: RunConfig) -> AgentModel:
+    """The model the run's first call uses, as openai-agents chooses it: the run config's, else
+    the agent's, else the framework's default; a `Model` by its ``model`` and its client's
+    base URL, a name as the run's model provider makes it (the OpenAI client's, for the
+    default provider and a name without a prefix, or an ``openai/`` one)."""
+    from agents.models import get_default_model
+
+    chosen = config.model if config.model is not None else agent.model
+    if chosen is None:
+        chosen = get_default_model()
+    if not isinstance(chosen, str):  # a Model: an OpenAI one has a client
+        client = getattr(chosen, "_client", None)
+        url = getattr(client, "base_url", None)
+        return AgentModel(_named(chosen), "openai" if url is not None else None, url)
+    if not isinstance(config.model_provider, MultiProvider):
+        return AgentModel(chosen)  # a provider of the caller's: genai-prices' own match
+    prefix, _, rest = chosen.partition("/") if "/" in chosen else ("", "", chosen)
+    if prefix not in ("", "openai"):
+        return AgentModel(rest, prefix)  # litellm/anthropic/...: genai-prices reads the rest
+    from agents.models._openai_shared import get_default_openai_client
+
+    client = get_default_openai_client()
+    url = os.environ.get("OPENAI_BASE_URL") if client is None else client.base_url
+    return AgentModel(rest, "openai", url)
+
+
+def _usage(usage: Any, model: str | None) -> Any:
+    """A response's openai-agents ``Usage`` as budgetconf's, with its model's name."""
     from budgetconf.loop import Usage
 
-    model = agent.model if isinstance(agent.model, str) else getattr(agent.model, "model", None)
     if usage is None:
-        return Usage(model=model if isinstance(model, str) else None)
+        return Usage(model=model)
     details = getattr(usage, "input_tokens_details", None)
     cached = getattr(details, "cached_tokens", 0) or 0
     return Usage(
@@ -263,7 +308,7 @@ def _usage(usage: Any, agent: Any) -> Any:
         reported_tokens(cached, "usage.input_tokens_details.cached_tokens"),
         reported_tokens(usage.output_tokens, "usage.output_tokens"),
         reported_tokens(usage.total_tokens, "usage.total_tokens"),
-        model=model if isinstance(model, str) else None,
+        model=model,
     )
 
 

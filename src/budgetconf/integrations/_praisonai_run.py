@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING, Any, Final
 from budgetconf._loop_table import StopReason
 from budgetconf._usage import Unreadable, reported_tokens
 from budgetconf.errors import UsageError
+from budgetconf.integrations._bridge import NAMELESS
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._metered import Bridged
 from budgetconf.loop import Call, Usage
 
 if TYPE_CHECKING:
     from budgetconf.events import Sink
-    from budgetconf.integrations._bridge import BridgeResult
+    from budgetconf.integrations._bridge import AgentModel, BridgeResult
     from budgetconf.loop import Budget
 
 _FRAMEWORK: Final = FRAMEWORKS["praisonai"]
@@ -136,6 +137,7 @@ class Watch:
         theirs: Any,
         on_event: Sink | None,
         name: str | None,
+        model: AgentModel = NAMELESS,
     ) -> None:
         self.agent = agent
         source = theirs if theirs is not None else getattr(agent, "interrupt_controller", None)
@@ -150,7 +152,9 @@ class Watch:
         # the caller's error, raised before any run starts)
         self.client = agent._openai_client
         self.offered = Offered(agent._available_active_tool_names())
-        self.bridged = Bridged(_FRAMEWORK, budget, tools=self.offered, on_event=on_event, name=name)
+        self.bridged = Bridged(
+            _FRAMEWORK, budget, tools=self.offered, on_event=on_event, name=name, model=model
+        )
         self.timed_out = False
         self.cancelled = False  # the caller's token stopped the run
 

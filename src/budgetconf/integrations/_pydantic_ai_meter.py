@@ -12,6 +12,9 @@ capabilities=[...])``, so the caller's agent is never changed. It wraps:
   toolsets and the run's ``toolsets=``; output tools are not among them) in a
   `MeteredTools`, whose ``call_tool`` goes through `Bridged.atool`, so the
   Meter decides each call and a call it does not run is answered with its text.
+
+`agent_model` names the run's model, whose price prices a response pydantic-ai
+could not price itself.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.toolsets.wrapper import WrapperToolset
 
 from budgetconf._usage import Unreadable, reported_cost, reported_tokens
+from budgetconf.integrations._bridge import NAMELESS, AgentModel
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -208,6 +212,24 @@ class MeteredTools(WrapperToolset[Any]):
     ) -> Any:
         call: Callable[[], Any] = lambda: self.wrapped.call_tool(name, tool_args, ctx, tool)  # noqa: E731
         return await self.bridged.atool(ctx.tool_call_id, name, call)
+
+
+#: the systems of pydantic-ai's own test doubles, which report their usage (and cost) as told
+_DOUBLES: Final = ("function", "test")
+
+
+def agent_model(model: object) -> AgentModel:
+    """The run's model: a pydantic-ai ``Model`` by its ``model_name``, its ``system`` the
+    provider (after the one its base URL's host names); a name as pydantic-ai reads one
+    (``openai:gpt-4o``). pydantic-ai's test doubles (``FunctionModel``, ``TestModel``) and a
+    ``FallbackModel`` (whose responses each name their own model) are not named."""
+    if isinstance(model, str):
+        provider, _, name = model.partition(":") if ":" in model else ("", "", model)
+        return AgentModel(name, provider)
+    system = getattr(model, "system", None)
+    if not isinstance(system, str) or system in _DOUBLES or system.startswith("fallback:"):
+        return NAMELESS
+    return AgentModel(getattr(model, "model_name", None), system, getattr(model, "base_url", None))
 
 
 def _with_notice(messages: list[ModelMessage], notice: str) -> list[ModelMessage]:

@@ -23,7 +23,9 @@ from contextlib import contextmanager
 from smolagents.agents import RunResult  # type: ignore[import-untyped]
 from smolagents.models import (  # type: ignore[import-untyped]
     ChatMessage,
+    LiteLLMModel,
     MessageRole,
+    OpenAIModel,
     agglomerate_stream_deltas,
     parse_json_if_needed,
 )
@@ -31,6 +33,7 @@ from smolagents.tools import BaseTool  # type: ignore[import-untyped]
 
 from budgetconf._loop_table import LastTurn, StopReason
 from budgetconf._usage import Unreadable, Usage, reported_tokens
+from budgetconf.integrations._bridge import AgentModel
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -72,6 +75,7 @@ class Session:
         gated: bool,
         on_event: Sink | None,
         name: str | None,
+        model: AgentModel,
     ) -> None:
         from budgetconf.integrations._metered import Bridged
         from budgetconf.loop import Call
@@ -81,7 +85,12 @@ class Session:
         self.gated = gated
         own = [n for n in agent.tools if n != FINAL_ANSWER]
         self.bridged: Bridged = Bridged(
-            framework, budget, tools=frozenset(own if gated else ()), on_event=on_event, name=name
+            framework,
+            budget,
+            tools=frozenset(own if gated else ()),
+            on_event=on_event,
+            name=name,
+            model=model,
         )
         self.meter = self.bridged.meter
         if gated:  # the notice goes with a call that offers tools: a step's, not a plan's
@@ -363,6 +372,18 @@ def _offered(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
     """Whether a ``generate`` call offers tools (``tools_to_call_from``, its fourth parameter)."""
     tools = kwargs.get("tools_to_call_from", args[2] if len(args) > 2 else None)
     return bool(tools)
+
+
+def agent_model(model: Any) -> AgentModel:
+    """The agent's model by its ``model_id``: an OpenAI-compatible one's provider is its
+    client's base URL's (``openai`` unless the host names another), a LiteLLM one's the
+    ``provider/`` prefix of its id (genai-prices reads it as ``litellm``)."""
+    name = getattr(model, "model_id", None)
+    if isinstance(model, LiteLLMModel):
+        return AgentModel(name, "litellm", getattr(model, "api_base", None))
+    if isinstance(model, OpenAIModel):
+        return AgentModel(name, "openai", getattr(getattr(model, "client", None), "base_url", None))
+    return AgentModel(name)
 
 
 def _usage(message: ChatMessage, model_id: str | None) -> Usage:

@@ -38,11 +38,17 @@ budget                        enforced by
 ``timeout_seconds``           the Meter's deadline, checked before each model
                               call and each response's calls; `arun()` also
                               cancels a step still running at the deadline
-``max_cost_usd``              cannot be: LangGraph reports no cost
+``max_cost_usd``              the ``usage_metadata`` of each response priced at
+                              the price of the graph's model (the chat model its
+                              model node calls, by its LangSmith name), as the
+                              tokens; refused by `run()` without a price (a fake
+                              model with no name: but the price fields), and by
+                              `limits()`; `middleware()` leaves it to `run()`
 ``ledger.url``                `middleware()`: its ``wrap_model_call`` reserves
                               before each model call and settles with the
-                              response's ``usage_metadata``; any other graph
-                              refuses it, and so does a ``ledger.max_cost_usd``
+                              response's ``usage_metadata`` and its cost at that
+                              price (``ledger.max_cost_usd`` is drawn on at it);
+                              any other graph refuses it
 ============================  ==================================================
 
 `limits()` carries ``max_steps`` only: any other budget set is refused
@@ -135,7 +141,15 @@ def middleware(
     here too, so a budget the middleware cannot enforce is refused as the
     graph is built.
     """
-    bridge_budget(_MIDDLEWARE, budget, resolve_kwargs, through="run", unenforced=unenforced)
+    # the graph's model is not known yet: run() judges a cost budget at its price
+    bridge_budget(
+        _MIDDLEWARE,
+        budget,
+        resolve_kwargs,
+        through="run",
+        unenforced=unenforced,
+        priced_later=True,
+    )
     try:
         import langchain.agents.middleware  # noqa: F401  (create_agent's: the class builds on it)
     except ImportError:
@@ -291,9 +305,14 @@ def _prepare(
                 f'{own}= is set by the bridge (stream_mode="values"), which reads the'
                 " messages of every state"
             )
-    owners, tools, nodes = _found(graph)
+    owners, tools, nodes, bound = _found(graph)
+    from budgetconf.integrations._langgraph_run import Everything, GraphRun, graph_model
+
+    model = graph_model(bound)
     framework = _FRAMEWORK if owners else _UNDRAWN
-    checked = bridge_budget(framework, budget, {}, through="run", unenforced=unenforced)
+    checked = bridge_budget(
+        framework, budget, {}, through="run", unenforced=unenforced, model=model
+    )
     steps = checked.value(BudgetName.MAX_STEPS)
     if steps is None:
         raise UsageError("the budget sets no loop.max_steps: a bridged run counts its turns")
@@ -303,10 +322,10 @@ def _prepare(
     else:
         options["config"]["recursion_limit"] = per_turn * int(steps)
         checked = _unbridged(checked)
-    from budgetconf.integrations._langgraph_run import Everything, GraphRun
-
     found = set(tools) if owners or tools else Everything()
-    run = GraphRun(checked, owners=tuple(owners), tools=found, on_event=on_event, name=name)
+    run = GraphRun(
+        checked, owners=tuple(owners), tools=found, on_event=on_event, name=name, model=model
+    )
     return run, options
 
 
@@ -323,11 +342,13 @@ def _unbridged(budget: Budget) -> Budget:
     return replace(budget, limits=kept, ledger=None)
 
 
-def _found(graph: Any) -> tuple[list[Any], set[str], int]:
+def _found(graph: Any) -> tuple[list[Any], set[str], int, list[Any]]:
     """The bridge's middleware in ``graph`` (and its subgraphs), each once; the names of the
-    tools its tool nodes run; the most nodes one of them has (the most steps a turn takes)."""
+    tools its tool nodes run; the most nodes one of them has (the most steps a turn takes);
+    and what each node runs (where its chat model is found)."""
     owners: list[Any] = []
     tools: set[str] = set()
+    bound_nodes: list[Any] = []
     most = 0
     todo, seen = [graph], set()
     while todo:
@@ -339,6 +360,7 @@ def _found(graph: Any) -> tuple[list[Any], set[str], int]:
         most = max(most, len(nodes))
         for node in nodes.values():
             bound = getattr(node, "bound", None)
+            bound_nodes.append(bound)
             by_name = getattr(bound, "tools_by_name", None)
             if isinstance(by_name, Mapping):  # a ToolNode
                 tools.update(n for n in by_name if isinstance(n, str))
@@ -347,4 +369,4 @@ def _found(graph: Any) -> tuple[list[Any], set[str], int]:
                 owners.append(owner)
             if isinstance(getattr(bound, "nodes", None), Mapping):  # a subgraph
                 todo.append(bound)
-    return owners, tools, most
+    return owners, tools, most, bound_nodes

@@ -22,10 +22,16 @@ budget                      enforced by
                             (``RunHooks.on_llm_end``)
 ``timeout_seconds``         the bridge: a deadline that cancels the run, and
                             the Meter's checks before each call and batch
-``max_cost_usd``            cannot be: the framework reports no cost
+``max_cost_usd``            the bridge: each response's usage priced at the
+                            price of the agent's model (the run config's,
+                            else the agent's: a name, or a ``Model``'s
+                            ``model`` and its client's base URL); refused
+                            without a price (a model with no name: but the
+                            price fields), and by `limits()`
 ``ledger.url``              the bridge: reserved before each model call (the
                             input filter), settled with the response's tokens
-                            (``ledger.max_cost_usd`` is refused: no cost)
+                            and their cost at that price
+                            (``ledger.max_cost_usd`` is drawn on at it)
 =========================== ================================================
 
 The bridge runs a copy of the agent, and of every agent reachable by handoff,
@@ -53,7 +59,7 @@ except ImportError:
 from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
-from budgetconf.integrations._openai_agents_run import Watch, default_loop
+from budgetconf.integrations._openai_agents_run import Watch, agent_model, default_loop
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -162,14 +168,17 @@ def _prepare(
         )
     if not isinstance(agent, Agent):
         raise UsageError(f"agent: expected an openai-agents Agent, got {type(agent).__name__}")
-    checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
-    watch = Watch(checked, kwargs.get("hooks"), on_event, name)
-    start = watch.copy(agent)
     config = kwargs.get("run_config")
     if config is None:
         config = RunConfig()
     elif isinstance(config, dict):  # the framework takes one, as RunConfig's fields
         config = RunConfig(**config)
+    model = agent_model(agent, config)
+    checked = bridge_budget(
+        _FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
+    )
+    watch = Watch(checked, kwargs.get("hooks"), on_event, name, config, model)
+    start = watch.copy(agent)
     given = config.call_model_input_filter
     steps = checked.value("max_steps")
     return (

@@ -22,9 +22,12 @@ max_tool_calls             the bridge: the same ``execute_tool``, against every 
 max_tokens                 the bridge, from the usage each response reports
 timeout_seconds            the bridge: a deadline that abandons a model request or a tool
                            in flight, and the Meter's checks before each call and batch
-max_cost_usd               cannot be: praisonaiagents reports no cost (it estimates one)
+max_cost_usd               the bridge: the usage of each response priced at the price of
+                           the agent's model (its ``llm``; praisonaiagents' own estimate is
+                           not read); refused without a price, and by `limits()`
 ledger.url                 the bridge: reserved before each model request, settled with
-                           the response's tokens (``ledger.max_cost_usd`` is refused)
+                           the response's tokens and their cost at that price
+                           (``ledger.max_cost_usd`` is drawn on at it)
 =========================  ==============================================================
 
 For the run the bridge lends the agent a copy of its OpenAI client (the client
@@ -43,7 +46,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
+from budgetconf.integrations._bridge import (
+    AgentModel,
+    BridgeResult,
+    bridge_budget,
+    refuse_conflicting,
+)
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
 
@@ -103,7 +111,10 @@ def run(
             "stream=True: run() reads the finished answer; to stream, pass"
             " **limits(...) to Agent and iterate agent.start(...) yourself"
         )
-    checked = bridge_budget(FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+    model = _agent_model(agent)
+    checked = bridge_budget(
+        FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
+    )
     if not isinstance(agent, praisonaiagents.Agent):
         raise UsageError(f"agent: expected a praisonaiagents Agent, got {type(agent).__name__}")
     _refuse_streaming(agent, framework_kwargs.setdefault("output", "silent"))
@@ -114,7 +125,7 @@ def run(
 
     with claimed(agent):
         theirs = framework_kwargs.pop("cancel_token", None)
-        watch = Watch(agent, checked, theirs, on_event, name)
+        watch = Watch(agent, checked, theirs, on_event, name, model)
         framework_kwargs["cancel_token"] = watch  # set once the Meter ends the run, or theirs is
         framework_kwargs["stream"] = False
         with watch.lent(), _lent(agent, _execution(agent, checked)):
@@ -127,6 +138,19 @@ def run(
             except Exception as exc:  # the framework's own failure, outside model and tools
                 return watch.bridged.failed(exc)
     return watch.finished(answer)
+
+
+def _agent_model(agent: Any) -> AgentModel:
+    """The agent's model: its ``llm`` name, on the OpenAI client praisonaiagents makes for it
+    (the base URL the agent gives, else ``OPENAI_API_BASE``, else ``OPENAI_BASE_URL``)."""
+    import os
+
+    url = (
+        getattr(agent, "_openai_base_url", None)
+        or os.environ.get("OPENAI_API_BASE")
+        or os.environ.get("OPENAI_BASE_URL")
+    )
+    return AgentModel(getattr(agent, "llm", None), "openai", url)
 
 
 def _config(values: Mapping[str, Any], own: Any = None) -> Any:

@@ -32,9 +32,11 @@ limits.max_tokens          each response's usage, before its tools      ``total_
                            the executor); a spent cap stops the next
                            call
 limits.max_cost_usd        as the tokens, from the cost pydantic-ai     ``cost_limit``
-                           prices each response at (one it cannot
-                           price costs nothing; a run with none
-                           priced warns ``CostNotFoundWarning``)
+                           prices each response at, else at the price   (at pydantic-ai's
+                           of the run's model (a named model with no    own prices)
+                           price is refused as ``prices.unknown``
+                           says; a run with no response priced warns
+                           ``CostNotFoundWarning``)
 limits.timeout_seconds     before each call and each response's         ``timeout``
                            tools, and pydantic-ai's own ``timeout=``
                            set to what is left (it cancels a call or
@@ -85,7 +87,7 @@ try:
     from pydantic_ai.agent import AbstractAgent
     from pydantic_ai.exceptions import CostNotFoundWarning, RunCancelled, RunTimedOut, UserError
 
-    from budgetconf.integrations._pydantic_ai_meter import Ended, Metering
+    from budgetconf.integrations._pydantic_ai_meter import Ended, Metering, agent_model
 except ImportError:
     raise missing("pydantic_ai", "pydantic-ai-slim", "pydantic-ai") from None
 
@@ -188,12 +190,15 @@ class _Bridging:
         refuse_conflicting(_FRAMEWORK, kwargs)
         if not isinstance(agent, AbstractAgent):
             raise UsageError(f"agent: expected a pydantic-ai agent, got {type(agent).__name__}")
-        checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+        model = agent_model(kwargs.get("model") or agent.model)
+        checked = bridge_budget(
+            _FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
+        )
         if kwargs.pop("infer_name", True) and agent.name is None:
             _infer_name(agent, caller)
         tools: set[str] = set()
         self.bridged = bridged = Bridged(
-            _FRAMEWORK, checked, tools=tools, on_event=on_event, name=name
+            _FRAMEWORK, checked, tools=tools, on_event=on_event, name=name, model=model
         )
         conversation = kwargs.get("conversation")
         start = conversation.usage if conversation is not None else kwargs.get("usage")

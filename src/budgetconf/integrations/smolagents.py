@@ -35,11 +35,16 @@ budget                      enforced by
                             response's tools; a model call still running at
                             the deadline is abandoned (a streamed one, a
                             tool in progress, are not cut short)
-``max_cost_usd``            cannot be: smolagents reports no cost
+``max_cost_usd``            `run()`: each response's ``token_usage`` priced
+                            at the price of the agent's model (its
+                            ``model_id``), as the tokens; refused without a
+                            price (a model with no name: but the price
+                            fields), and by `limits()`
 ``ledger.url``              `run()`: reserved before each model call (a
                             refusal stops the run before it), settled with
-                            the response's ``token_usage``
-                            (``ledger.max_cost_usd`` is refused: no cost)
+                            the response's ``token_usage`` and its cost at
+                            that price (``ledger.max_cost_usd`` is drawn on
+                            at it)
 =========================== ================================================
 
 A ``CodeAgent`` calls its tools inside the code it writes, which smolagents'
@@ -70,7 +75,7 @@ except ImportError:
 from budgetconf.errors import BudgetConfWarning, UsageError, UsageTypeError
 from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
 from budgetconf.integrations._frameworks import FRAMEWORKS
-from budgetconf.integrations._smolagents_run import Ended, Session
+from budgetconf.integrations._smolagents_run import Ended, Session, agent_model
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -136,12 +141,15 @@ def run(
     if not isinstance(agent, MultiStepAgent):
         raise UsageTypeError(f"agent: expected a smolagents agent, got {type(agent).__name__}")
     _bind(agent, task, framework_kwargs)
-    checked = bridge_budget(_FRAMEWORK, budget, {}, through="run", unenforced=unenforced)
+    model = agent_model(agent.model)
+    checked = bridge_budget(
+        _FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
+    )
     _step_limit(checked)
     gated = isinstance(agent, ToolCallingAgent)
     _refuse_unseen(agent, checked, gated, unenforced)
     with _alone(agent):
-        session = Session(_FRAMEWORK, agent, checked, gated, on_event, name)
+        session = Session(_FRAMEWORK, agent, checked, gated, on_event, name, model)
         try:  # the agent is its own again before any result is made
             with session.borrowed():
                 native = agent.run(task, **framework_kwargs)
