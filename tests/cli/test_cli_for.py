@@ -48,12 +48,117 @@ def test_the_table_ends_with_the_keywords_limits_passes(
 def test_a_budget_the_framework_cannot_enforce_is_shown_refused_and_fails(
     place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A cost budget with no model named: nothing prices it, so run() refuses it, and the
+    table says how to name the model."""
     monkeypatch.setenv("BUDGETCONF_MAX_COST_USD", "3")
     code, out, _ = run(["explain", "--for", "openai-agents"], capsys)
     assert code == 1
-    assert out.splitlines()[-1] == (
+    assert out.splitlines()[-2:] == [
         "  run() refuses     limits.max_cost_usd = 3.0 from env:BUDGETCONF_MAX_COST_USD cannot be"
-        " enforced by openai-agents"
+        " enforced by openai-agents: it reports no cost, and no price is known for a model with"
+        " no name (set prices.input_per_mtok and prices.output_per_mtok)",
+        "                    --model-name NAME judges it at that model's price",
+    ]
+
+
+#: the price fields, any model's price
+FIELDS = {"BUDGETCONF_PRICE_INPUT_PER_MTOK": "0.15", "BUDGETCONF_PRICE_OUTPUT_PER_MTOK": "0.6"}
+LOCATORS = "env:BUDGETCONF_PRICE_INPUT_PER_MTOK, env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK"
+
+
+@pytest.mark.parametrize("name", ["openai-agents", "langgraph", "smolagents", "praisonai"])
+def test_a_cost_budget_is_shown_enforced_at_the_models_price(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """--model-name names the agent's model: its cost budget is the bridge's, at its price
+    (the rates, where they were set), and run() refuses nothing."""
+    for variable, value in {"BUDGETCONF_MAX_COST_USD": "3", **FIELDS}.items():
+        monkeypatch.setenv(variable, value)
+    code, out, _ = run(["explain", "--for", name, "--model-name", "house-model"], capsys)
+    assert code == 0
+    tail = out.partition("\nfor ")[2]
+    assert tail.splitlines()[0].endswith(", an agent on house-model")
+    (row,) = [line for line in tail.splitlines() if "limits.max_cost_usd = 3.0, by the" in line]
+    assert row.startswith("  run() enforces ")
+    assert f"priced at house-model's price ({LOCATORS}: $0.15 / $0.60 per Mtok)" in row
+
+
+def test_the_json_document_gives_the_price_and_the_model(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for variable, value in {"BUDGETCONF_MAX_COST_USD": "3", **FIELDS}.items():
+        monkeypatch.setenv(variable, value)
+    args = ["explain", "--for", "smolagents", "--model-name", "house-model", "--format", "json"]
+    code, out, _ = run(args, capsys)
+    described = json.loads(out)["framework"]
+    assert (code, described["model"]) == (0, "house-model")
+    (cost,) = [b for b in described["budgets"] if b["field"] == "limits.max_cost_usd"]
+    assert (cost["enforced_by"], cost["price"]) == (
+        "bridge",
+        {
+            "model": "house-model",
+            "input_per_mtok": 0.15,
+            "output_per_mtok": 0.6,
+            "cached_input_per_mtok": 0.15,
+            "source": "fields",
+            "locator": LOCATORS,
+        },
+    )
+    others = [b for b in described["budgets"] if b["field"] != "limits.max_cost_usd"]
+    assert all("price" not in b for b in others)
+
+
+def test_a_named_model_with_no_price_is_shown_refused_or_warned_as_prices_unknown_says(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No table to look the model up in: refused (exit 1) under prices.unknown = refuse, with
+    the ways to give a price; warned (exit 0) under warn."""
+    monkeypatch.setenv("BUDGETCONF_MAX_COST_USD", "3")
+    monkeypatch.setenv("BUDGETCONF_PRICE_TABLE", "none")
+    code, out, _ = run(["explain", "--for", "langgraph", "--model-name", "house-model"], capsys)
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "  run() refuses     no price for the model 'house-model', and limits.max_cost_usd = $3"
+        " from env:BUDGETCONF_MAX_COST_USD is a cost budget: set prices.input_per_mtok and"
+        " prices.output_per_mtok, name a table file in prices.table, or pip install"
+        " 'budgetconf[prices]'"
+    )
+    monkeypatch.setenv("BUDGETCONF_PRICE_UNKNOWN", "warn")
+    code, out, _ = run(["explain", "--for", "langgraph", "--model-name", "house-model"], capsys)
+    assert code == 0
+    assert out.splitlines()[-1].startswith("  run() warns       no price for the model")
+    assert out.splitlines()[-1].endswith("; only the cost its responses report counts")
+
+
+def test_a_model_of_genai_prices_is_shown_at_its_price(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpt-4o-mini at genai-prices' installed snapshot: $0.15 / $0.60 per Mtok, $0.075 cached."""
+    genai = pytest.importorskip("genai_prices")
+    monkeypatch.setenv("BUDGETCONF_MAX_COST_USD", "3")
+    args = ["explain", "--for", "praisonai", "--model-name", "gpt-4o-mini", "--format", "json"]
+    code, out, _ = run(args, capsys)
+    (cost,) = [
+        b for b in json.loads(out)["framework"]["budgets"] if b["field"] == "limits.max_cost_usd"
+    ]
+    assert (code, cost["enforced_by"]) == (0, "bridge")
+    price = cost["price"]
+    assert (price["input_per_mtok"], price["output_per_mtok"]) == (0.15, 0.6)
+    assert (price["cached_input_per_mtok"], price["source"]) == (0.075, "genai-prices")
+    assert price["locator"] == f"genai-prices {genai.__version__}"
+
+
+def test_model_name_goes_with_for_and_names_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["explain", "--model-name", "gpt-4o-mini"], capsys)
+    assert (code, out) == (64, "")
+    assert err == (
+        "budgetconf: usage error: --model-name names the model of the bridge --for judges: give"
+        " --for\n"
+    )
+    code, _, err = run(["explain", "--for", "langgraph", "--model-name", " "], capsys)
+    assert (code, err) == (
+        64,
+        "budgetconf: usage error: --model-name: expected a model's name, got an empty one\n",
     )
 
 

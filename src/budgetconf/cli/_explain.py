@@ -26,23 +26,31 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     ``--for`` when the framework would refuse a budget."""
     name = getattr(line.ns, "framework", None)
     via = getattr(line.ns, "via", None)
+    model = getattr(line.ns, "model_name", None)
     if name is None:
         if via is not None:
             raise Usage("--via says which way into a bridge --for judges: give --for FRAMEWORK")
+        if model is not None:
+            raise Usage("--model-name names the model of the bridge --for judges: give --for")
         return shown(line, explain, out, err)
     if line.ns.format == "toml":
         raise Usage("--for shows in the table and in the JSON document, not in TOML")
+    if model is not None and not model.strip():
+        raise Usage("--model-name: expected a model's name, got an empty one")
     from functools import partial
 
-    return shown(line, partial(_explain_for, name, via or "run"), out, err)
+    return shown(line, partial(_explain_for, name, via or "run", model), out, err)
 
 
-def _explain_for(name: str, via: str, found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
-    """``explain`` in ``fmt``, and what the framework ``name`` gets: 1 on a budget it refuses
-    ``via`` its ``run()`` or its ``limits()``."""
+def _explain_for(
+    name: str, via: str, model: str | None, found: Resolved, fmt: str, out: TextIO, err: TextIO
+) -> int:
+    """``explain`` in ``fmt``, and what the framework ``name`` gets (a cost budget judged at
+    the price of ``model``): 1 on a budget it refuses ``via`` its ``run()`` or its
+    ``limits()``."""
     from budgetconf.cli import _for  # the frameworks' table, only when asked for
 
-    framework = _for.described(name, found.res)
+    framework = _for.described(name, found.res, model)
     if fmt == "json":
         data = found.res.to_dict(found.fields)
         data["framework"] = framework

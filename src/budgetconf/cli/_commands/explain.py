@@ -38,6 +38,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         " pydantic-ai, praisonai)",
     )
     parser.add_argument(
+        "--model-name",
+        metavar="NAME",
+        help="with --for, the agent's model: a cost budget is shown enforced at its price"
+        " (its rates, source and locator), or refused when it has none",
+    )
+    parser.add_argument(
         "--via",
         choices=("run", "limits"),
         help="with --for, exit 1 when this way in would refuse a budget (default: run)",
@@ -61,6 +67,7 @@ COMMAND: Final = Command(
         "budgetconf explain --profile fast --diff --profile slow",
         "budgetconf explain --workflow agents.yaml --diff --step review",
         "budgetconf explain --diff -- --max-steps 100",
+        "budgetconf explain --for openai-agents --model-name gpt-4o-mini",
     ),
     arguments=_arguments,
     handler=_carry_out,
