@@ -4,9 +4,11 @@ client.
 
 A scenario is a budget and a way to answer each request (by its number and body: a text
 answer when the request offers no tools, as a framework's final tool-less call asks). A
-driver runs one agent with the one tool ``add`` against the server and gives the `Outcome`:
-how many requests the server received, how many times ``add`` ran, and how the run ended.
-Every bridge must give the executor's outcome in every scenario.
+driver runs one agent with the one tool ``add`` on a model of the scenario's name against
+the server and gives the `Outcome`: how many requests the server received, how many times
+``add`` ran, and how the run ended. Every bridge must give the executor's outcome in every
+scenario; in the priced scenarios (`PRICED`: a cost budget, responses that report usage and
+no cost) its usage too, cost and cached tokens included.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class Scenario:
     respond: Callable[[int, dict[str, Any]], Reply]
     delay: float = 0.0
     ledger: bool = False
+    model: str = MODEL  # the name of the model every driver asks for
 
     def budget(self, tmp_path: Path) -> budgetconf.Resolution:
         env = dict(self.env)
@@ -142,8 +145,70 @@ SCENARIOS = [
     ),
 ]
 
-#: a driver: the server's base URL, the budget and the tool in, the run's end out
-Driver = Callable[[str, budgetconf.Resolution, Adder], Any]
+#: the tokens of each response in the priced scenarios: at $0.15 / $0.60 per million tokens,
+#: $0.00075 a response; with `CACHED` of the prompt's cached at $0.075, $0.00069
+PROMPT, COMPLETION, CACHED = 1000, 1000, 800
+#: the price fields' price, and its cached rate
+FIELDS = {"BUDGETCONF_PRICE_INPUT_PER_MTOK": "0.15", "BUDGETCONF_PRICE_OUTPUT_PER_MTOK": "0.6"}
+CACHED_FIELDS = {**FIELDS, "BUDGETCONF_PRICE_CACHED_INPUT_PER_MTOK": "0.075"}
+
+
+def priced(cached: int = 0) -> Callable[[int, dict[str, Any]], Reply]:
+    """A model that always asks for ``add``, each response reporting `PROMPT` + `COMPLETION`
+    tokens (``cached`` of the prompt's cached, as ``prompt_tokens_details`` says) and no cost,
+    and naming the model it was asked for, as a real server does."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": PROMPT,
+        "completion_tokens": COMPLETION,
+        "total_tokens": PROMPT + COMPLETION,
+    }
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+
+    def respond(n: int, body: dict[str, Any]) -> Reply:
+        made = asking()(n, body)
+        assert isinstance(made, dict)
+        return {**made, "model": body.get("model", MODEL), "usage": usage}
+
+    return respond
+
+
+#: a cost budget of $0.002 (the third response crosses it), with room for ten steps
+COST = {"BUDGETCONF_MAX_COST_USD": "0.002", "BUDGETCONF_MAX_STEPS": "10"}
+
+PRICED = [
+    Scenario("$0.00075 a reply at the fields' price", {**COST, **FIELDS}, priced()),
+    Scenario(
+        "$0.00069 a reply at the fields' price, 800 tokens cached",
+        {**COST, **CACHED_FIELDS},
+        priced(CACHED),
+    ),
+    Scenario("gpt-4o-mini at genai-prices' price", COST, priced(), model="gpt-4o-mini"),
+    Scenario(
+        "gpt-4o-mini at genai-prices' price, 800 tokens cached",
+        COST,
+        priced(CACHED),
+        model="gpt-4o-mini",
+    ),
+    # a reservation of 1,000 tokens at the higher rate, $0.0006: after two responses the
+    # scope's $0.0015 and it pass $0.002, and the third call is refused before it is made
+    Scenario(
+        "a ledger's cost maximum at the fields' price",
+        {
+            "BUDGETCONF_LEDGER_MAX_COST_USD": "0.002",
+            "BUDGETCONF_LEDGER_RESERVE_TOKENS": "1000",
+            "BUDGETCONF_MAX_STEPS": "10",
+            **FIELDS,
+        },
+        priced(),
+        ledger=True,
+    ),
+]
+
+
+#: a driver: the server's base URL, the budget, the tool and the model's name in, the run's end
+#: out
+Driver = Callable[[str, budgetconf.Resolution, Adder, str], Any]
 
 
 def outcome(result: Any, requests: int, adder: Adder) -> Outcome:
@@ -158,7 +223,7 @@ def outcome(result: Any, requests: int, adder: Adder) -> Outcome:
     )
 
 
-def executor(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def executor(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     """`LoopExecutor` with `OpenAIModel`, as the baseline every bridge is held to."""
     import openai
 
@@ -170,10 +235,15 @@ def executor(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
         return adder(a, b)
 
     client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=2)
-    return LoopExecutor(OpenAIModel(MODEL, client=client), {"add": add}, res).run("Add.")
+    return LoopExecutor(OpenAIModel(model, client=client), {"add": add}, res).run("Add.")
 
 
 DRIVERS: dict[str, Driver] = {}
+#: the drivers whose framework reports no cached input tokens, as docs/frameworks.md says
+UNCACHED: set[str] = set()
+#: the drivers whose framework prices its own responses by genai-prices: where it knows the
+#: model, its cost is the one reported
+PRICES_ITSELF: set[str] = set()
 #: driver -> scenario -> what the UsageError says: the refusals BRIDGES.md allows
 REFUSALS: dict[str, dict[str, str]] = {}
 #: driver -> scenario -> (what the bridge does, the framework's reason as docs/frameworks.md
@@ -185,13 +255,21 @@ def driver(
     name: str,
     refuses: dict[str, str] | None = None,
     differs: dict[str, tuple[Outcome, str]] | None = None,
+    uncached: bool = False,
+    prices_itself: bool = False,
 ) -> Callable[[Driver], Driver]:
     """Register a bridge's driver under ``name``; ``refuses`` names the scenarios its bridge
     refuses (a `UsageError` matching the text), ``differs`` those where its framework does
-    otherwise, each with the framework's reason, which docs/frameworks.md gives."""
+    otherwise, each with the framework's reason, which docs/frameworks.md gives; ``uncached``
+    says its framework reports no cached input tokens, ``prices_itself`` that it prices its
+    responses by genai-prices."""
 
     def register(fn: Driver) -> Driver:
         DRIVERS[name] = fn
+        if uncached:
+            UNCACHED.add(name)
+        if prices_itself:
+            PRICES_ITSELF.add(name)
         REFUSALS[name] = refuses or {}
         DIFFERENCES[name] = differs or {}
         return fn

@@ -10,7 +10,7 @@ import budgetconf
 from helpers.conformance import KEY, MODEL, Adder, driver
 
 
-def _agent(url: str, adder: Adder, middleware: list[Any]) -> Any:
+def _agent(url: str, adder: Adder, middleware: list[Any], name: str) -> Any:
     """langchain's ``create_agent`` with the standard OpenAI chat model and the tool ``add``."""
     from langchain.agents import create_agent
     from langchain_core.tools import tool
@@ -21,15 +21,15 @@ def _agent(url: str, adder: Adder, middleware: list[Any]) -> Any:
         """Add two numbers."""
         return adder(a, b)
 
-    model = ChatOpenAI(base_url=url, api_key=KEY, model=MODEL, max_retries=2)  # type: ignore[arg-type]
+    model = ChatOpenAI(base_url=url, api_key=KEY, model=name, max_retries=2)  # type: ignore[arg-type]
     return create_agent(model, [add], middleware=middleware)
 
 
 @driver("langgraph_middleware")
-def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import langgraph
 
-    agent = _agent(url, adder, langgraph.middleware(res))
+    agent = _agent(url, adder, langgraph.middleware(res), model)
     return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)
 
 
@@ -42,10 +42,14 @@ def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
         # nor reserve on the shared ledger before a model call it sees only once it is made
         "100 tokens a reply, a ledger's maximum": r"ledger\.url = sqlite:.* cannot be drawn on"
         r" by langgraph: the shared ledger is drawn on before each model call",
+        "a ledger's cost maximum at the fields' price": r"ledger\.url = sqlite:.* cannot be"
+        r" drawn on by langgraph: the shared ledger is drawn on before each model call",
     },
 )
-def without_middleware(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def without_middleware(
+    url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
+) -> Any:
     from budgetconf.integrations import langgraph
 
-    agent = _agent(url, adder, [])
+    agent = _agent(url, adder, [], model)
     return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)

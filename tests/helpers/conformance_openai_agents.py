@@ -20,7 +20,7 @@ REUSED = (
     "openai_agents",
     differs={"one call id in every response": (Outcome(2, 1, "ok", "completed", None), REUSED)},
 )
-def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
 
@@ -34,5 +34,5 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
         return adder(a, b)
 
     client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
-    model = OpenAIChatCompletionsModel(model=MODEL, openai_client=client)
-    return openai_agents.run(Agent(name="adder", model=model, tools=[add]), "Add.", res)
+    chat = OpenAIChatCompletionsModel(model=model, openai_client=client)
+    return openai_agents.run(Agent(name="adder", model=chat, tools=[add]), "Add.", res)

@@ -21,7 +21,7 @@ _ENV = {
 
 
 @driver("praisonai")
-def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from praisonaiagents import Agent  # type: ignore[import-untyped]
 
     from budgetconf.integrations import praisonai
@@ -35,7 +35,7 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
     os.environ.pop("OPENAI_API_BASE", None)  # it would win over OPENAI_BASE_URL
     os.environ.update(given)
     try:
-        agent = Agent(name="adder", instructions="You add numbers.", model=MODEL, tools=[add])
+        agent = Agent(name="adder", instructions="You add numbers.", model=model, tools=[add])
         return praisonai.run(agent, "Add.", res)
     finally:
         for name, value in saved.items():

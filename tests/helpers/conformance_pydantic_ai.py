@@ -11,8 +11,8 @@ import budgetconf
 from helpers.conformance import KEY, MODEL, Adder, driver
 
 
-@driver("pydantic_ai")
-def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+@driver("pydantic_ai", prices_itself=True)
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from openai import AsyncOpenAI
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -21,8 +21,8 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
     from budgetconf.integrations import pydantic_ai
 
     client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
-    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
-    agent = Agent(model, name="adder")
+    chat = OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client))
+    agent = Agent(chat, name="adder")
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:

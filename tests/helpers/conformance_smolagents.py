@@ -11,7 +11,7 @@ from helpers.conformance import KEY, MODEL, Adder, driver
 
 
 @driver("smolagents")
-def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from smolagents import OpenAIServerModel, ToolCallingAgent, tool  # type: ignore[import-untyped]
     from smolagents.monitoring import LogLevel  # type: ignore[import-untyped]
 
@@ -27,8 +27,8 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder) -> Any:
         """
         return adder(a, b)
 
-    model = OpenAIServerModel(
-        model_id=MODEL, api_base=url, api_key=KEY, client_kwargs={"max_retries": 2}
+    chat = OpenAIServerModel(
+        model_id=model, api_base=url, api_key=KEY, client_kwargs={"max_retries": 2}
     )
-    agent = ToolCallingAgent(tools=[add], model=model, verbosity_level=LogLevel.OFF)
+    agent = ToolCallingAgent(tools=[add], model=chat, verbosity_level=LogLevel.OFF)
     return smolagents.run(agent, "Add.", res)

@@ -1,10 +1,13 @@
 """One meaning everywhere: every bridge, through its framework's standard OpenAI client and
 one loopback server, makes the executor's requests, runs its tool calls and ends as it
-does, in every scenario (tests/helpers/conformance.py)."""
+does, in every scenario (tests/helpers/conformance.py); under a cost budget, on responses
+that report usage and no cost, it prices them as the executor does and stops on the same
+request."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,10 +22,14 @@ from helpers import (  # noqa: F401  (each registers its drivers)
 from helpers.agents_double import _default_loop_closed, _no_tracing  # noqa: F401  (fixtures)
 from helpers.chat_server import serving
 from helpers.conformance import (
+    CACHED,
     DIFFERENCES,
     DRIVERS,
+    PRICED,
+    PRICES_ITSELF,
     REFUSALS,
     SCENARIOS,
+    UNCACHED,
     Adder,
     Outcome,
     Scenario,
@@ -53,12 +60,18 @@ EXPECTED = {
 }
 
 
-def play(scenario: Scenario, drive: object, tmp_path: Path) -> Outcome:
+def run(scenario: Scenario, drive: object, tmp_path: Path) -> tuple[Any, Outcome]:
+    """The run's result, and its outcome."""
     adder = Adder()
     with serving(scenario.respond, delay=scenario.delay) as chat:
-        result = drive(chat.url, scenario.budget(tmp_path), adder)  # type: ignore[operator]
+        budget = scenario.budget(tmp_path)
+        result = drive(chat.url, budget, adder, scenario.model)  # type: ignore[operator]
         requests = len(chat.received)
-    return outcome(result, requests, adder)
+    return result, outcome(result, requests, adder)
+
+
+def play(scenario: Scenario, drive: object, tmp_path: Path) -> Outcome:
+    return run(scenario, drive, tmp_path)[1]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
@@ -91,3 +104,83 @@ def test_where_a_framework_does_otherwise_the_docs_say_why(name: str) -> None:
         baseline = EXPECTED[scenario]
         assert outcome_.tool_runs <= baseline.tool_runs
         assert outcome_.requests <= baseline.requests
+
+
+#: what the executor does in each priced scenario: the outcome, and the run's usage
+COSTS = {
+    "priced": Outcome(3, 2, "truncated", "max_cost", "limits.max_cost_usd"),
+    "ledger": Outcome(2, 2, "truncated", "max_cost", "ledger.max_cost_usd"),
+}
+
+
+def usage(responses: int, cost: float, cached: int = 0) -> dict[str, Any]:
+    """The usage of ``responses`` priced responses of 1,000 + 1,000 tokens, ``cached`` each."""
+    return {
+        "input_tokens": 1000 * responses,
+        "cached_input_tokens": cached * responses,
+        "output_tokens": 1000 * responses,
+        "total_tokens": 2000 * responses,
+        "cost_usd": cost,
+        "cost_source": "priced",
+    }
+
+
+PRICED_EXPECTED = {
+    "$0.00075 a reply at the fields' price": (COSTS["priced"], usage(3, 0.00225)),
+    "$0.00069 a reply at the fields' price, 800 tokens cached": (
+        COSTS["priced"],
+        usage(3, 0.00207, CACHED),
+    ),
+    "gpt-4o-mini at genai-prices' price": (COSTS["priced"], usage(3, 0.00225)),
+    "gpt-4o-mini at genai-prices' price, 800 tokens cached": (
+        COSTS["priced"],
+        usage(3, 0.00207, CACHED),
+    ),
+    "a ledger's cost maximum at the fields' price": (COSTS["ledger"], usage(2, 0.0015)),
+}
+
+
+def priced_play(scenario: Scenario, drive: object, tmp_path: Path) -> tuple[Outcome, Any]:
+    if scenario.model == "gpt-4o-mini":
+        pytest.importorskip("genai_prices")
+    result, found = run(scenario, drive, tmp_path)
+    return found, result.usage.to_dict()
+
+
+@pytest.mark.parametrize("scenario", PRICED, ids=lambda s: s.name)
+def test_the_executor_prices_each_response_and_stops_after_the_one_that_crosses(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    assert priced_play(scenario, executor, tmp_path) == PRICED_EXPECTED[scenario.name]
+
+
+@pytest.mark.parametrize("name", sorted(DRIVERS))
+@pytest.mark.parametrize("scenario", PRICED, ids=lambda s: s.name)
+def test_every_bridge_prices_as_the_executor_does_and_stops_on_the_same_request(
+    name: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    """The same requests, tool runs and stop, and the same usage: tokens, cached tokens,
+    cost and how it was known. A framework that reports no cached tokens prices them all at
+    the input rate, and still stops on the same request (docs/frameworks.md names it); one
+    that prices its own responses by genai-prices (pydantic-ai) reports the same cost."""
+    refused = REFUSALS[name].get(scenario.name)
+    if refused is not None:
+        import budgetconf
+
+        with pytest.raises(budgetconf.UsageError, match=refused):
+            priced_play(scenario, DRIVERS[name], tmp_path)
+        return
+    expected, spent = PRICED_EXPECTED[scenario.name]
+    cached = spent["cached_input_tokens"]
+    if cached and name in UNCACHED:
+        responses = spent["input_tokens"] // 1000
+        spent = usage(responses, round(0.00075 * responses, 12))
+    if name in PRICES_ITSELF and scenario.model == "gpt-4o-mini":
+        spent = {**spent, "cost_source": "reported"}  # genai-prices' price, as it reports it
+    assert priced_play(scenario, DRIVERS[name], tmp_path) == (expected, spent)
+
+
+def test_the_docs_name_the_bridges_whose_framework_reports_no_cached_tokens() -> None:
+    docs = " ".join((DOCS / "frameworks.md").read_text(encoding="utf-8").split())
+    named = sorted(UNCACHED) or ["none"]
+    assert f"reports no cached input tokens: {', '.join(named)}." in docs
