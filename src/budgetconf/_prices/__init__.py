@@ -61,6 +61,10 @@ class Price(ReadOnly):
     source: str
     locator: str
     calc: Callable[[Usage], float] | None
+    # the rates per token, which `cost` multiplies by
+    _input: float
+    _cached: float
+    _output: float
 
     def __init__(
         self,
