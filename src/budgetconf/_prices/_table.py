@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 from budgetconf._files import DEFAULT_MAX_FILE_BYTES, read_table, source_error
 from budgetconf._formats import Table, readable
-from budgetconf._prices import TABLE, Price
+from budgetconf._prices._price import TABLE, Price
 from budgetconf._record import Unusable
 from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped
