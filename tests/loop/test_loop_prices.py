@@ -257,7 +257,9 @@ def test_a_carved_child_prices_its_own_model_within_its_parent_remainder() -> No
     """A sub-agent's named model is priced too, and its spend counts in its parent's."""
 
     def delegate(text: str) -> str:
-        child = LoopExecutor(Named([turn()]), {"echo": Echo()}, current_run().carve(max_steps=5))
+        handle = current_run()
+        assert handle is not None
+        child = LoopExecutor(Named([turn()]), {"echo": Echo()}, handle.carve(max_steps=5))
         return child.run("sub").message
 
     parent = Named([{"tool_calls": [call("delegate")]}, answer()])
