@@ -16,6 +16,7 @@ from budgetconf._prices._price import GENAI_PRICES as GENAI_PRICES
 from budgetconf._prices._price import NO_TABLE as NO_TABLE
 from budgetconf._prices._price import TABLE as TABLE
 from budgetconf._prices._price import Price as Price
+from budgetconf._prices._price import shown_rate as shown_rate
 from budgetconf._record import ReadOnly, set_field
 from budgetconf._values import show_value
 from budgetconf.errors import ConfigError

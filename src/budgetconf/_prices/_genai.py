@@ -194,12 +194,14 @@ def _calculator(provider: Provider, info: ModelInfo, when: datetime) -> Callable
 
 
 def genai_models() -> list[str]:
-    """The ids of the models genai-prices knows, sorted, for a did-you-mean; none when it is
-    not installed."""
+    """The ids of the models genai-prices finds by their name alone, sorted (what `budgetconf
+    prices` lists, and its did-you-mean offers); none when it is not installed. A model only an
+    aggregator lists is found when a run's client names that provider, not here."""
     snapshot = _snapshot()
     if snapshot is None:
         return []
-    return sorted({model.id for provider in snapshot.providers for model in provider.models})
+    ids = {model.id for provider in snapshot.providers for model in provider.models}
+    return sorted(model for model in ids if _find(model, None) is not None)
 
 
 def provider_for_url(base_url: str | None) -> str | None:

@@ -113,9 +113,10 @@ class Price(ReadOnly):
         """What ``usage`` cost at this price, in US dollars, to the picodollar."""
         if self.calc is not None:
             return self.calc(usage)
-        cached = usage.cached_input_tokens
+        inputs = usage.input_tokens
+        cached = min(usage.cached_input_tokens, inputs)  # a response may over-report them
         spent = (
-            (usage.input_tokens - cached) * self._input
+            (inputs - cached) * self._input
             + cached * self._cached
             + usage.output_tokens * self._output
         )
@@ -129,14 +130,16 @@ class Price(ReadOnly):
 
     def rates(self) -> str:
         """``$0.15 / $0.60 per Mtok`` (input / output), with the cached rate where it differs."""
-        shown = f"${_rate(self.input_per_mtok)} / ${_rate(self.output_per_mtok)}"
+        shown = f"${shown_rate(self.input_per_mtok)} / ${shown_rate(self.output_per_mtok)}"
         if self.cached_input_per_mtok != self.input_per_mtok:
-            shown += f" (cached ${_rate(self.cached_input_per_mtok)})"
+            shown += f" (cached ${shown_rate(self.cached_input_per_mtok)})"
         return shown + " per Mtok"
 
     def note(self) -> str:
-        """``gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``."""
-        return f"{self.model}'s price ({self.locator}: {self.rates()})"
+        """``gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``; a model with
+        no name has ``the price``."""
+        whose = f"{self.model}'s price" if self.model else "the price"
+        return f"{whose} ({self.locator}: {self.rates()})"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
@@ -151,7 +154,7 @@ class Price(ReadOnly):
         }
 
 
-def _rate(value: float) -> str:
+def shown_rate(value: float) -> str:
     """A rate for a person: two decimals as prices are written (``0.60``), or all it has."""
     cents = f"{value:.2f}"
     return cents if float(cents) == value else plain_number(value)
