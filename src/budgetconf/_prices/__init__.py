@@ -23,11 +23,39 @@ from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
-    from typing import Any, Final
+    from typing import Any, Final, Protocol
 
     from budgetconf._resolution import Resolution
-    from budgetconf.loop._budget import Budget
+
+    class CostLimit(Protocol):
+        """What pricing reads of a cost budget: a `budgetconf.loop.Limit`."""
+
+        @property
+        def field(self) -> str: ...
+        @property
+        def value(self) -> int | float: ...
+        @property
+        def locator(self) -> str: ...
+        def amount(self, value: int | float) -> str: ...
+
+    class LedgerMaxima(Protocol):
+        """What pricing reads of a ledger's settings: a `budgetconf.loop.LedgerSettings`."""
+
+        @property
+        def max_cost_usd(self) -> CostLimit | None: ...
+
+    class Priced(Protocol):
+        """What pricing reads of a run's budget: a `budgetconf.loop.Budget` (named so here, as
+        the loop imports this package)."""
+
+        @property
+        def limits(self) -> Mapping[str, CostLimit]: ...
+        @property
+        def ledger(self) -> LedgerMaxima | None: ...
+        @property
+        def prices(self) -> PriceSettings: ...
 
 
 class PriceSettings(ReadOnly):
@@ -103,7 +131,7 @@ class PriceSettings(ReadOnly):
 NO_PRICES: Final = PriceSettings()
 
 
-def needs_prices(budget: Budget) -> bool:
+def needs_prices(budget: Priced) -> bool:
     """Whether a run on ``budget`` prices its responses: it has a cost budget, or a ledger
     whose scope counts what its runs spent."""
     return budget.ledger is not None or "max_cost_usd" in budget.limits

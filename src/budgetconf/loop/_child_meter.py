@@ -18,7 +18,8 @@ from budgetconf._loop_table import StopReason
 from budgetconf._record import MASK
 from budgetconf._values import show_value
 from budgetconf.events import BUDGET_EXHAUSTED, CHILD_END, CHILD_START
-from budgetconf.loop._meter import Meter, add_usage
+from budgetconf.loop._counting import add_usage
+from budgetconf.loop._meter import Meter
 
 if TYPE_CHECKING:
     from budgetconf._usage import Usage
