@@ -11,6 +11,7 @@ not give it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -67,18 +68,16 @@ class Costs:
 
 def picodollars(amount: float) -> int:
     """A number of US dollars (a float as JSON wrote it, or an integer) in whole picodollars."""
+    if isinstance(amount, float):
+        whole, _, decimals = repr(amount).partition(".")
+        if len(decimals) <= 12 and decimals.isdigit() and whole.isdigit():  # 0.00072, not 1e-05
+            return int(whole + decimals.ljust(12, "0"))  # as written: no float arithmetic
     return round(_exact(amount) * PICO)
 
 
 def _exact(amount: float) -> Fraction:
     """The number as written: a float's shortest form (``0.15``, not its binary neighbour)."""
     return Fraction(repr(amount)) if isinstance(amount, float) else Fraction(amount)
-
-
-def rates(prices: dict[str, Any]) -> tuple[Fraction, Fraction, Fraction]:
-    """A price's rates per token, in picodollars: input, cached input, output."""
-    inputs, cached, outputs = (_exact(r) * _PER_TOKEN for r in per_mtok(prices))
-    return inputs, cached, outputs
 
 
 def per_mtok(prices: dict[str, Any]) -> tuple[float, float, float]:
@@ -88,28 +87,39 @@ def per_mtok(prices: dict[str, Any]) -> tuple[float, float, float]:
     return inputs, inputs if cached is None else cached, prices["output_per_mtok"]
 
 
-def _parts(turn: Turn, per_token: tuple[Fraction, ...]) -> tuple[Fraction, ...] | None:
-    """The response's cost at the run's rates, by part, exactly; None when its event gives
-    no split counts, or counts no split can hold (more cached tokens than input ones)."""
-    inputs, cached, outputs = turn.input_tokens, turn.cached_input_tokens, turn.output_tokens
-    if inputs is None or cached is None or outputs is None or cached > inputs:
-        return None
-    counts = (inputs - cached, cached, outputs)
-    return tuple(n * rate for n, rate in zip(counts, per_token, strict=True))
+class Rates:
+    """A price's rates per token in picodollars, exactly, as whole numbers over one
+    ``denominator``: a rate of seven decimals is a fraction of a picodollar a token, and
+    whole numbers keep a long run's sums fast."""
 
+    __slots__ = ("denominator", "scaled")
 
-def _is_its_cost(parts: tuple[Fraction, ...], spent: int) -> bool:
-    """Whether the parts make the response's cost: to a few picodollars (the loop prices in
-    floats), and a part in 10**12 of a large one."""
-    return abs(sum(parts, Fraction(0)) - spent) <= 2 + spent // PICO
+    def __init__(self, prices: dict[str, Any]) -> None:
+        exact = [_exact(r) * _PER_TOKEN for r in per_mtok(prices)]
+        self.denominator = math.lcm(*(r.denominator for r in exact))
+        self.scaled = [int(r * self.denominator) for r in exact]
+
+    def parts(self, turn: Turn) -> list[int] | None:
+        """The response's cost at these rates, by part, times ``denominator``; None when its
+        event gives no split counts, or counts no split holds (more cached than input)."""
+        inputs, cached, outputs = turn.input_tokens, turn.cached_input_tokens, turn.output_tokens
+        if inputs is None or cached is None or outputs is None or cached > inputs:
+            return None
+        counts = (inputs - cached, cached, outputs)
+        return [n * rate for n, rate in zip(counts, self.scaled, strict=True)]
+
+    def make(self, parts: list[int], spent: int) -> bool:
+        """Whether the parts make the response's cost: to a few picodollars (the loop prices
+        in floats), and a part in 10**12 of a large one."""
+        return abs(sum(parts) - spent * self.denominator) <= (2 + spent // PICO) * self.denominator
 
 
 class _Tally:
     """The run's responses, each counted where its cost belongs."""
 
     def __init__(self, run: RunView) -> None:
-        self.per_token = rates(run.prices) if run.prices is not None else None
-        self.exact = [Fraction(0)] * len(PARTS)
+        self.rates = Rates(run.prices) if run.prices is not None else None
+        self.scaled = [0] * len(PARTS)  # the split's exact parts, times the rates' denominator
         self.tokens = [0] * len(PARTS)
         self.split = 0  # responses split
         self.target = 0  # what they cost, as their events say
@@ -122,14 +132,19 @@ class _Tally:
         elif turn.cost_source != "priced":
             self.reported.add(turn, spent)  # a version-1 event's cost above 0 was reported too
         else:
-            parts = None if self.per_token is None else _parts(turn, self.per_token)
-            if parts is None or not _is_its_cost(parts, spent):
+            rates = self.rates
+            parts = None if rates is None else rates.parts(turn)
+            if rates is None or parts is None or not rates.make(parts, spent):
                 self.otherwise.add(turn, spent)
                 return
-            self.exact = [a + b for a, b in zip(self.exact, parts, strict=True)]
+            self.scaled = [a + b for a, b in zip(self.scaled, parts, strict=True)]
             self.tokens = [a + b for a, b in zip(self.tokens, _counts(turn), strict=True)]
             self.split += 1
             self.target += spent
+
+    def exact(self) -> list[Fraction]:
+        denominator = self.rates.denominator if self.rates is not None else 1
+        return [Fraction(part, denominator) for part in self.scaled]
 
 
 def costs_of(run: RunView) -> Costs:
@@ -144,7 +159,7 @@ def costs_of(run: RunView) -> Costs:
     known = bool(tally.split or tally.reported.responses or tally.otherwise.responses)
     keys = [key for key, _ in PARTS]
     return Costs(
-        dict(zip(keys, apportioned(tally.exact, tally.target), strict=True)),
+        dict(zip(keys, apportioned(tally.exact(), tally.target), strict=True)),
         dict(zip(keys, tally.tokens, strict=True)),
         tally.reported,
         tally.otherwise,
