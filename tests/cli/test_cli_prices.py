@@ -232,3 +232,20 @@ def test_run_with_a_bad_table_file_exits_1_before_its_first_request(
         )
     assert (code, server.received) == (1, [])
     assert err.startswith(f"budgetconf: error: prices.table {table}:1")
+
+
+def test_check_fails_on_a_price_set_by_half(capsys: pytest.CaptureFixture[str]) -> None:
+    """check judges the price fields together, as a run does: in the table and the document."""
+    problem = (
+        "prices.output_per_mtok = 2.0 from --price-output-per-mtok: prices.input_per_mtok and"
+        " prices.output_per_mtok are set together, or neither is"
+    )
+    assert main(["check", "--price-output-per-mtok", "2"]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == (
+        "check failed: 1 error, 0 warnings (preset budgetconf)\n",
+        f"budgetconf: error: {problem}\n",
+    )
+    assert main(["check", "--price-output-per-mtok", "2", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["errors"] == [problem]
+    assert main(["check", "--price-output-per-mtok", "2", "--price-input-per-mtok", "1"]) == 0
