@@ -114,7 +114,9 @@ class Price(ReadOnly):
         if self.calc is not None:
             return self.calc(usage)
         inputs = usage.input_tokens
-        cached = min(usage.cached_input_tokens, inputs)  # a response may over-report them
+        cached = usage.cached_input_tokens
+        if cached > inputs:  # a response's slip: no token costs less than nothing
+            cached = inputs
         spent = (
             (inputs - cached) * self._input
             + cached * self._cached
