@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from budgetconf._record import ReadOnly, set_field
+from budgetconf._usage import picodollars
 from budgetconf._values import plain_number
 
 TYPE_CHECKING = False
@@ -122,7 +123,7 @@ class Price(ReadOnly):
             + cached * self._cached
             + usage.output_tokens * self._output
         )
-        return round(spent, 12)
+        return picodollars(spent)
 
     @property
     def highest(self) -> float:

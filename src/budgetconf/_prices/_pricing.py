@@ -55,25 +55,18 @@ class Pricing:
             found[model] = self.settings.find(model, self.provider, self.started)
         return found[model]
 
-    def priced(self, usage: Usage) -> Usage:
-        """``usage`` with its cost at its model's price, where it reported none and used
-        tokens; else ``usage`` itself."""
-        if usage.cost_source != "none" or not (usage.input_tokens or usage.output_tokens):
-            return usage
+    def cost(self, usage: Usage) -> float | None:
+        """What ``usage`` (a response that reported no cost) cost at its model's price, or
+        None when it used no tokens or no price is known. A response naming another model is
+        priced by that model's price when known, else by the run's."""
+        if not (usage.input_tokens or usage.output_tokens):
+            return None
         named = usage.model
         price = self.price if not named or named == self.model else self.of(named) or self.price
         if price is None:
-            return usage
+            return None
         self.last = price
-        return Usage(
-            usage.input_tokens,
-            usage.cached_input_tokens,
-            usage.output_tokens,
-            usage.total_tokens,
-            price.cost(usage),
-            "priced",
-            named,
-        )
+        return price.cost(usage)
 
 
 def spent(pricing: Pricing | None, cost: float, sources: Set[str]) -> str:

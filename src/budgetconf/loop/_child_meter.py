@@ -93,15 +93,15 @@ class ChildMeter(Meter):
 
     # -- the charges: what the child consumes, every enclosing run has consumed too
 
-    def _count(self, usage: Usage) -> None:
-        if usage.cost_source != "none":
+    def _count(self, usage: Usage, cost: float, source: str) -> None:
+        if source != "none":
             for r in self.line:
-                r.cost_sources.add(usage.cost_source)
+                r.cost_sources.add(source)
         assert self.lock is not None, "a tree with a child shares a lock"
         with self.lock:
-            add_usage(self, usage)
+            add_usage(self, usage, cost)
             for r in self.chain:
-                add_usage(r, usage)
+                add_usage(r, usage, cost)
 
     def _admit(self, need: int) -> str | None:
         if not need:

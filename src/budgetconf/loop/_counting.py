@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from budgetconf._usage import Usage
+from budgetconf._usage import Usage, picodollars
 from budgetconf.loop._result import Totals
 
 if TYPE_CHECKING:
@@ -45,16 +45,17 @@ class Counting:
         lock: threading.Lock | None
         limits: dict[str, int | float]
 
-    def _count(self, usage: Usage) -> None:
-        """Add a response's usage to this run's counts."""
-        if usage.cost_source != "none":
-            self.cost_sources.add(usage.cost_source)
+    def _count(self, usage: Usage, cost: float, source: str) -> None:
+        """Add a response's usage to this run's counts, at ``cost`` known as ``source`` (its
+        own, or its price's)."""
+        if source != "none":
+            self.cost_sources.add(source)
         lock = self.lock
         if lock is None:
-            add_usage(self, usage)
+            add_usage(self, usage, cost)
             return
         with lock:  # a child of this run may be counting on another thread
-            add_usage(self, usage)
+            add_usage(self, usage, cost)
 
     def _admit(self, need: int) -> str | None:
         """Hold ``need`` tool calls within ``max_tool_calls``, less what is admitted already;
@@ -126,11 +127,11 @@ class Counting:
 _NO_ROOM: Final = "the run's tool-call budget would be exceeded"
 
 
-def add_usage(run: Counting, usage: Usage) -> None:
+def add_usage(run: Counting, usage: Usage, cost: float) -> None:
     """Add ``usage`` to ``run``'s counts (its caller holds the tree's lock, if there is one)."""
     run.tokens += usage.total_tokens
     run.input_tokens += usage.input_tokens
     run.cached_input_tokens += usage.cached_input_tokens
     run.output_tokens += usage.output_tokens
-    if usage.cost_usd:  # summed to the picodollar: three at 0.1 reach a limit of 0.3 exactly
-        run.cost = round(run.cost + usage.cost_usd, 12)
+    if cost:  # summed to the picodollar: three at 0.1 reach a limit of 0.3 exactly
+        run.cost = picodollars(run.cost + cost)
