@@ -99,6 +99,16 @@ LEDGER_DEFAULTS = {
     "ledger.lease_seconds": 300.0,
     "ledger.on_unavailable": "stop",
 }
+#: the price fields, at their defaults: the fixture sets none of them either
+PRICE_DEFAULTS = {
+    "prices.input_per_mtok": None,
+    "prices.output_per_mtok": None,
+    "prices.cached_input_per_mtok": None,
+    "prices.table": "genai-prices",
+    "prices.unknown": "refuse",
+}
+#: every field the fixture leaves at its default
+DEFAULTS = {**LEDGER_DEFAULTS, **PRICE_DEFAULTS}
 OPENDOT_STEPS = "64"
 OURS = ("BUDGETCONF_", "OPENDOT_")  # the prefixes of variables that would change what is read
 
@@ -279,7 +289,7 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
         return budgetconf.resolve(env=fx.env, project_file=fx.project_file, workflow=fx.workflow)
 
     res = call()
-    check("resolve().values", dict(res.values), {**EXPECTED, **LEDGER_DEFAULTS})
+    check("resolve().values", dict(res.values), {**EXPECTED, **DEFAULTS})
     check("the locator of loop.max_steps", res.trace("loop.max_steps").locator,
           "env:BUDGETCONF_MAX_STEPS")  # fmt: skip
 
@@ -326,7 +336,7 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
     check(
         "resolve().values over fresh files",
         dict(call_fresh().values),
-        {**EXPECTED, **LEDGER_DEFAULTS},
+        {**EXPECTED, **DEFAULTS},
     )
     return {
         "resolve(), warm": batched(call),
@@ -393,6 +403,13 @@ def pydantic_rows(fx: Fixture) -> dict[str, Take]:
         lease_seconds: float = 300.0
         on_unavailable: str = "stop"
 
+    class Prices(BaseModel):  # and its price fields
+        input_per_mtok: float | None = None
+        output_per_mtok: float | None = None
+        cached_input_per_mtok: float | None = None
+        table: str = "genai-prices"
+        unknown: str = "refuse"
+
     class Settings(BaseSettings):
         model_config = SettingsConfigDict(
             env_prefix="BUDGETCONF_", env_nested_delimiter="__", json_file=fx.global_file
@@ -400,6 +417,7 @@ def pydantic_rows(fx: Fixture) -> dict[str, Take]:
         loop: Loop = Loop()
         limits: Limits = Limits()
         ledger: Ledger = Ledger()
+        prices: Prices = Prices()
 
         @classmethod
         def settings_customise_sources(
@@ -418,6 +436,8 @@ def pydantic_rows(fx: Fixture) -> dict[str, Take]:
     check("pydantic-settings' timeout", got.limits.timeout_seconds, 120.0)
     ledger = {f"ledger.{name}": value for name, value in got.ledger.model_dump().items()}
     check("pydantic-settings' ledger", ledger, LEDGER_DEFAULTS)
+    prices = {f"prices.{name}": value for name, value in got.prices.model_dump().items()}
+    check("pydantic-settings' prices", prices, PRICE_DEFAULTS)
     return {
         "pydantic-settings: Settings().loop.max_steps": batched(lambda: Settings().loop.max_steps)
     }

@@ -51,6 +51,12 @@ def reported_cost(value: object, where: str) -> float:
     return number
 
 
+def picodollars(usd: float) -> float:
+    """``usd`` to the picodollar, as ``round(usd, 12)`` gives it, in a fraction of its time:
+    what sums of costs are kept at, so that three at 0.1 reach a limit of 0.3 exactly."""
+    return round(usd * 1e12) / 1e12
+
+
 def kind_of(value: object) -> str:
     """``value`` named for a message: a number or a short text as it is, anything else by its
     type."""

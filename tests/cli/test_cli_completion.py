@@ -26,6 +26,7 @@ COMMANDS = [
     "report",
     "completion",
     "ledger",
+    "prices",
 ]
 
 

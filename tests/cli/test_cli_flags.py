@@ -454,7 +454,7 @@ def test_a_command_s_own_option_wins_and_explain_and_check_warn(
     found = json.loads(run(["explain", "--preset", str(path), "--format", "json"], capsys)[1])
     assert found["values"]["agent.shape"] == 1  # --format json was explain's own
     assert found["warnings"] == [
-        "the preset's flag --format (agent.shape) is shadowed on explain and check by the"
+        "the preset's flag --format (agent.shape) is shadowed on explain, check and prices by the"
         " command's own --format: there, give it after -- (budgetconf explain ... -- --format"
         " VALUE)",
         "the preset's flag --output (agent.verbosity) is shadowed on run by the command's own"
@@ -561,5 +561,5 @@ def test_a_preset_whose_only_flags_are_a_command_s_options_adds_none_there(
     assert "budget flags of preset clash" not in capsys.readouterr().out
     found = document(["--preset", str(path)], capsys)
     assert [w.split(" by ")[0] for w in found["warnings"]] == [
-        "the preset's flag --format (agent.shape) is shadowed on explain and check"
+        "the preset's flag --format (agent.shape) is shadowed on explain, check and prices"
     ]

@@ -28,6 +28,32 @@ def priced(response: dict[str, Any], tokens: int, cost: float) -> dict[str, Any]
     return {**response, **usage(tokens), "cost_usd": cost}
 
 
+#: price fields, for the priced runs' tests: any model's, or a named model's
+PRICES = {
+    "prices.input_per_mtok": 0.15,
+    "prices.output_per_mtok": 0.6,
+    "prices.cached_input_per_mtok": 0.075,
+}
+
+
+class Named:
+    """A scripted model with a name, as `OpenAIModel` has one: its run is priced by it."""
+
+    def __init__(self, name: str, responses: list[dict[str, Any]]) -> None:
+        self.model = name
+        self._script = ScriptedModel(responses, record=False)
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        return self._script(messages, tools)
+
+
+def used(inputs: int, outputs: int, cached: int = 0, **extra: Any) -> dict[str, Any]:
+    """A response asking for one tool call, with its usage split as OpenAI reports it."""
+    counts: dict[str, Any] = {"prompt_tokens": inputs, "completion_tokens": outputs}
+    counts["prompt_tokens_details"] = {"cached_tokens": cached}
+    return {**calls(1), "usage": counts, **extra}
+
+
 def stopped_run(budget: Any = None, **fields: Any) -> RunResult:
     """A run that a response over the cap, the last-turn notice and the step budget all mark."""
     model = ScriptedModel(

@@ -257,7 +257,9 @@ def test_a_carved_child_prices_its_own_model_within_its_parent_remainder() -> No
     """A sub-agent's named model is priced too, and its spend counts in its parent's."""
 
     def delegate(text: str) -> str:
-        child = LoopExecutor(Named([turn()]), {"echo": Echo()}, current_run().carve(max_steps=5))
+        handle = current_run()
+        assert handle is not None
+        child = LoopExecutor(Named([turn()]), {"echo": Echo()}, handle.carve(max_steps=5))
         return child.run("sub").message
 
     parent = Named([{"tool_calls": [call("delegate")]}, answer()])
@@ -266,3 +268,10 @@ def test_a_carved_child_prices_its_own_model_within_its_parent_remainder() -> No
     child_end = next(e for e in result.events if e["type"] == "child_end")
     assert child_end["stop_reason"] == "max_cost"
     assert result.cost_usd >= 0.002
+
+
+def test_cached_tokens_over_reported_are_priced_as_input_at_most(drive: Driver) -> None:
+    """More cached than input tokens is a response's slip: no token is priced below nothing."""
+    values = {"limits.max_cost_usd": 1, **PRICE, "prices.cached_input_per_mtok": 0.075}
+    result = run(drive, Named([turn(1000, 0, cached=5000), answer()]), values)
+    assert responses(result)[0]["cost_usd"] == 0.000075

@@ -75,6 +75,9 @@ LOOP = [
     "loop: LoopExecutor.run, per turn",
     "loop: LoopExecutor.arun, per turn",
     "loop: LoopExecutor.run, as a sub-agent, per turn",
+    "loop: LoopExecutor.run, reporting usage, per turn",
+    "loop: LoopExecutor.run, with a priced cost budget, per turn",
+    "loop: LoopExecutor.run, priced by calc_price, per turn",
 ]
 SCALE = [
     *(
@@ -96,6 +99,7 @@ TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "start-up: budgetconf explain --format json",
     "scale: cost per added field×source",
     "loop: LoopExecutor.run, as a sub-agent, per turn",
+    "loop: LoopExecutor.run, with a priced cost budget, per turn",
     *REPORT,
 ]
 

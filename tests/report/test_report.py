@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -441,6 +442,21 @@ def test_the_report_page_shows_what_the_commands_print(
     page = Page((place.work / "events.html").read_text(encoding="utf-8"))
     assert len(page.with_class("section", "run")) == 2
     assert (place.work / "broken.html").exists()
+    # the cost section's sentence and table, as the page's "Cost" section gives them
+    from helpers import DOCS
+
+    doc = (DOCS / "report.md").read_text(encoding="utf-8").split("## Cost, by input")[1]
+    said = re.search(r"reads \*(.*?)\*, and its table", doc, flags=re.DOTALL)
+    assert said is not None
+    priced = (place.work / "priced.html").read_text(encoding="utf-8")
+    cost = priced.split('<section class="cost">')[1].split("</section>")[0]
+    shown = Page(cost)
+    assert " ".join(said.group(1).split()) in shown.text
+    rows = [line for line in doc.split("\n\n| part")[1].splitlines() if line.startswith("|")]
+    table = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]
+    cells = re.findall(r"<tr data-part[^>]*>(.*?)</tr>", cost)
+    drawn = [[Page(c).text for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in cells]
+    assert drawn == table
 
 
 def test_the_report_knows_the_loop_only_by_its_events() -> None:

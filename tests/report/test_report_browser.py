@@ -407,3 +407,46 @@ def test_names_in_tables_break_only_between_words_or_their_parts(
     if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
         page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/names-{width}.png", full_page=True)
     context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_priced_runs_cost_section_fits_and_runs_nothing(
+    width: int, browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run priced by a model named with markup, its price's locator (edited) a deep path:
+    at a laptop's and a phone's width the cost table shows its split, no cell breaks mid-word,
+    the page is no wider than the window, and the name is text that runs nothing."""
+    import json
+
+    from budgetconf.loop import LoopExecutor
+
+    from helpers.loops import Echo, answer, budget
+    from helpers.reports import PRICES, Named, used
+
+    name = '<img src=x onerror="window.pwned=1">gpt-4o-mini'
+    fields = {**budget(max_steps=4, max_cost_usd=1.0), **PRICES}
+    responses = [used(1000, 1000, 400), used(1000, 1000, 400, cost_usd=0.01), answer()]
+    result = LoopExecutor(Named(name, responses), {"echo": Echo()}, fields).run("go")
+    events = write_events(place.work / "priced.jsonl", result)
+    held = [json.loads(line) for line in events.read_text().splitlines()]
+    held[0]["prices"]["locator"] = "/home/ada/" + "/".join(["a-long-project-name"] * 6) + ".toml:3"
+    events.write_text("".join(json.dumps(e) + "\n" for e in held))
+    assert report(events) == 0
+    capsys.readouterr()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((place.work / "priced.html").as_uri())
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.locator("img").count() == 0
+    cost = page.locator("section.cost")
+    assert cost.locator(".price .model").inner_text() == name
+    parts = [cost.locator(f"tr[data-part={p}] td").nth(3).inner_text() for p in ("input", "total")]
+    assert parts == ["$0.00009", "$0.01072"]
+    assert cost.locator("table.cost").is_visible()
+    seen = page.evaluate(_BREAKS)
+    mid_word = [pair for pair in seen["breaks"] if not (pair[0] in " _./-" or pair[1] == " ")]
+    assert mid_word == []
+    assert seen["wide"] <= seen["view"]
+    if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
+        page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/priced-{width}.png", full_page=True)
+    context.close()

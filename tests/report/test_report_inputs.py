@@ -85,9 +85,13 @@ def test_a_cost_no_response_reported_is_not_reported_not_0(
     capsys.readouterr()
     page = (place.work / "cost.html").read_text(encoding="utf-8")
     assert "cost: not reported of $1 (max_cost_usd)" in page
-    assert page.count("<td class=num>not reported</td>") == 2
+    turns = page.split('<table class="turns">')[1]
+    assert turns.count("<td class=num>not reported</td>") == 2
     assert "<td>not reported</td>" in page  # the child's cost_usd
     assert '<polyline class="used" points=""/>' in page
+    cost = page.split('<section class="cost">')[1].split("</section>")[0]
+    assert '<tr data-part="total"><td>total</td>' in cost  # no picodollars: no cost known
+    assert cost.endswith("<td class=num>not reported</td></tr></table></div>")
 
 
 def test_a_cost_reported_as_0_is_0(place: Place, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,4 +100,6 @@ def test_a_cost_reported_as_0_is_0(place: Place, capsys: pytest.CaptureFixture[s
     capsys.readouterr()
     page = (place.work / "free.html").read_text(encoding="utf-8")
     assert "cost: $0 of $1 (max_cost_usd)" in page
-    assert page.count("<td class=num>not reported</td>") == 1
+    turns = page.split('<table class="turns">')[1]
+    assert turns.count("<td class=num>not reported</td>") == 1
+    assert '<tr data-part="total" data-picodollars="0">' in page

@@ -1,7 +1,7 @@
 """What a model's tokens cost, and where that price came from (PRICES.md).
 
 A `Price` is one model's rates with its source and locator; `PriceSettings`
-are the run's ``prices.*`` fields; `find_price` looks a model up in their
+are the run's ``prices.*`` fields; `PriceSettings.find` looks a model up in their
 rank order: the fields, the table file ``prices.table`` names, then the
 maintained table of ``genai-prices`` (its installed snapshot only). A response
 that reports its own cost is never priced: that is the Meter's rule.
@@ -11,157 +11,51 @@ Nothing here imports ``genai-prices`` until a model is looked up in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from budgetconf._prices._price import FIELDS as FIELDS
+from budgetconf._prices._price import GENAI_PRICES as GENAI_PRICES
+from budgetconf._prices._price import NO_TABLE as NO_TABLE
+from budgetconf._prices._price import TABLE as TABLE
+from budgetconf._prices._price import Price as Price
+from budgetconf._prices._price import shown_rate as shown_rate
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._values import plain_number, show_value
+from budgetconf._values import show_value
 from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
-    from typing import Any, Final
+    from typing import Any, Final, Protocol
 
     from budgetconf._resolution import Resolution
-    from budgetconf._usage import Usage
-    from budgetconf.loop._budget import Budget
 
-#: the sources of a price, in the order they are tried
-FIELDS: Final = "fields"
-TABLE: Final = "table"
-GENAI_PRICES: Final = "genai-prices"
-#: ``prices.table`` naming no table: only the fields and reported costs count
-NO_TABLE: Final = "none"
+    class CostLimit(Protocol):
+        """What pricing reads of a cost budget: a `budgetconf.loop.Limit`."""
 
+        @property
+        def field(self) -> str: ...
+        @property
+        def value(self) -> int | float: ...
+        @property
+        def locator(self) -> str: ...
+        def amount(self, value: int | float) -> str: ...
 
-class Price(ReadOnly):
-    """One model's price: US dollars per million input, cached input and output tokens.
+    class LedgerMaxima(Protocol):
+        """What pricing reads of a ledger's settings: a `budgetconf.loop.LedgerSettings`."""
 
-    ``source`` is `FIELDS`, `TABLE` or `GENAI_PRICES`; ``locator`` where it was
-    set (the fields' locators joined by ``, ``, a table entry's ``file:line``,
-    ``genai-prices 0.2.3``). ``calc`` prices a response itself where the rates
-    alone cannot (a tiered, conditional or per-request price): then the rates
-    are the model's base rates, shown and used for reservations only.
-    """
+        @property
+        def max_cost_usd(self) -> CostLimit | None: ...
 
-    __slots__ = (
-        "_cached",
-        "_input",
-        "_output",
-        "cached_input_per_mtok",
-        "calc",
-        "input_per_mtok",
-        "locator",
-        "model",
-        "output_per_mtok",
-        "source",
-    )
+    class Priced(Protocol):
+        """What pricing reads of a run's budget: a `budgetconf.loop.Budget` (named so here, as
+        the loop imports this package)."""
 
-    model: str
-    input_per_mtok: float
-    output_per_mtok: float
-    cached_input_per_mtok: float
-    source: str
-    locator: str
-    calc: Callable[[Usage], float] | None
-
-    def __init__(
-        self,
-        model: str,
-        input_per_mtok: float,
-        output_per_mtok: float,
-        cached_input_per_mtok: float | None = None,
-        *,
-        source: str,
-        locator: str,
-        calc: Callable[[Usage], float] | None = None,
-    ) -> None:
-        cached = input_per_mtok if cached_input_per_mtok is None else cached_input_per_mtok
-        set_field(self, "model", model)
-        set_field(self, "input_per_mtok", input_per_mtok)
-        set_field(self, "output_per_mtok", output_per_mtok)
-        set_field(self, "cached_input_per_mtok", cached)
-        set_field(self, "source", source)
-        set_field(self, "locator", locator)
-        set_field(self, "calc", calc)
-        # per token: a response is priced in three products and a sum
-        set_field(self, "_input", input_per_mtok / 1e6)
-        set_field(self, "_cached", cached / 1e6)
-        set_field(self, "_output", output_per_mtok / 1e6)
-
-    def __repr__(self) -> str:
-        return f"<Price {self.model}: {self.rates()} ({self.locator})>"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Price:
-            return NotImplemented
-        return self.to_dict() == other.to_dict() and self.calc is other.calc
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.to_dict().values()))
-
-    def named(self, model: str) -> Price:
-        """This price for ``model``: the fields' price is any model's."""
-        if model == self.model:
-            return self
-        return Price(
-            model,
-            self.input_per_mtok,
-            self.output_per_mtok,
-            self.cached_input_per_mtok,
-            source=self.source,
-            locator=self.locator,
-            calc=self.calc,
-        )
-
-    def cost(self, usage: Usage) -> float:
-        """What ``usage`` cost at this price, in US dollars, to the picodollar."""
-        if self.calc is not None:
-            return self.calc(usage)
-        cached = usage.cached_input_tokens
-        spent = (
-            (usage.input_tokens - cached) * self._input
-            + cached * self._cached
-            + usage.output_tokens * self._output
-        )
-        return round(spent, 12)
-
-    @property
-    def highest(self) -> float:
-        """The higher of the input and output rates, per token: what a reservation is priced
-        at, so that it covers any mix of the two."""
-        return max(self._input, self._output)
-
-    def rates(self) -> str:
-        """``$0.15 / $0.60 per Mtok`` (input / output), with the cached rate where it differs."""
-        shown = f"${_rate(self.input_per_mtok)} / ${_rate(self.output_per_mtok)}"
-        if self.cached_input_per_mtok != self.input_per_mtok:
-            shown += f" (cached ${_rate(self.cached_input_per_mtok)})"
-        return shown + " per Mtok"
-
-    def note(self) -> str:
-        """``gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``; a model with
-        no name has ``the price``."""
-        whose = f"{self.model}'s price" if self.model else "the price"
-        return f"{whose} ({self.locator}: {self.rates()})"
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"model", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
-        "source", "locator"}``, as ``run_started``'s ``prices`` and `budgetconf prices`."""
-        return {
-            "model": self.model,
-            "input_per_mtok": self.input_per_mtok,
-            "output_per_mtok": self.output_per_mtok,
-            "cached_input_per_mtok": self.cached_input_per_mtok,
-            "source": self.source,
-            "locator": self.locator,
-        }
-
-
-def _rate(value: float) -> str:
-    """A rate for a person: two decimals as prices are written (``0.60``), or all it has."""
-    cents = f"{value:.2f}"
-    return cents if float(cents) == value else plain_number(value)
+        @property
+        def limits(self) -> Mapping[str, CostLimit]: ...
+        @property
+        def ledger(self) -> LedgerMaxima | None: ...
+        @property
+        def prices(self) -> PriceSettings: ...
 
 
 class PriceSettings(ReadOnly):
@@ -237,7 +131,7 @@ class PriceSettings(ReadOnly):
 NO_PRICES: Final = PriceSettings()
 
 
-def needs_prices(budget: Budget) -> bool:
+def needs_prices(budget: Priced) -> bool:
     """Whether a run on ``budget`` prices its responses: it has a cost budget, or a ledger
     whose scope counts what its runs spent."""
     return budget.ledger is not None or "max_cost_usd" in budget.limits

@@ -17,7 +17,10 @@ from budgetconf.errors import BudgetConfWarning, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from budgetconf.loop._budget import Budget, Limit
+    from collections.abc import Set
+    from typing import Any
+
+    from budgetconf._prices import CostLimit, Priced
 
 
 class Pricing:
@@ -41,6 +44,10 @@ class Pricing:
     def __repr__(self) -> str:
         return f"<Pricing {self.model}: {self.price!r}>"
 
+    def in_force(self) -> dict[str, Any] | None:
+        """``run_started``'s ``prices``: the price of the run's model, or None."""
+        return None if self.price is None else self.price.to_dict()
+
     def of(self, model: str) -> Price | None:
         """``model``'s price, looked up once per run."""
         found = self._found
@@ -48,28 +55,33 @@ class Pricing:
             found[model] = self.settings.find(model, self.provider, self.started)
         return found[model]
 
-    def priced(self, usage: Usage) -> Usage:
-        """``usage`` with its cost at its model's price, where it reported none and used
-        tokens; else ``usage`` itself."""
-        if usage.cost_source != "none" or not (usage.input_tokens or usage.output_tokens):
-            return usage
+    def cost(self, usage: Usage) -> float | None:
+        """What ``usage`` (a response that reported no cost) cost at its model's price, or
+        None when it used no tokens or no price is known. A response naming another model is
+        priced by that model's price when known, else by the run's."""
+        if not (usage.input_tokens or usage.output_tokens):
+            return None
         named = usage.model
         price = self.price if not named or named == self.model else self.of(named) or self.price
         if price is None:
-            return usage
+            return None
         self.last = price
-        return Usage(
-            usage.input_tokens,
-            usage.cached_input_tokens,
-            usage.output_tokens,
-            usage.total_tokens,
-            price.cost(usage),
-            "priced",
-            named,
-        )
+        return price.cost(usage)
 
 
-def cost_budget(budget: Budget) -> Limit | None:
+def spent(pricing: Pricing | None, cost: float, sources: Set[str]) -> str:
+    """How a run's cost was known, for its cost stop: ``; spent $0.00150 at gpt-4o-mini's
+    price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``; ``sources`` are its responses'
+    cost sources."""
+    shown = f"; spent ${cost:.5f}"
+    priced = None if pricing is None or "priced" not in sources else pricing.last
+    if priced is None:
+        return shown + (" as its responses reported it" if sources else "")
+    reported = " as its responses reported it and" if "reported" in sources else ""
+    return f"{shown}{reported} at {priced.note()}"
+
+
+def cost_budget(budget: Priced) -> CostLimit | None:
     """The run's cost budget: ``limits.max_cost_usd``, else the ledger's ``max_cost_usd``."""
     own = budget.limits.get("max_cost_usd")
     if own is not None or budget.ledger is None:
@@ -77,7 +89,7 @@ def cost_budget(budget: Budget) -> Limit | None:
     return budget.ledger.max_cost_usd
 
 
-def pricing_for(budget: Budget, model: str | None, provider: str | None) -> Pricing | None:
+def pricing_for(budget: Priced, model: str | None, provider: str | None) -> Pricing | None:
     """How a run of ``model`` on ``budget`` is priced: None when nothing needs its cost (no
     cost budget and no ledger); a `UsageError`, or a warning under ``prices.unknown =
     warn``, for a named model with no price under a cost budget."""
@@ -93,7 +105,7 @@ def pricing_for(budget: Budget, model: str | None, provider: str | None) -> Pric
     return pricing
 
 
-def unpriced(model: str, limit: Limit) -> str:
+def unpriced(model: str, limit: CostLimit) -> str:
     """Why a cost budget cannot hold for ``model``: it has no price, and how to give one."""
     return (
         f"no price for the model {model!r}, and {limit.field} = {limit.amount(limit.value)}"

@@ -4,8 +4,9 @@ The page has no script, loads nothing (its Content-Security-Policy forbids
 every fetch, and it names no external style, font or image), and draws its
 charts as inline SVG, so it opens from disk in any browser and shows the
 same there as in a CI job's artifacts. Each run shows its stop first, then a
-chart per enforced budget, the budgets with their provenance, its children,
-its ledger and its turns.
+chart per enforced budget, its cost by input, cached input and output at the
+price in force, the budgets with their provenance, its children, its ledger
+and its turns.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Final
 
-from budgetconf._report import _tables
+from budgetconf._report import _cost, _tables
 from budgetconf._report._charts import svg
 from budgetconf._report._read import Bad, Events, RunView
 from budgetconf._report._series import charts
@@ -51,6 +52,7 @@ svg .used{fill:none;stroke:#1f6feb;stroke-width:2}svg .bar,svg .point{fill:#1f6f
 svg .limit{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 4}
 svg .mark-notice{stroke:#d08700;stroke-dasharray:3 3}svg .mark-stop{stroke:#c62828}
 svg .mark-rejected{fill:#c62828}svg .mark-truncated{fill:#d08700}
+.price{overflow-wrap:anywhere}.source{color:#5b6474}
 .children{margin-left:1.5em}.child{border-left:3px solid #d8dde6;padding-left:1em}
 .problems{background:#fdecea;padding:.4em 1em}
 """
@@ -156,6 +158,7 @@ def _run(run: RunView, index: int, known: _tables.Known, parent: int | None) -> 
         f" · from line {run.first_line:,}</p>"
         f"{_stop(run)}"
         f'<section><h3>Budgets used</h3><div class="charts">{drawn}</div></section>'
+        f"{_cost.section(run)}"
         f"<section><h3>Budgets and where they were set</h3>{_tables.budgets(run)}</section>"
         f"{_tables.children(run, known)}{_tables.ledger(run)}"
         f"<section><h3>Turns</h3>{_tables.turns(run)}</section></section>"

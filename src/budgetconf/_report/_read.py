@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -42,11 +43,33 @@ from budgetconf.events import (
 MAX_EVENTS_BYTES: Final = 256 << 20
 #: the largest count an event may hold, as every count in budgetconf
 _MAX_COUNT: Final = 2**63 - 1
-#: keys an event holds as a count, or as a finite number, or as text, or as an object
-_COUNTS: Final = ("turn", "turns", "tokens", "tool_calls_executed", "calls")
+#: keys an event holds as a count, or as a finite number, or as text (or null), or as an object
+_COUNTS: Final = (
+    "turn",
+    "turns",
+    "tokens",
+    "tool_calls_executed",
+    "calls",
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+)
 _NUMBERS: Final = ("time", "cost_usd")
-_TEXTS: Final = ("type", "run_id", "stop_reason", "status", "message", "finish_reason")
+_TEXTS: Final = (
+    "type",
+    "run_id",
+    "stop_reason",
+    "status",
+    "message",
+    "finish_reason",
+    "cost_source",
+    "cost_from",
+)
+_TEXTS_OR_NULL: Final = ("model",)
 _OBJECTS: Final = ("limits", "budgets", "carried_over")
+#: the rates of run_started's ``prices``: input and output are its price, cached defaults to input
+_RATES: Final = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok")
+_PRICE_TEXTS: Final = ("model", "source", "locator")
 #: the objects whose numbers the charts draw (as floats: a 309-digit integer is none)
 _DRAWN_OBJECTS: Final = ("limits", "carried_over")
 #: the cost_source of a response whose cost is known ("none": its cost_usd 0 is no cost)
@@ -92,6 +115,13 @@ class Turn:
     tokens: float = 0
     cost: float = 0.0
     cost_reported: bool = False  # whether its response's cost was known (reported or priced)
+    cost_usd: float = 0  # cost_usd as the event holds it: an integer stays exact
+    cost_source: str | None = None  # as the event says (version 1: none said)
+    model: str | None = None  # the model its response names
+    # its input (cached included), cached input and output tokens; None: the event gives none
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
     content: str = ""
     time: float | None = None  # when the response was read
     rejected: dict[str, Any] | None = None  # the batch_rejected event
@@ -144,6 +174,19 @@ class RunView:
     def version(self) -> int:
         """The vocabulary its events were recorded in: 1 for a run that says none."""
         return version_of(self.started or {})
+
+    @property
+    def prices(self) -> dict[str, Any] | None:
+        """The price in force, as run_started's ``prices`` names it; None: none was in force,
+        or its events name none (see `prices_named`)."""
+        found = (self.started or {}).get("prices")
+        return found if isinstance(found, dict) else None
+
+    @property
+    def prices_named(self) -> bool:
+        """Whether its run_started says what price was in force (its events are recent enough
+        to have ``prices``, null included)."""
+        return "prices" in (self.started or {})
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -240,20 +283,34 @@ def _checked(event: dict[str, Any]) -> dict[str, Any] | str:
     if not isinstance(event.get("type"), str):
         return 'not an event: no "type" text'
     name = escape(clipped(event["type"], limit=40), keep="")  # one line, whatever it holds
-    for key in _TEXTS:
-        if key in event and not isinstance(event[key], str):
-            return f"{name}: {key}: expected text, got {_kind(event[key])}"
-    for key in _COUNTS:
-        if key in event and not _is_count(event[key]):
-            return f"{name}: {key}: expected a whole number from 0, got {_shown(event[key])}"
-    for key in _NUMBERS:
-        if key in event and not _is_number(event[key]):
-            return f"{name}: {key}: expected a number from 0, got {_shown(event[key])}"
-    for key in _OBJECTS:
-        if key in event and not isinstance(event[key], dict):
-            return f"{name}: {key}: expected an object, got {_kind(event[key])}"
-    too_big = _too_big(event)
-    return f"{name}: {too_big}" if too_big is not None else event
+    for keys, fits, expected, shown in _RULES:
+        for key in keys:
+            if key in event and not fits(event[key]):
+                return f"{name}: {key}: {expected}, got {shown(event[key])}"
+    wrong = _too_big(event)
+    if wrong is None and "prices" in event:
+        wrong = _price_problem(event["prices"])
+    return f"{name}: {wrong}" if wrong is not None else event
+
+
+def _price_problem(prices: object) -> str | None:
+    """Why run_started's ``prices`` is no price the page can show and split by; None when
+    it is one (null: no price was in force)."""
+    if prices is None:
+        return None
+    if not isinstance(prices, dict):
+        return f"prices: expected an object or null, got {_kind(prices)}"
+    for key in _RATES[:2]:
+        if key not in prices:
+            return f"prices: {key}: expected a number from 0, got nothing"
+    for key in _RATES:
+        rate = prices.get(key)
+        if not _is_number(rate) and not (key == _RATES[2] and rate is None):
+            return f"prices: {key}: expected a number from 0, got {_shown(rate)}"
+    for key in _PRICE_TEXTS:
+        if key in prices and not isinstance(prices[key], str):
+            return f"prices: {key}: expected text, got {_kind(prices[key])}"
+    return None
 
 
 def _too_big(event: dict[str, Any]) -> str | None:
@@ -264,6 +321,18 @@ def _too_big(event: dict[str, Any]) -> str | None:
                 shown = escape(clipped(inner, limit=40), keep="")
                 return f"{key}: {shown}: expected a number to 2**63-1, got {_shown(item)}"
     return None
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_text_or_null(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
 
 
 def _is_count(value: object) -> bool:
@@ -288,6 +357,18 @@ def _shown(value: object) -> str:
         text = str(value)
         return text if len(text) <= 24 else f"a number of {len(text)} digits"
     return _kind(value)
+
+
+#: each kind of key: the keys, whether a value fits, what was expected, how the value is named
+_RULES: Final[
+    tuple[tuple[tuple[str, ...], Callable[[object], bool], str, Callable[[object], str]], ...]
+] = (
+    (_TEXTS, _is_text, "expected text", _kind),
+    (_TEXTS_OR_NULL, _is_text_or_null, "expected text or null", _kind),
+    (_COUNTS, _is_count, "expected a whole number from 0", _shown),
+    (_NUMBERS, _is_number, "expected a number from 0", _shown),
+    (_OBJECTS, _is_object, "expected an object", _kind),
+)
 
 
 class _Builder:
@@ -362,11 +443,16 @@ def _response(turn: Turn, event: dict[str, Any]) -> None:
     turn.responded = True
     turn.finish_reason = event.get("finish_reason")
     turn.tokens = event.get("tokens", 0)
-    turn.cost = float(event.get("cost_usd", 0.0))
-    source = event.get("cost_source")
+    turn.cost_usd = event.get("cost_usd", 0)
+    turn.cost = float(turn.cost_usd)
+    source = turn.cost_source = event.get("cost_source")
     # cost_source says how the cost is known; an event without one (version 1) reported a
     # cost only when it gave one above 0
     turn.cost_reported = turn.cost > 0 or source in KNOWN_COST
+    turn.model = event.get("model")
+    turn.input_tokens = event.get("input_tokens")
+    turn.cached_input_tokens = event.get("cached_input_tokens")
+    turn.output_tokens = event.get("output_tokens")
     turn.time = event.get("time")
     content = event.get("content")
     turn.content = content if isinstance(content, str) else ""

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from budgetconf._report._cost import NOT_REPORTED
 from budgetconf._report._read import Child, RunView, Turn
 from budgetconf._report._series import summed
 from budgetconf._report._text import attr, breakable, number, text
 
 #: a run longer than this shows its turns folded, to be opened
 FOLDED_TURNS: Final = 200
-#: what a cost cell says when no response reported one (0 would say it cost nothing)
-NOT_REPORTED: Final = "not reported"
 #: the keys every event carries, which a table of an event's own keys leaves out
 _STAMPS: Final = frozenset({"type", "run_id", "time"})
 
@@ -71,8 +70,10 @@ def turns(run: RunView) -> str:
         return '<p class="empty">No turn was recorded.</p>'
     charged = run.charged("tokens")
     totals = summed(run, ordered, "tokens", "tokens")
+    # where a response was priced, each cost says how it is known: priced or reported
+    sourced = any(turn.cost_source == "priced" for turn in ordered)
     rows = [
-        _turn_row(turn, so_far, charged.get(turn.number, 0.0))
+        _turn_row(turn, so_far, charged.get(turn.number, 0.0), sourced)
         for turn, so_far in zip(ordered, totals, strict=True)
     ]
     head = (
@@ -86,7 +87,7 @@ def turns(run: RunView) -> str:
     return f"<details><summary>{len(ordered):,} turns</summary>{table}</details>"
 
 
-def _turn_row(turn: Turn, so_far: float, children: float) -> str:
+def _turn_row(turn: Turn, so_far: float, children: float, sourced: bool) -> str:
     asked = ", ".join(turn.asked[:8])
     if len(turn.asked) > 8:
         asked += f" … and {len(turn.asked) - 8} more"
@@ -111,10 +112,20 @@ def _turn_row(turn: Turn, so_far: float, children: float) -> str:
         f"<td>{len(turn.asked)}{': ' + breakable(asked, 120) if asked else ''}</td>"
         f"<td class=num>{turn.executed}</td><td class=num>{turn.refused}</td>"
         f"<td class=num>{number(turn.tokens)}</td><td class=num>{number(so_far)}</td>"
-        f"<td class=num>{number(turn.cost) if turn.cost_reported else NOT_REPORTED}</td>"
+        f"<td class=num>{_cost_cell(turn, sourced)}</td>"
         f"<td>{breakable('; '.join(notes))}</td>"
         f"<td>{text(turn.content, 80)}</td></tr>"
     )
+
+
+def _cost_cell(turn: Turn, sourced: bool) -> str:
+    """A response's cost; with how it is known (``priced``, ``reported``) when ``sourced``."""
+    if not turn.cost_reported:
+        return NOT_REPORTED
+    if not sourced:
+        return number(turn.cost)
+    source = "priced" if turn.cost_source == "priced" else "reported"
+    return f'{number(turn.cost)} <span class="source">{source}</span>'
 
 
 def _whole(amount: float) -> float:

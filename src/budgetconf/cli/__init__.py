@@ -37,6 +37,7 @@ COMMANDS: Final = (
     "report",
     "completion",
     "ledger",
+    "prices",
 )
 
 

@@ -14,7 +14,6 @@ from budgetconf.cli._flags import given_flags
 from budgetconf.cli._output import (
     EXIT_ERROR,
     EXIT_OK,
-    document,
     plural,
     problems,
     say,
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from budgetconf._engine import Preset
+    from budgetconf._resolution import Resolution
     from budgetconf._rules import Rule
 
 
@@ -40,21 +40,42 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
 def check(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
     """The problems, then one line that says whether the check passed; or the JSON document."""
     res, preset, fields = found.res, found.preset, found.fields
-    failed = bool(res.errors or res.warnings)
+    paired = _paired(res)  # a rule across fields, which a run would refuse
+    failed = bool(res.errors or res.warnings or paired)
     if fmt == "json":
-        document(res, fields, out)
+        doc = res.to_dict(fields)
+        doc["errors"] += paired
+        write_json(doc, out)
     else:
         problems(res, err, warnings=True)
+        errors = len(res.errors) + len(paired)
+        for problem in paired:
+            say(err, f"budgetconf: error: {problem}")
         if failed:
             say(
                 out,
-                f"check failed: {plural(len(res.errors), 'error')}, "
+                f"check failed: {plural(errors, 'error')}, "
                 f"{plural(len(res.warnings), 'warning')} (preset {preset.name})",
             )
         else:
             count = plural(len(fields or res.values), "field")
             say(out, f"ok: {count} resolved, no warnings (preset {preset.name})")
     return EXIT_ERROR if failed else EXIT_OK
+
+
+def _paired(res: Resolution) -> list[str]:
+    """The fields a run reads together and the resolution judges one by one: a price set by
+    half (docs/prices.md)."""
+    if res.errors:
+        return []
+    from budgetconf._prices import PriceSettings
+    from budgetconf.errors import ConfigError
+
+    try:
+        PriceSettings.from_resolution(res)
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
 
 
 def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:

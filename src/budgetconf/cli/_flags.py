@@ -191,7 +191,7 @@ def shadowed(preset: Preset, parser: argparse.ArgumentParser, taking: Sequence[s
     warnings = []
     for flag, names in hidden.items():
         paths = ", ".join(f.path for f in preset.schema.by_flag[flag])
-        where = " and ".join(names)
+        where = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         warnings.append(
             f"the preset's flag {flag} ({paths}) is shadowed on {where} by the command's own"
             f" {flag}: there, give it after -- (budgetconf {names[0]} ... -- {flag} VALUE)"

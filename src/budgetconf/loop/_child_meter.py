@@ -18,7 +18,8 @@ from budgetconf._loop_table import StopReason
 from budgetconf._record import MASK
 from budgetconf._values import show_value
 from budgetconf.events import BUDGET_EXHAUSTED, CHILD_END, CHILD_START
-from budgetconf.loop._meter import Meter, add_usage
+from budgetconf.loop._counting import add_usage
+from budgetconf.loop._meter import Meter
 
 if TYPE_CHECKING:
     from budgetconf._usage import Usage
@@ -92,15 +93,15 @@ class ChildMeter(Meter):
 
     # -- the charges: what the child consumes, every enclosing run has consumed too
 
-    def _count(self, usage: Usage) -> None:
-        if usage.cost_source != "none":
+    def _count(self, usage: Usage, cost: float, source: str) -> None:
+        if source != "none":
             for r in self.line:
-                r.cost_sources.add(usage.cost_source)
+                r.cost_sources.add(source)
         assert self.lock is not None, "a tree with a child shares a lock"
         with self.lock:
-            add_usage(self, usage)
+            add_usage(self, usage, cost)
             for r in self.chain:
-                add_usage(r, usage)
+                add_usage(r, usage, cost)
 
     def _admit(self, need: int) -> str | None:
         if not need:

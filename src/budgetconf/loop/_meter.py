@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf._loop_table import LastTurn, StopReason
 from budgetconf._prices import needs_prices
-from budgetconf._usage import Usage
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
     LAST_TURN_NOTICE,
@@ -40,6 +39,7 @@ from budgetconf.events import (
     VERSION,
     RunInfo,
 )
+from budgetconf.loop._counting import Counting
 from budgetconf.loop._faults import PASSING, describe
 from budgetconf.loop._plan import Planning
 from budgetconf.loop._result import Event, Message, RunResult, Totals
@@ -73,7 +73,7 @@ _CHILD_SLOTS: Final = (
 )
 
 
-class Meter(Planning):
+class Meter(Counting, Planning):
     """One run's accounting and its rules, for the executor and every bridge (see above).
 
     ``budget`` bounds it; ``steps`` is its step budget (default the budget's
@@ -89,17 +89,12 @@ class Meter(Planning):
     # reads them each turn
     __slots__ = (
         "budget",
-        "cached_input_tokens",
-        "cost",
-        "cost_sources",
         "deadline",
         "draw",
         "ended",
         "events",
-        "executed",
         "handle",
         "info",
-        "input_tokens",
         "last_turn",
         "limits",
         "lock",
@@ -107,15 +102,11 @@ class Meter(Planning):
         "noticed",
         "on_event",
         "output",
-        "output_tokens",
-        "pending",
         "pricing",
         "run_id",
         "sink_fault",
         "stop_next",
-        "tokens",
         "tools",
-        "turns",
         *_CHILD_SLOTS,
     )
 
@@ -207,16 +198,11 @@ class Meter(Planning):
                 "cost_usd": totals.cost_usd,
             },
             resumed_from=resumed_from,
-            prices=self._price_in_force(),
+            prices=None if self.pricing is None else self.pricing.in_force(),
         )
 
     def __repr__(self) -> str:
         return f"<Meter {self.name} turn {self.turns}, {len(self.events)} events>"
-
-    def _price_in_force(self) -> dict[str, Any] | None:
-        """``run_started``'s ``prices``: the price of the run's model, or None."""
-        pricing = self.pricing
-        return None if pricing is None or pricing.price is None else pricing.price.to_dict()
 
     # ------------------------------------------------------------------ events
 
@@ -284,82 +270,6 @@ class Meter(Planning):
         self.emit(LAST_TURN_NOTICE, turn=self.turns, kind=kind, content=text)
         return kind, text
 
-    def _count(self, usage: Usage) -> None:
-        """Add a response's usage to this run's counts."""
-        if usage.cost_source != "none":
-            self.cost_sources.add(usage.cost_source)
-        lock = self.lock
-        if lock is None:
-            add_usage(self, usage)
-            return
-        with lock:  # a child of this run may be counting on another thread
-            add_usage(self, usage)
-
-    def _admit(self, need: int) -> str | None:
-        """Hold ``need`` tool calls within ``max_tool_calls``, less what is admitted already;
-        when there is no room, why (the answer of the calls refused)."""
-        if not need:
-            return None
-        cap = self.limits.get("max_tool_calls")
-        lock = self.lock
-        if lock is None:
-            if cap is not None and self.executed + self.pending + need > cap:
-                return _NO_ROOM
-            self.pending += need
-            return None
-        with lock:
-            if cap is not None and self.executed + self.pending + need > cap:
-                return _NO_ROOM
-            self.pending += need
-        return None
-
-    def _finished(self) -> None:
-        """One admitted call has ended: it counts as executed."""
-        lock = self.lock
-        if lock is None:
-            self.pending -= 1
-            self.executed += 1
-            return
-        with lock:
-            self.pending -= 1
-            self.executed += 1
-
-    def _release(self, count: int) -> None:
-        """``count`` admitted calls will not run."""
-        lock = self.lock
-        if lock is None:
-            self.pending -= count
-            return
-        with lock:
-            self.pending -= count
-
-    @property
-    def usage(self) -> Usage:
-        """What the conversation has used so far, its responses' usage summed."""
-        sources = self.cost_sources
-        source = "reported" if "reported" in sources else "priced" if sources else "none"
-        return Usage(
-            self.input_tokens,
-            self.cached_input_tokens,
-            self.output_tokens,
-            self.tokens,
-            self.cost,
-            source,
-        )
-
-    @property
-    def totals(self) -> Totals:
-        """What the conversation has consumed, its sub-agents' consumption included."""
-        return Totals(
-            self.turns,
-            self.executed,
-            self.tokens,
-            self.cost,
-            self.input_tokens,
-            self.cached_input_tokens,
-            self.output_tokens,
-        )
-
     # ------------------------------------------------------------------ the checks
 
     def _spent(self) -> StopReason | None:
@@ -412,22 +322,12 @@ class Meter(Planning):
         if reason is StopReason.CANCELLED:  # handed up by a sub-agent that was interrupted
             return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
-        if reason is StopReason.MAX_COST:
-            message += self._cost_note()
+        if reason is StopReason.MAX_COST:  # how the cost was known
+            from budgetconf._prices._pricing import spent
+
+            message += spent(self.pricing, self.cost, self.cost_sources)
         self.emit(BUDGET_EXHAUSTED, turn=self.turns, stop_reason=stop, **limit)
         return self.finish(reason, message, output, limit)
-
-    def _cost_note(self) -> str:
-        """How the run's cost was known, for its cost stop: ``; spent $0.00150 at
-        gpt-4o-mini's price (genai-prices 0.2.3: $0.15 / $0.60 per Mtok)``."""
-        spent = f"; spent ${self.cost:.5f}"
-        sources = self.cost_sources
-        pricing = self.pricing
-        priced = None if pricing is None or "priced" not in sources else pricing.last
-        if priced is None:
-            return spent + (" as its responses reported it" if sources else "")
-        reported = " as its responses reported it and" if "reported" in sources else ""
-        return f"{spent}{reported} at {priced.note()}"
 
     def finish(
         self,
@@ -509,17 +409,3 @@ class Meter(Planning):
             run_id=self.run_id,
             usage=self.usage,
         )
-
-
-#: the answer of calls past the run's own tool-call budget
-_NO_ROOM: Final = "the run's tool-call budget would be exceeded"
-
-
-def add_usage(run: Meter, usage: Usage) -> None:
-    """Add ``usage`` to ``run``'s counts (its caller holds the tree's lock, if there is one)."""
-    run.tokens += usage.total_tokens
-    run.input_tokens += usage.input_tokens
-    run.cached_input_tokens += usage.cached_input_tokens
-    run.output_tokens += usage.output_tokens
-    if usage.cost_usd:  # summed to the picodollar: three at 0.1 reach a limit of 0.3 exactly
-        run.cost = round(run.cost + usage.cost_usd, 12)

@@ -127,7 +127,7 @@ class Planning:
 
         def _record(self, event: Event) -> None: ...
         def emit(self, event_type: str, /, **data: Any) -> None: ...
-        def _count(self, usage: Usage) -> None: ...
+        def _count(self, usage: Usage, cost: float, source: str) -> None: ...
         def _over(self) -> StopReason | None: ...
 
         def _admit(self, need: int) -> str | None: ...
@@ -152,10 +152,13 @@ class Planning:
     ) -> Plan:
         """Record what the model answered and judge it: the `Plan` of its calls."""
         turn = self.turns
+        cost, source = usage.cost_usd, usage.cost_source
         if usage is not NO_USAGE:
-            if self.pricing is not None:  # a cost it did not report, at its model's price
-                usage = self.pricing.priced(usage)
-            self._count(usage)
+            if source == "none" and self.pricing is not None:  # at its model's price
+                priced = self.pricing.cost(usage)
+                if priced is not None:
+                    cost, source = priced, "priced"
+            self._count(usage, cost, source)
         if content:
             self.output = content  # type: ignore[misc]  # a slot of the Meter this half is of
         self._record(
@@ -171,13 +174,13 @@ class Planning:
                 "input_tokens": usage.input_tokens,
                 "cached_input_tokens": usage.cached_input_tokens,
                 "output_tokens": usage.output_tokens,
-                "cost_usd": usage.cost_usd,
-                "cost_source": usage.cost_source,
+                "cost_usd": cost,
+                "cost_source": source,
                 "model": usage.model,
             }
         )
         if self.draw is not None:  # the response replaces what the call held in the ledger
-            self.draw.settle(usage.total_tokens, usage.cost_usd)
+            self.draw.settle(usage.total_tokens, cost)
         blocked = BLOCKS.get(finish_reason)
         if not calls and blocked is None:  # a final answer
             return Plan(calls, (), None, None, True)
