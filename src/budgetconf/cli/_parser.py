@@ -194,6 +194,16 @@ def add_preset(container: argparse._ActionsContainer) -> None:
     )
 
 
+def add_table_or_json(parser: argparse.ArgumentParser) -> None:
+    """``--format table|json``: aligned lines for a person, or one document for a tool."""
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table: aligned lines for a person (the default); json: one document",
+    )
+
+
 def add_resolution_options(parser: argparse.ArgumentParser) -> None:
     """``--preset`` and each source kind's own option, in rank order: what a resolution reads."""
     group = parser.add_argument_group("resolution options")

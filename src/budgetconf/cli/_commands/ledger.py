@@ -6,7 +6,12 @@ import argparse
 from typing import Final, TextIO
 
 from budgetconf._text import clipped
-from budgetconf.cli._parser import Command, CommandLine, add_resolution_options
+from budgetconf.cli._parser import (
+    Command,
+    CommandLine,
+    add_resolution_options,
+    add_table_or_json,
+)
 
 
 def _count(text: str) -> int:
@@ -30,12 +35,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         sub.add_argument("--scope", metavar="S", help="the scope (default: ledger.scope)")
         if view == "runs":
             sub.add_argument("--limit", metavar="N", type=_count, default=20, help="default 20")
-        sub.add_argument(
-            "--format",
-            choices=("table", "json"),
-            default="table",
-            help="table: aligned lines for a person (the default); json: one document",
-        )
+        add_table_or_json(sub)
 
 
 def _carry_out(line: CommandLine, out: TextIO, err: TextIO) -> int:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Final, TextIO
 
-from budgetconf.cli._parser import Command, CommandLine, add_resolution_options
+from budgetconf.cli._parser import (
+    Command,
+    CommandLine,
+    add_resolution_options,
+    add_table_or_json,
+)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,12 +21,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         help="the models to show (default: every model the price table knows)",
     )
-    parser.add_argument(
-        "--format",
-        choices=("table", "json"),
-        default="table",
-        help="table: aligned lines for a person (the default); json: one document",
-    )
+    add_table_or_json(parser)
 
 
 def _carry_out(line: CommandLine, out: TextIO, err: TextIO) -> int:
