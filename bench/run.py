@@ -15,6 +15,8 @@ and one run, medians of many repetitions taken with `time.perf_counter_ns`:
 - whole-process start-up: a bare interpreter, `import budgetconf` alone and
   with a first `factory()` call, and `budgetconf explain` in both formats;
 - the loop executor's cost per turn (the functions of loop_overhead.py);
+- pricing one response that reports no cost, at a flat price and through
+  genai-prices' calc_price;
 - how a resolution scales with fields x sources (generated presets);
 - `budgetconf report` on a 10,000-turn events file (the functions of report.py).
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -571,7 +574,6 @@ def startup_rows(fx: Fixture, mode: Mode) -> list[Row]:
 #: the targets of the rows measured over another row: what each may add per turn, in ns
 _OVER_TARGETS: Final = {
     "LoopExecutor.run, as a sub-agent": ("≤ 5 µs over run (docs)", 5_000),
-    "LoopExecutor.run, with a priced cost budget": ("≤ 2 µs a response (PRICES.md)", 2_000),
 }
 
 
@@ -602,6 +604,29 @@ def loop_rows(mode: Mode) -> list[Row]:
             row.reading = f"+{show_time(ns - floor)} over hand-written"
             row.target, row.holds = "< 15 µs over (docs)", ns - floor < 15_000
         rows.append(row)
+    return rows
+
+
+def price_rows(mode: Mode) -> list[Row]:
+    """Pricing one response that reports no cost, as the Meter does, after the model's first
+    lookup: at a flat price (budgetconf's own arithmetic), and through calc_price (a tiered
+    price). The loop rows above show the same inside a whole turn."""
+    from budgetconf._prices import NO_PRICES
+    from budgetconf._prices._pricing import Pricing
+    from budgetconf._usage import Usage
+
+    usage = Usage(1200, 200, 300)
+    takes = {}
+    for name, model in (
+        ("prices: one response at a flat price (gpt-4o-mini)", "gpt-4o-mini"),
+        ("prices: one response through calc_price (gemini-2.5-pro)", "gemini-2.5-pro"),
+    ):
+        pricing = Pricing(NO_PRICES, model, "openai" if model.startswith("gpt") else "google")
+        check(f"{model}'s price", pricing.cost(usage) is not None, True)
+        takes[name] = batched(functools.partial(pricing.cost, usage))
+    samples = interleaved(takes, mode.rounds, mode.sample_ns)
+    rows = [Row(name, statistics.median(runs), len(runs)) for name, runs in samples.items()]
+    rows[0].target, rows[0].holds = "≤ 2 µs (PRICES.md)", rows[0].median_ns <= 2_000
     return rows
 
 
@@ -851,6 +876,7 @@ def main(argv: list[str] | None = None) -> int:
             in_process(fx, mode),
             startup_rows(fx, mode),
             loop_rows(mode),
+            price_rows(mode),
             scale_rows(Path(tmp) / "scale", mode),
             report_rows(Path(tmp) / "report", mode),
         ]

@@ -87,6 +87,10 @@ SCALE = [
     ),
     "scale: cost per added field×source",
 ]
+PRICES = [
+    "prices: one response at a flat price (gpt-4o-mini)",
+    "prices: one response through calc_price (gemini-2.5-pro)",
+]
 REPORT = ["report: 10,000-turn events file"]
 TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "resolve(), warm",
@@ -99,7 +103,7 @@ TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "start-up: budgetconf explain --format json",
     "scale: cost per added field×source",
     "loop: LoopExecutor.run, as a sub-agent, per turn",
-    "loop: LoopExecutor.run, with a priced cost budget, per turn",
+    "prices: one response at a flat price (gpt-4o-mini)",
     *REPORT,
 ]
 
@@ -112,7 +116,7 @@ def test_the_benchmark_reports_every_row(
     assert _load("run").main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert list(report["rows"]) == IN_PROCESS + START_UP + LOOP + SCALE + REPORT
+    assert list(report["rows"]) == IN_PROCESS + START_UP + LOOP + PRICES + SCALE + REPORT
     for name, row in report["rows"].items():
         assert name in printed
         assert row["median_us"] > 0
