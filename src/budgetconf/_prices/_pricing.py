@@ -3,7 +3,7 @@
 `pricing_for` decides, before a run's first model call, whether it prices at
 all (a cost budget, or a ledger to settle with) and refuses a named model with
 no price under a cost budget, as ``prices.unknown`` says. The Meter then
-passes every response through `Pricing.priced`.
+prices every response that reports no cost with `Pricing.cost`.
 """
 
 from __future__ import annotations
