@@ -28,6 +28,18 @@ def status_and_runs(url: str) -> tuple[Any, list[dict[str, Any]]]:
         return led.status(SCOPE, window="day"), led.runs(SCOPE)
 
 
+def assert_two_calls_settled_at_the_price(url: str) -> None:
+    """The scope settled two calls of 10 input and 5 output tokens at $0.15 / $0.60 per Mtok
+    ($0.0000045 each), holds nothing, and its one run record says the same."""
+    status, runs = status_and_runs(url)
+    assert (status.spent_tokens, status.spent_cost_usd, status.reserved_cost_usd) == (
+        30,
+        0.000009,
+        0.0,
+    )
+    assert [r["cost_usd"] for r in runs] == [0.000009]
+
+
 #: what a bridge's model double reports per call, and the scope's maximum, in the stop tests
 PER_CALL, MOST = 100, 250
 

@@ -31,6 +31,7 @@ from helpers.ledgers import (
     SCOPE,
     assert_stopped_before_the_third_call,
     assert_the_lease_outlived,
+    assert_two_calls_settled_at_the_price,
     budget,
     sqlite_url,
     status_and_runs,
@@ -214,14 +215,7 @@ def test_a_ledger_cost_maximum_is_drawn_on_at_the_price_or_refused_by_run(
     )
     result = run(agent(fake, priced), hi(), priced)
     assert (result.status, fake.calls, result.usage.cost_source) == (RunStatus.OK, 2, "priced")
-    status, runs = status_and_runs(url)
-    # two calls of 10 input and 5 output tokens: $0.0000045 each
-    assert (status.spent_tokens, status.spent_cost_usd, status.reserved_cost_usd) == (
-        30,
-        0.000009,
-        0.0,
-    )
-    assert [r["cost_usd"] for r in runs] == [0.000009]
+    assert_two_calls_settled_at_the_price(url)
 
 
 def test_arun_gives_a_failed_calls_reservation_back(tmp_path: Path) -> None:

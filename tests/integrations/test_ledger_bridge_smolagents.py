@@ -35,6 +35,7 @@ from helpers.ledgers import (
     SCOPE,
     assert_stopped_before_the_third_call,
     assert_the_lease_outlived,
+    assert_two_calls_settled_at_the_price,
     budget,
     sqlite_url,
     status_and_runs,
@@ -232,14 +233,7 @@ def test_a_ledger_cost_maximum_needs_the_price_of_the_agents_model(tmp_path: Pat
     fields = {"price_input_per_mtok": "0.15", "price_output_per_mtok": "0.6"}
     result = bridge.run(agent(model), "go", budget(url, ledger_max_cost_usd="5", **fields))
     assert (result.status, model.calls, result.usage.cost_source) == (RunStatus.OK, 2, "priced")
-    status, runs = status_and_runs(url)
-    # two calls of 10 input and 5 output tokens: $0.0000045 each
-    assert (status.spent_tokens, status.spent_cost_usd, status.reserved_cost_usd) == (
-        30,
-        0.000009,
-        0.0,
-    )
-    assert [r["cost_usd"] for r in runs] == [0.000009]
+    assert_two_calls_settled_at_the_price(url)
 
 
 def test_a_call_that_outlives_its_lease_keeps_its_reservation(tmp_path: Path) -> None:

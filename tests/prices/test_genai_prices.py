@@ -411,3 +411,24 @@ def test_import_budgetconf_does_not_import_genai_prices() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.usefixtures("uninstalled")
+def test_without_genai_prices_a_cost_budget_is_refused_and_no_budget_warns_nothing() -> None:
+    """PRICES.md: the fields unset and genai-prices absent, a cost budget on a named model is
+    refused with the install hint; with no cost budget the run goes as before, without a word."""
+    import warnings
+
+    from budgetconf import UsageError
+    from budgetconf.loop import LoopExecutor, ScriptedModel
+
+    class Named(ScriptedModel):
+        model = "gpt-4o-mini"
+
+    reply = {"content": "hi", "usage": {"prompt_tokens": 9, "completion_tokens": 1}}
+    with pytest.raises(UsageError, match=r"pip install 'budgetconf\[prices\]'$"):
+        LoopExecutor(Named([reply]), {}, {"limits.max_cost_usd": 1}).run("go")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = LoopExecutor(Named([reply]), {}, {"loop.max_steps": 2}).run("go")
+    assert (result.status, result.usage.cost_source) == ("ok", "none")
