@@ -6,6 +6,7 @@ Real genai-prices (its bundled snapshot), real table files, a real loopback serv
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import genai_prices
@@ -249,3 +250,30 @@ def test_check_fails_on_a_price_set_by_half(capsys: pytest.CaptureFixture[str]) 
     assert main(["check", "--price-output-per-mtok", "2", "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out)["errors"] == [problem]
     assert main(["check", "--price-output-per-mtok", "2", "--price-input-per-mtok", "1"]) == 0
+
+
+def test_a_configuration_that_does_not_resolve_exits_1_before_any_price(
+    capsys: pytest.CaptureFixture[str], place: Place
+) -> None:
+    place.write("settings.toml", "[prices]\ntable = 3\n")
+    code, out, err = prices(capsys, "gpt-4o-mini")
+    assert (code, out) == (1, "")
+    assert err.startswith("budgetconf: error: ")
+    assert "prices.table" in err
+
+
+def test_without_genai_prices_installed_a_model_is_said_to_be_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from budgetconf._prices import _genai
+    from budgetconf.cli import _prices
+
+    _genai.forget()
+    monkeypatch.setitem(sys.modules, "genai_prices", None)
+    monkeypatch.setattr(_prices, "_installed", lambda: None)  # no distribution either
+    try:
+        code, _, err = prices(capsys, "gpt-4o-mini")
+    finally:
+        _genai.forget()
+    assert code == 1
+    assert "no price for the model 'gpt-4o-mini': genai-prices is not installed;" in err

@@ -275,3 +275,21 @@ def test_cached_tokens_over_reported_are_priced_as_input_at_most(drive: Driver) 
     values = {"limits.max_cost_usd": 1, **PRICE, "prices.cached_input_per_mtok": 0.075}
     result = run(drive, Named([turn(1000, 0, cached=5000), answer()]), values)
     assert responses(result)[0]["cost_usd"] == 0.000075
+
+
+def test_a_secret_cost_budget_stays_masked_in_the_refusal(place: Any) -> None:
+    """A named model with no price under a secret cost budget: the refusal shows ***."""
+    import pathlib
+
+    preset = pathlib.Path(budgetconf.__file__).parent / "_presets" / "budgetconf.toml"
+    text = preset.read_text().replace(
+        '[fields."limits.max_cost_usd"]', '[fields."limits.max_cost_usd"]\nsecret = true'
+    )
+    vault = place.write("secret-cost.toml", text.replace('name = "budgetconf"', 'name = "vault"'))
+    res = budgetconf.resolve(
+        str(vault), env={}, explicit={"limits.max_cost_usd": 0.5, "prices.table": "none"}
+    )
+    with pytest.raises(UsageError) as caught:
+        LoopExecutor(Named([answer()]), {}, res).run("go")
+    assert "limits.max_cost_usd = *** from explicit is a cost budget" in str(caught.value)
+    assert "0.5" not in str(caught.value)

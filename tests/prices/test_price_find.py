@@ -44,3 +44,19 @@ def test_no_table_and_the_fields_come_before_any_table() -> None:
     fields = Price("*", 3, 4, source=FIELDS, locator="env A, env B")
     price = PriceSettings(fields=fields, table=NO_TABLE).find("gpt-4o-mini", "openai", T)
     assert price == fields.named("gpt-4o-mini")
+
+
+def test_a_price_shows_its_rates_and_locator_and_is_equal_by_them() -> None:
+    """A repr a person reads; equal prices are the same rates from the same place."""
+    from budgetconf._prices import PriceSettings
+    from budgetconf._prices._pricing import Pricing
+
+    price = Price("house", 0.15, 0.6, 0.075, source=TABLE, locator="t.json:3")
+    assert repr(price) == "<Price house: $0.15 / $0.60 (cached $0.075) per Mtok (t.json:3)>"
+    same = Price("house", 0.15, 0.6, 0.075, source=TABLE, locator="t.json:3")
+    assert price == same
+    assert hash(price) == hash(same)
+    assert price != Price("house", 0.15, 0.6, source=TABLE, locator="t.json:3")
+    assert price != "house"
+    pricing = Pricing(PriceSettings(fields=price), "house", None)
+    assert repr(pricing) == f"<Pricing house: {price!r}>"

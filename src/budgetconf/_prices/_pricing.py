@@ -1,8 +1,8 @@
 """One run's pricing: each model's price looked up once, and each response priced by it.
 
-`pricing_for` decides, before a run's first model call, whether it prices at
-all (a cost budget, or a ledger to settle with) and refuses a named model with
-no price under a cost budget, as ``prices.unknown`` says. The Meter then
+`pricing_for` makes it before a run's first model call, for a run that prices
+at all (`needs_prices`: a cost budget, or a ledger to settle with), and refuses
+a named model with no price under a cost budget, as ``prices.unknown`` says. The Meter then
 prices every response that reports no cost with `Pricing.cost`.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from datetime import UTC, datetime
 
-from budgetconf._prices import WAYS, Price, PriceSettings, needs_prices
+from budgetconf._prices import WAYS, Price, PriceSettings
 from budgetconf._usage import Usage
 from budgetconf.errors import BudgetConfWarning, UsageError
 
@@ -89,12 +89,10 @@ def cost_budget(budget: Priced) -> CostLimit | None:
     return budget.ledger.max_cost_usd
 
 
-def pricing_for(budget: Priced, model: str | None, provider: str | None) -> Pricing | None:
-    """How a run of ``model`` on ``budget`` is priced: None when nothing needs its cost (no
-    cost budget and no ledger); a `UsageError`, or a warning under ``prices.unknown =
-    warn``, for a named model with no price under a cost budget."""
-    if not needs_prices(budget):
-        return None
+def pricing_for(budget: Priced, model: str | None, provider: str | None) -> Pricing:
+    """How a run of ``model`` on ``budget`` is priced, for a budget that `needs_prices`; a
+    `UsageError`, or a warning under ``prices.unknown = warn``, for a named model with no price
+    under a cost budget."""
     limit = cost_budget(budget)
     pricing = Pricing(budget.prices, model, provider)
     if model and pricing.price is None and limit is not None:
