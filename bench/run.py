@@ -111,7 +111,7 @@ PRICE_DEFAULTS = {
     "prices.unknown": "refuse",
 }
 #: every field the fixture leaves at its default
-DEFAULTS = {**LEDGER_DEFAULTS, **PRICE_DEFAULTS}
+DEFAULTS = {**LEDGER_DEFAULTS, **PRICE_DEFAULTS, "telemetry.otel": False}
 OPENDOT_STEPS = "64"
 OURS = ("BUDGETCONF_", "OPENDOT_")  # the prefixes of variables that would change what is read
 

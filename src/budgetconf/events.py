@@ -256,6 +256,7 @@ TYPES: Final[Mapping[str, EventType]] = {
             "the ledger could not be used",
             (
                 ("turn", ""),
+                ("scope", ""),
                 ("url", "its password `***`"),
                 ("error", ""),
                 ("on_unavailable", ""),
@@ -325,10 +326,20 @@ def _key(name: str, what: str) -> str:
 
 class RunInfo(ReadOnly):
     """A run as a sink's ``open_run`` and ``close_run`` see it: its id and name, its preset,
-    the bridge's framework (None for the executor), and the runs it belongs to."""
+    the bridge's framework (None for the executor), the runs it belongs to, the model it asks
+    for (None when it names none) and its `budgetconf.loop.Budget`."""
 
     __module__ = "budgetconf.events"
-    __slots__ = ("framework", "name", "parent", "preset", "resumed_from", "run_id")
+    __slots__ = (
+        "budget",
+        "framework",
+        "model",
+        "name",
+        "parent",
+        "preset",
+        "resumed_from",
+        "run_id",
+    )
 
     run_id: str
     name: str
@@ -336,6 +347,8 @@ class RunInfo(ReadOnly):
     framework: str | None
     parent: RunInfo | None  # the run a sub-agent's budget was carved from
     resumed_from: str | None  # the id of the run it continues
+    model: str | None
+    budget: Any  # the run's `budgetconf.loop.Budget` (not imported here: the loop imports this)
 
     def __init__(
         self,
@@ -346,6 +359,8 @@ class RunInfo(ReadOnly):
         framework: str | None = None,
         parent: RunInfo | None = None,
         resumed_from: str | None = None,
+        model: str | None = None,
+        budget: Any = None,
     ) -> None:
         set_field(self, "run_id", run_id)
         set_field(self, "name", name)
@@ -353,6 +368,8 @@ class RunInfo(ReadOnly):
         set_field(self, "framework", framework)
         set_field(self, "parent", parent)
         set_field(self, "resumed_from", resumed_from)
+        set_field(self, "model", model)
+        set_field(self, "budget", budget)
 
     def __repr__(self) -> str:
         return f"RunInfo({self.name!r}, run_id={self.run_id!r})"

@@ -172,9 +172,12 @@ def test_check_and_diff_take_a_section_too(capsys: pytest.CaptureFixture[str]) -
         (
             "lop",
             "unknown field or section 'lop'; did you mean 'loop'?"
-            " (sections: loop, limits, ledger, prices)",
+            " (sections: loop, limits, ledger, prices, telemetry)",
         ),
-        ("zzz", "unknown field or section 'zzz' (sections: loop, limits, ledger, prices)"),
+        (
+            "zzz",
+            "unknown field or section 'zzz' (sections: loop, limits, ledger, prices, telemetry)",
+        ),
         ("loop.max_step", "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?"),
     ],
 )

@@ -25,6 +25,7 @@ PUBLIC = (
     "budgetconf.errors",
     "budgetconf.ledger",
     "budgetconf.events",
+    "budgetconf.telemetry",
 )
 INTEGRATIONS = (  # the package and each integration: every public module in it
     "budgetconf.integrations",

@@ -47,6 +47,7 @@ class Limit:
     policed: str | None = None
     # the policy's rule for the field, if it has one: what a value code asks for is held to
     rule: Rule | None = None
+    asked_value: object = None  # what the source the policy overruled asked for, if any
 
     def __repr__(self) -> str:
         # by hand: the generated repr would show a secret field's value
@@ -256,6 +257,9 @@ _SETTINGS: Final = (
 )
 
 
+_OTEL_FIELD: Final = "telemetry.otel"
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """What bounds a run: the enforced limits and the loop's behaviours, from one resolution."""
@@ -269,6 +273,7 @@ class Budget:
     spec: LoopSpec
     ledger: LedgerSettings | None = None  # the shared ledger the run draws on, if any
     prices: PriceSettings = NO_PRICES  # what its model's tokens cost (docs/prices.md)
+    otel: bool = False  # whether the run goes on the OpenTelemetry trace (docs/telemetry.md)
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, command_line: bool = False) -> Budget:
@@ -296,7 +301,8 @@ class Budget:
         last_turn, over_cap = LastTurn(behaviours["last_turn"]), OverCap(behaviours["over_cap"])
         ledger = LedgerSettings.from_resolution(res, command_line=command_line)
         prices = PriceSettings.from_resolution(res)
-        return cls(res.preset, limits, last_turn, over_cap, spec, ledger, prices)
+        otel = res.values.get(_OTEL_FIELD) is True  # a preset that does not declare it: off
+        return cls(res.preset, limits, last_turn, over_cap, spec, ledger, prices, otel)
 
     @classmethod
     def of(cls, budget: object) -> Budget:
@@ -385,6 +391,7 @@ def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit
         via=trace.winner.derived_from,
         policed=policed,
         rule=trace.policy,
+        asked_value=None if trace.asked is None else trace.asked.value,
     )
 
 

@@ -111,6 +111,7 @@ class RunHandle:
             budget.spec,
             budget.ledger,  # a child draws on the shared ledger itself, and writes its own record
             budget.prices,
+            budget.otel,
             parent=self,
             inherited=frozenset(inherited),
         )

@@ -291,6 +291,7 @@ class Draw:
         self.run.emit(
             LEDGER_UNAVAILABLE,
             turn=turn,
+            scope=self.settings.scope,
             url=self.settings.shown,
             error=cause,
             on_unavailable=self.settings.on_unavailable,

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from budgetconf.loop._budget import Budget
     from budgetconf.loop._ledger import Draw
     from budgetconf.loop._response import Call
+    from budgetconf.telemetry import OtelSink
 
 _now = time.time  # an event's time: seconds since the epoch (a global lookup, not two)
 _monotonic = time.monotonic
@@ -106,6 +107,7 @@ class Meter(Counting, Planning):
         "run_id",
         "sink_fault",
         "stop_next",
+        "telemetry",
         "tools",
         *_CHILD_SLOTS,
     )
@@ -151,7 +153,6 @@ class Meter(Counting, Planning):
         timeout = self.limits.get("timeout_seconds")
         self.deadline = None if timeout is None else _monotonic() + timeout
         self.events: list[Event] = []
-        self.on_event = on_event
         self.sink_fault: BaseException | None = None  # what on_event raised, if it did
         self.output = ""  # the last non-empty assistant text
         # the stop a sub-agent handed up (a budget it found spent in this run's remainder, or
@@ -172,7 +173,19 @@ class Meter(Counting, Planning):
             framework=framework,
             parent=parent,
             resumed_from=resumed_from,
+            model=model,
+            budget=budget,
         )
+        self.on_event = on_event
+        # telemetry.otel: the run on the trace, heard before on_event and apart from it, so a
+        # sink that fails leaves the trace whole (docs/telemetry.md)
+        self.telemetry: OtelSink | None = None
+        if budget.otel:
+            from budgetconf.telemetry import _otel_for
+
+            self.telemetry = _otel_for(on_event)
+            if self.telemetry is not None:
+                self.telemetry.open_run(self.info)
         opened = getattr(on_event, "open_run", None)
         if opened is not None:
             self._sink_call(opened, self.info)
@@ -212,6 +225,8 @@ class Meter(Counting, Planning):
 
     def _record(self, event: Event) -> None:
         self.events.append(event)
+        if self.telemetry is not None:
+            self.telemetry(event)
         if self.on_event is None:
             return
         try:
@@ -367,6 +382,8 @@ class Meter(Counting, Planning):
         closed = getattr(self.on_event, "close_run", None)
         if closed is not None:
             self._sink_call(closed, self.info)
+        if self.telemetry is not None:
+            self.telemetry.close_run(self.info)
         return result
 
     def _ended(self, result: RunResult) -> None:

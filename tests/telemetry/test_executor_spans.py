@@ -1,0 +1,200 @@
+"""The executor's runs on the OpenTelemetry trace (docs/telemetry.md), read back through the
+real SDK's in-memory span exporter and metric reader."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+
+from budgetconf import BudgetConfWarning, UsageError, resolve
+from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
+from budgetconf.telemetry import OtelSink
+
+from .conftest import Traced
+
+
+def tool_call(cid: str, name: str = "echo") -> dict[str, Any]:
+    return {"id": cid, "name": name, "arguments": {"text": "x"} if name == "echo" else {}}
+
+
+def echo(text: str) -> str:
+    return text
+
+
+USAGE = {"prompt_tokens": 7, "completion_tokens": 3}
+
+
+def asks_forever(n: int = 6) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            {
+                "tool_calls": [tool_call(f"c{i}")],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+            }
+            for i in range(n)
+        ]
+    )
+
+
+def a(recorded: Any) -> Mapping[str, Any]:
+    """A span's or span event's attributes."""
+    return dict(recorded.attributes or {})
+
+
+def by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def test_a_run_is_one_invoke_agent_span_with_chat_and_tool_spans_beneath(traced: Traced) -> None:
+    """telemetry.otel on: the run span, a CLIENT chat span per call and a tool span per run
+    call, all in one trace, with the conventions' attributes."""
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_steps": 3})
+    result = LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    spans = traced.spans()
+    (run,) = by_name(spans, "invoke_agent")
+    assert run.name == "invoke_agent budgetconf"
+    assert run.kind is SpanKind.INTERNAL
+    attrs = dict(run.attributes or {})
+    assert attrs["gen_ai.operation.name"] == "invoke_agent"
+    assert attrs["gen_ai.conversation.id"] == result.run_id == attrs["budgetconf.run.id"]
+    assert attrs["budgetconf.limit.max_steps"] == 3
+    assert attrs["budgetconf.limit.max_steps.source"] == "explicit"
+    assert attrs["budgetconf.stop.reason"] == result.stop_reason
+    assert attrs["budgetconf.stop.field"] == "loop.max_steps"
+    assert attrs["budgetconf.used.steps"] == result.turns == 3
+    assert attrs["budgetconf.used.tokens"] == result.tokens
+    assert run.status.status_code is StatusCode.UNSET  # a budget stop is no error
+    chats = by_name(spans, "chat")
+    assert len(chats) == 3
+    assert {c.kind for c in chats} == {SpanKind.CLIENT}
+    assert {c.parent.span_id if c.parent else None for c in chats} == {run.context.span_id}
+    assert a(chats[0])["gen_ai.usage.input_tokens"] == 7
+    assert a(chats[0])["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert "gen_ai.request.model" not in a(chats[0])  # a scripted model has no name
+    tools = by_name(spans, "execute_tool")
+    assert [a(t)["gen_ai.tool.name"] for t in tools] == ["echo"] * result.tool_calls_executed
+    assert {t.context.trace_id for t in spans} == {run.context.trace_id}
+    (reached,) = [e for e in run.events if e.name == "budgetconf.limit_reached"]
+    assert a(reached)["budgetconf.field"] == "loop.max_steps"
+    assert a(reached)["budgetconf.used"] == 3
+    assert a(reached)["budgetconf.scope"] == "run"
+    assert result.limit is not None
+    assert a(reached)["budgetconf.raise_with"] == tuple(result.limit["raise_with"])
+
+
+def test_the_metrics_count_the_stop_and_each_calls_tokens(traced: Traced) -> None:
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_steps": 2})
+    LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    points = traced.metrics()
+    (stop,) = points["budgetconf.stops"]
+    assert stop.value == 1
+    assert a(stop)["budgetconf.stop.field"] == "loop.max_steps"
+    usage = {a(p)["gen_ai.token.type"]: p.sum for p in points["gen_ai.client.token.usage"]}
+    assert usage == {"input": 14, "output": 6}
+
+
+def test_off_by_default_and_an_otel_sink_traces_one_run(traced: Traced) -> None:
+    LoopExecutor(ScriptedModel([{"content": "hi"}])).run("go")
+    assert traced.spans() == ()
+    model = ScriptedModel([{"content": "hi"}])
+    result = LoopExecutor(model, on_event=OtelSink(), name="helper").run("go")
+    (run,) = by_name(traced.spans(), "invoke_agent")
+    assert run.name == "invoke_agent helper"
+    assert a(run)["budgetconf.status"] == result.status.value
+
+
+def test_a_carved_child_is_a_span_under_its_parents_tool_span(traced: Traced) -> None:
+    def spawn() -> str:
+        handle = current_run()
+        assert handle is not None
+        child = ScriptedModel([{"content": "done"}])
+        return LoopExecutor(child, budget=handle.carve(max_steps=2), name="child").run("go").output
+
+    model = ScriptedModel([{"tool_calls": [tool_call("s", "spawn")]}, {"content": "ok"}])
+    res = resolve(explicit={"telemetry.otel": True})
+    LoopExecutor(model, tools={"spawn": spawn}, budget=res).run("go")
+    spans = traced.spans()
+    (child,) = [s for s in spans if s.name == "invoke_agent child"]
+    (tool,) = by_name(spans, "execute_tool spawn")
+    assert child.parent is not None
+    assert child.parent.span_id == tool.context.span_id
+
+
+def test_a_resumed_run_is_a_new_span_naming_the_run_it_continues(traced: Traced) -> None:
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_steps": 1})
+    executor = LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res)
+    first = executor.run("go")
+    second = executor.resume(first, extra_steps=1)
+    runs = by_name(traced.spans(), "invoke_agent")
+    assert len(runs) == 2
+    assert a(runs[1])["gen_ai.conversation.id"] == second.run_id != first.run_id
+    assert a(runs[1])["budgetconf.resumed_from"] == first.run_id
+
+
+def test_refused_calls_are_events_not_spans(traced: Traced) -> None:
+    """A rejected batch of three is three refusal events and no tool span."""
+    model = ScriptedModel(
+        [{"tool_calls": [tool_call("a"), tool_call("b"), tool_call("c")]}, {"content": "ok"}]
+    )
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_tool_calls_per_turn": 2})
+    LoopExecutor(model, tools={"echo": echo}, budget=res).run("go")
+    spans = traced.spans()
+    assert by_name(spans, "execute_tool") == []
+    (run,) = by_name(spans, "invoke_agent")
+    refused = [e for e in run.events if e.name == "budgetconf.tool_call_refused"]
+    assert [a(e)["gen_ai.tool.name"] for e in refused] == ["echo"] * 3
+
+
+def test_a_secret_budget_has_no_value_on_the_trace(traced: Traced, tmp_path: Any) -> None:
+    res = resolve(explicit={"telemetry.otel": True, "limits.max_tokens": 5})
+    secret = res.schema.by_path["limits.max_tokens"].secret
+    LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    (run,) = by_name(traced.spans(), "invoke_agent")
+    assert ("budgetconf.limit.max_tokens" in a(run)) is not secret
+
+
+def test_a_failing_exporter_warns_once_and_the_run_goes_on(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracer = trace.get_tracer("x")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no spans today")
+
+    monkeypatch.setattr(type(tracer), "start_span", broken)
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_steps": 3})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    assert result.turns == 3
+    mine = [w for w in caught if issubclass(w.category, BudgetConfWarning)]
+    assert len(mine) == 1
+    assert "telemetry failed" in str(mine[0].message)
+
+
+def test_without_opentelemetry_the_run_is_refused_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    import budgetconf.telemetry
+
+    monkeypatch.delitem(sys.modules, "budgetconf.telemetry._sink", raising=False)
+    monkeypatch.delattr(budgetconf.telemetry, "_sink", raising=False)
+    res = resolve(explicit={"telemetry.otel": True})
+    asked: list[object] = []
+
+    def model(messages: object, tools: object) -> dict[str, str]:
+        asked.append(messages)
+        return {"content": "hi"}
+
+    with pytest.raises(UsageError, match=r"pip install 'budgetconf\[otel\]'"):
+        LoopExecutor(model, budget=res).run("go")
+    assert asked == []  # refused before the first model call
