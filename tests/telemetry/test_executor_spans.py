@@ -7,16 +7,19 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+import openai
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from budgetconf import BudgetConfWarning, UsageError, resolve
+from budgetconf.integrations.openai import OpenAIModel
 from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
 from budgetconf.telemetry import OtelSink
 
 from .conftest import Traced
+from helpers.chat_server import reply, serving
 
 
 def tool_call(cid: str, name: str = "echo") -> dict[str, Any]:
@@ -198,3 +201,180 @@ def test_without_opentelemetry_the_run_is_refused_naming_the_extra(
     with pytest.raises(UsageError, match=r"pip install 'budgetconf\[otel\]'"):
         LoopExecutor(model, budget=res).run("go")
     assert asked == []  # refused before the first model call
+
+
+def test_a_tool_that_raises_is_an_error_span(traced: Traced) -> None:
+    def broken(text: str) -> str:
+        raise ValueError("no such page")
+
+    model = ScriptedModel([{"tool_calls": [tool_call("a")]}, {"content": "ok"}])
+    res = resolve(explicit={"telemetry.otel": True})
+    LoopExecutor(model, tools={"echo": broken}, budget=res).run("go")
+    (tool,) = by_name(traced.spans(), "execute_tool")
+    assert tool.status.status_code is StatusCode.ERROR
+    assert a(tool)["error.type"] == "ValueError"
+
+
+def test_a_failed_run_sets_error_and_its_stop_reason(traced: Traced) -> None:
+    def model(messages: object, tools: object) -> dict[str, str]:
+        raise ConnectionError("refused")
+
+    res = resolve(explicit={"telemetry.otel": True})
+    result = LoopExecutor(model, budget=res).run("go")
+    (run,) = by_name(traced.spans(), "invoke_agent")
+    assert run.status.status_code is StatusCode.ERROR
+    assert a(run)["error.type"] == result.stop_reason == "error"
+    assert "budgetconf.stop.field" not in a(run)  # no budget stopped it
+    (chat,) = by_name(traced.spans(), "chat")  # the call that failed is ended, an error
+    assert chat.status.status_code is StatusCode.ERROR
+
+
+@pytest.mark.parametrize("capture", ["", "true"])
+def test_content_is_recorded_only_when_asked(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", capture)
+    res = resolve(explicit={"telemetry.otel": True})
+    LoopExecutor(ScriptedModel([{"content": "the secret answer"}]), budget=res).run("go")
+    (chat,) = by_name(traced.spans(), "chat")
+    shown = " ".join(str(v) for span in traced.spans() for v in a(span).values())
+    assert ("the secret answer" in shown) is bool(capture)
+    assert ("gen_ai.output.messages" in a(chat)) is bool(capture)
+
+
+def test_the_policy_clamp_is_an_event_on_the_run_span(traced: Traced, place: Any) -> None:
+    place.policy.parent.mkdir(parents=True)
+    place.policy.write_text('{"on_exceed": "clamp", "loop": {"max_steps": {"max": 2}}}')
+    res = resolve(explicit={"telemetry.otel": True, "loop.max_steps": 9})
+    LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    (run,) = by_name(traced.spans(), "invoke_agent")
+    assert a(run)["budgetconf.limit.max_steps.source"] == "policy"
+    (clamped,) = [e for e in run.events if e.name == "budgetconf.policy.clamped"]
+    assert a(clamped) == {
+        "budgetconf.field": "loop.max_steps",
+        "budgetconf.asked": 9,
+        "budgetconf.given": 2,
+    }
+
+
+def test_the_ledger_maximum_its_refusal_and_its_stop_are_on_the_run_span(
+    traced: Traced, tmp_path: Any
+) -> None:
+    res = resolve(
+        explicit={
+            "telemetry.otel": True,
+            "ledger.url": f"sqlite:///{tmp_path / 'ledger.db'}",
+            "ledger.max_tokens": 100,
+            "ledger.reserve_tokens": 60,
+            "ledger.window": "none",
+        }
+    )
+    result = LoopExecutor(asks_forever(), tools={"echo": echo}, budget=res).run("go")
+    assert result.stop_reason == "max_tokens"
+    (run,) = by_name(traced.spans(), "invoke_agent")
+    assert a(run)["budgetconf.limit.ledger.max_tokens"] == 100
+    (refused,) = [e for e in run.events if e.name == "budgetconf.ledger.refused"]
+    assert a(refused)["budgetconf.scope"] == "default"
+    (reached,) = [e for e in run.events if e.name == "budgetconf.limit_reached"]
+    assert a(reached)["budgetconf.scope"] == "ledger"
+    assert a(reached)["budgetconf.field"] == "ledger.max_tokens"
+
+
+def test_an_exporter_failing_at_the_runs_end_warns_once(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import Span
+
+    def broken(self: Any, end_time: Any = None) -> None:
+        raise RuntimeError("export failed")
+
+    monkeypatch.setattr(Span, "end", broken)
+    res = resolve(explicit={"telemetry.otel": True})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = LoopExecutor(ScriptedModel([{"content": "hi"}]), budget=res).run("go")
+    assert result.status.value == "ok"
+    assert len([w for w in caught if issubclass(w.category, BudgetConfWarning)]) == 1
+
+
+def test_a_run_against_a_loopback_server_names_its_model_and_prices_its_calls(
+    traced: Traced,
+) -> None:
+    """Through the real openai client: the chat span names the requested and the responding
+    model, an unknown tool is a refusal event, and the priced cost is the cost metric."""
+    replies = [
+        reply(calls=[("k1", "nope", {}), ("k2", "echo", {"text": "x"})], usage=(1000, 100)),
+        reply("done", usage=(1000, 100)),
+    ]
+    res = resolve(
+        explicit={
+            "telemetry.otel": True,
+            "prices.input_per_mtok": 1.0,
+            "prices.output_per_mtok": 2.0,
+            "limits.max_cost_usd": 1.0,
+        }
+    )
+    with (
+        serving(replies) as chat,
+        openai.OpenAI(base_url=chat.url, api_key="sk-test", max_retries=0, timeout=10.0) as client,
+    ):
+        result = LoopExecutor(OpenAIModel("gpt-4o-mini", client=client), {"echo": echo}, res).run(
+            "hi"
+        )
+    assert result.status.value == "ok"
+    spans = traced.spans()
+    chats = by_name(spans, "chat gpt-4o-mini")
+    assert len(chats) == 2
+    assert a(chats[0])["gen_ai.request.model"] == "gpt-4o-mini"
+    assert a(chats[0])["gen_ai.response.model"] == "test-model"
+    (run,) = by_name(spans, "invoke_agent")
+    refused = [a(e) for e in run.events if e.name == "budgetconf.tool_call_refused"]
+    assert [r["gen_ai.tool.name"] for r in refused] == ["nope"]
+    (cost,) = traced.metrics()["budgetconf.cost"]
+    assert cost.value == pytest.approx(result.cost_usd)
+    assert cost.value == pytest.approx(2 * (1000 * 1.0 + 100 * 2.0) / 1e6)
+    assert a(run)["budgetconf.used.cost_usd"] == pytest.approx(result.cost_usd)
+
+
+def test_cached_tokens_and_a_timeout_stop_are_recorded(traced: Traced) -> None:
+    """A response's cached input tokens are on its chat span; at a timeout stop the limit's
+    ``used`` is the seconds the run took."""
+    import time
+
+    def slow(text: str) -> str:
+        time.sleep(0.05)
+        return text
+
+    usage = {
+        "prompt_tokens": 9,
+        "completion_tokens": 1,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    }
+    model = ScriptedModel([{"tool_calls": [tool_call(f"c{i}")], "usage": usage} for i in range(9)])
+    res = resolve(explicit={"telemetry.otel": True, "limits.timeout_seconds": 0.02})
+    result = LoopExecutor(model, tools={"echo": slow}, budget=res).run("go")
+    assert result.stop_reason == "timeout"
+    spans = traced.spans()
+    assert a(by_name(spans, "chat")[0])["gen_ai.usage.cache_read.input_tokens"] == 4
+    (run,) = by_name(spans, "invoke_agent")
+    (reached,) = [a(e) for e in run.events if e.name == "budgetconf.limit_reached"]
+    assert reached["budgetconf.field"] == "limits.timeout_seconds"
+    assert reached["budgetconf.used"] >= 0.02
+
+
+def test_a_sink_that_cannot_record_an_event_warns_once(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = OtelSink()
+    assert repr(sink) == "<OtelSink, 0 runs open>"
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("no metrics today")
+
+    monkeypatch.setattr(sink, "_response", broken)
+    monkeypatch.setitem(sink._on, "model_response", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = LoopExecutor(asks_forever(), tools={"echo": echo}, on_event=sink).run("go")
+    assert result.turns > 1  # the run went on
+    assert len([w for w in caught if issubclass(w.category, BudgetConfWarning)]) == 1
