@@ -75,10 +75,21 @@ class EnvSource:
         for name in sorted(self._strays(env)):
             upper = name.upper()
             spelled = upper in self._known or upper in self._ignore
-            hint = upper if spelled else did_you_mean(name, sorted(self._known))
+            hint = upper if spelled else self._near(upper)
             tail = f"; did you mean {hint}?" if hint else ""
             warnings.append(f"{clipped(name)} is not a known variable{tail}")
         return Layer(SourceStatus.LOADED, "environment", offers, warnings=tuple(warnings))
+
+    def _near(self, upper: str) -> str | None:
+        """The known variable ``upper`` is a slip for, its prefix left out of the likeness.
+
+        Every name shares the prefix, which would make any two look alike:
+        ``BUDGETCONF_QQQ`` is no slip for ``BUDGETCONF_OTEL``.
+        """
+        cut = len(self._prefix or "")
+        tails = {name[cut:]: name for name in self._known if name.startswith(upper[:cut])}
+        hit = did_you_mean(upper[cut:], sorted(tails))
+        return tails[hit] if hit else None
 
     def _strays(self, env: Iterable[str]) -> tuple[str, ...]:
         """The variables with the prefix, in any case, that map to nothing."""
