@@ -40,7 +40,11 @@ class Sink(Protocol):
     """A run's ``on_event``: called with each event as it happens.
 
     It may also have ``open_run(run)`` and ``close_run(run)``, called with the run's
-    `RunInfo` in the run's own context, before its first event and after its last.
+    `RunInfo` before its first event and after its last, and ``release_run(run)``, called
+    once the run has returned to its caller. ``open_run`` is called in the caller's context;
+    ``close_run`` where the run ends, which for a bridged run may be inside its framework
+    (a hook that decided a stop), so what ``open_run`` made current in the caller's context
+    is given back in ``release_run``.
     """
 
     def __call__(self, event: dict[str, Any], /) -> None: ...
@@ -327,7 +331,9 @@ def _key(name: str, what: str) -> str:
 class RunInfo(ReadOnly):
     """A run as a sink's ``open_run`` and ``close_run`` see it: its id and name, its preset,
     the bridge's framework (None for the executor), the runs it belongs to, the model it asks
-    for (None when it names none) and its `budgetconf.loop.Budget`."""
+    for (None when it names none) and its `budgetconf.loop.Budget`. ``traced`` says the
+    framework's own instrumentation traces the run's model and tool calls (a telemetry sink
+    then traces the run alone, docs/telemetry.md)."""
 
     __module__ = "budgetconf.events"
     __slots__ = (
@@ -339,6 +345,7 @@ class RunInfo(ReadOnly):
         "preset",
         "resumed_from",
         "run_id",
+        "traced",
     )
 
     run_id: str
@@ -349,6 +356,7 @@ class RunInfo(ReadOnly):
     resumed_from: str | None  # the id of the run it continues
     model: str | None
     budget: Any  # the run's `budgetconf.loop.Budget` (not imported here: the loop imports this)
+    traced: bool
 
     def __init__(
         self,
@@ -361,6 +369,7 @@ class RunInfo(ReadOnly):
         resumed_from: str | None = None,
         model: str | None = None,
         budget: Any = None,
+        traced: bool = False,
     ) -> None:
         set_field(self, "run_id", run_id)
         set_field(self, "name", name)
@@ -370,6 +379,7 @@ class RunInfo(ReadOnly):
         set_field(self, "resumed_from", resumed_from)
         set_field(self, "model", model)
         set_field(self, "budget", budget)
+        set_field(self, "traced", traced)
 
     def __repr__(self) -> str:
         return f"RunInfo({self.name!r}, run_id={self.run_id!r})"

@@ -34,6 +34,11 @@ class Traced:
     def spans(self) -> tuple[ReadableSpan, ...]:
         return tuple(_SPANS.get_finished_spans())
 
+    def clear(self) -> None:
+        """Forget what was traced so far: the next spans and metrics are new runs' alone."""
+        _SPANS.clear()
+        _READER.get_metrics_data()
+
     def metrics(self) -> dict[str, list[Any]]:
         """Each metric's data points, by name, from what was recorded so far."""
         data = _READER.get_metrics_data()
@@ -47,7 +52,7 @@ class Traced:
 
 @pytest.fixture
 def traced() -> Iterator[Traced]:
-    _SPANS.clear()
-    _READER.get_metrics_data()  # collected: the cumulative points start from here
-    yield Traced()
+    found = Traced()
+    found.clear()
+    yield found
     _SPANS.clear()

@@ -378,3 +378,62 @@ def test_a_sink_that_cannot_record_an_event_warns_once(
         result = LoopExecutor(asks_forever(), tools={"echo": echo}, on_event=sink).run("go")
     assert result.turns > 1  # the run went on
     assert len([w for w in caught if issubclass(w.category, BudgetConfWarning)]) == 1
+
+
+def test_a_broken_install_is_not_taken_for_the_missing_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module of budgetconf's own that cannot be imported is raised as it is."""
+    import sys
+
+    import budgetconf.telemetry
+
+    monkeypatch.setitem(sys.modules, "budgetconf.telemetry._sink", None)
+    monkeypatch.delattr(budgetconf.telemetry, "_sink", raising=False)
+    with pytest.raises(ModuleNotFoundError) as raised:
+        budgetconf.telemetry.OtelSink  # noqa: B018  (the lazy attribute imports the sink)
+    assert raised.type is ModuleNotFoundError
+    assert raised.value.name == "budgetconf.telemetry._sink"
+
+
+def test_the_field_on_and_an_otel_sink_given_trace_the_run_once(traced: Traced) -> None:
+    res = resolve(explicit={"telemetry.otel": True})
+    LoopExecutor(ScriptedModel([{"content": "hi"}]), budget=res, on_event=OtelSink()).run("go")
+    assert [s.name for s in traced.spans()] == ["chat", "invoke_agent budgetconf"]
+
+
+def test_a_run_told_of_by_hand_without_its_budget_has_no_limits(traced: Traced) -> None:
+    """A sink's open_run and close_run called with a RunInfo that carries no budget."""
+    from budgetconf.events import RunInfo
+
+    sink, info = OtelSink(), RunInfo("r1", "by-hand", "budgetconf")
+    sink.open_run(info)
+    assert trace.get_current_span().get_span_context().is_valid  # current while it runs
+    sink.close_run(info)
+    sink.release_run(info)  # given back already: nothing left to give
+    assert not trace.get_current_span().get_span_context().is_valid
+    (run,) = traced.spans()
+    assert not [k for k in a(run) if k.startswith("budgetconf.limit.")]
+    assert a(run)["budgetconf.run.id"] == "r1"
+
+
+def test_an_exporter_failing_as_the_run_span_ends_warns_once(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import Span
+
+    ends = Span.end
+
+    def broken(self: Any, end_time: Any = None) -> None:
+        if self.name.startswith("invoke_agent"):
+            raise RuntimeError("export failed")
+        ends(self, end_time)
+
+    monkeypatch.setattr(Span, "end", broken)
+    res = resolve(explicit={"telemetry.otel": True})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = LoopExecutor(ScriptedModel([{"content": "hi"}]), budget=res).run("go")
+    assert result.status.value == "ok"
+    assert len([w for w in caught if issubclass(w.category, BudgetConfWarning)]) == 1
+    assert not trace.get_current_span().get_span_context().is_valid  # the context given back

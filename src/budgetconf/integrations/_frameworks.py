@@ -40,6 +40,7 @@ class Framework:
         "conflicting",
         "extra",
         "fewest_steps",
+        "instrumented_by",
         "keywords",
         "knobs",
         "ledger",
@@ -61,6 +62,7 @@ class Framework:
         ledger: str | None = None,
         fewest_steps: tuple[int, str] = (1, ""),
         reports_cost: bool = False,
+        instrumented_by: tuple[str, ...] = (),
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
@@ -77,6 +79,9 @@ class Framework:
         # whether the framework prices its own responses (their usage carries a cost): then a
         # cost budget holds on what it reports, and on the model's price where it reports none
         self.reports_cost = reports_cost
+        # the instrumentations ("module:Instrumentor") that trace its model and tool calls: while
+        # one is active, the run's span is budgetconf's only span (docs/telemetry.md)
+        self.instrumented_by = instrumented_by
 
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
@@ -167,6 +172,9 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             ledger="RunConfig.call_model_input_filter reserves before each model call (a refusal"
             " stops the run before it); RunHooks.on_llm_end settles with the tokens the response"
             " reports",
+            instrumented_by=(
+                "openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",
+            ),
         ),
         Framework(
             "langgraph",
@@ -195,6 +203,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             ledger="with create_agent and middleware(): its wrap_model_call reserves before each"
             " model call and settles with the response's usage_metadata (any other graph"
             " refuses it)",
+            instrumented_by=("openinference.instrumentation.langchain:LangChainInstrumentor",),
         ),
         Framework(
             "smolagents",

@@ -18,6 +18,7 @@ the same rules, with the same events, stops and messages.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +36,25 @@ if TYPE_CHECKING:
 UNSEEN = "not executed: no model response this run has seen asked for this call"
 
 
+def instrumented(framework: Framework) -> bool:
+    """Whether an instrumentation that traces ``framework``'s model and tool calls is active
+    (docs/telemetry.md): one not imported is not instrumenting, and nothing is imported here."""
+    for name in framework.instrumented_by:
+        module, _, instrumentor = name.partition(":")
+        found = sys.modules.get(module)
+        if found is not None and getattr(found, instrumentor)().is_instrumented_by_opentelemetry:
+            return True
+    return False
+
+
 class Bridged:
     """One bridged run of ``framework`` within ``budget`` (see above).
 
     ``tools`` names the tools the bridge wraps (the calls it can run);
     ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s; ``model`` is
-    the agent's, whose price prices each response that reports no cost.
+    the agent's, whose price prices each response that reports no cost. ``traced``
+    says the agent traces its own model and tool calls (pydantic-ai's instrumentation);
+    an active instrumentation of the framework (its ``instrumented_by``) says so too.
     """
 
     __slots__ = ("first_turn", "framework", "lock", "meter", "plan", "started", "stop")
@@ -54,6 +68,7 @@ class Bridged:
         on_event: Sink | None = None,
         name: str | None = None,
         model: AgentModel = NAMELESS,
+        traced: bool = False,
     ) -> None:
         self.framework = framework
         self.meter: Meter = meter_for(
@@ -64,6 +79,7 @@ class Bridged:
             framework=framework.name,
             model=model.name,
             provider=model.provider_for(budget),
+            traced=traced or instrumented(framework),
         )
         self.first_turn = self.meter.turns  # a resumed conversation's turns come before
         # a framework may run one response's calls on threads at once: their plan and counts
@@ -178,7 +194,7 @@ class Bridged:
         end the Meter decided on the way."""
         self._batch_ended()
         end = self.stop or self.meter.ended or self.meter.completed(output)
-        return BridgeResult.of(end, self.framework, native, output)
+        return self._returned_with(end, native, output)
 
     def failed(self, exc: BaseException) -> BridgeResult:
         """The framework's run raised ``exc``: the end the Meter decided, else failed.
@@ -191,13 +207,22 @@ class Bridged:
         if end is None:
             end = self._end(self.meter.raised(exc))
             if self.meter.turns == self.first_turn:
+                self.meter.release()
                 raise exc
-        return BridgeResult.of(self._end(end), self.framework, exc)
+        return self._returned_with(self._end(end), exc)
 
     def stopped(self, reason: StopReason, native: object) -> BridgeResult:
         """A budget the bridge enforces by other means (a deadline) stopped the run."""
         end = self.stop or self.meter.ended or self.meter.budget_stop(reason)
-        return BridgeResult.of(self._end(end), self.framework, native)
+        return self._returned_with(self._end(end), native)
+
+    def _returned_with(
+        self, end: RunResult, native: object, output: str | None = None
+    ) -> BridgeResult:
+        """The result the bridge returns to its caller, in whose context each sink now gives
+        back what it made current when the run opened (the run may have ended in a hook)."""
+        self.meter.release()
+        return BridgeResult.of(end, self.framework, native, output)
 
     def _end(self, end: RunResult) -> RunResult:
         self._batch_ended()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import AgentRunError
 from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
+from pydantic_ai.models.instrumented import InstrumentedModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.toolsets.wrapper import WrapperToolset
 
@@ -230,6 +231,17 @@ def agent_model(model: object) -> AgentModel:
     if not isinstance(system, str) or system in _DOUBLES or system.startswith("fallback:"):
         return NAMELESS
     return AgentModel(getattr(model, "model_name", None), system, getattr(model, "base_url", None))
+
+
+def traces_itself(agent: object, model: object) -> bool:
+    """Whether pydantic-ai's own instrumentation traces the run's model and tool calls:
+    ``Agent.instrument_all()``, ``agent.instrument`` or an ``InstrumentedModel``, as the agent
+    reads them when it runs (docs/telemetry.md)."""
+    if isinstance(model, InstrumentedModel):
+        return True
+    # how an Agent reads instrument_all() and agent.instrument; a wrapper agent has none
+    resolve = getattr(agent, "_resolve_instrumentation_settings", None)
+    return resolve is not None and resolve() is not None
 
 
 def _with_notice(messages: list[ModelMessage], notice: str) -> list[ModelMessage]:

@@ -87,7 +87,12 @@ try:
     from pydantic_ai.agent import AbstractAgent
     from pydantic_ai.exceptions import CostNotFoundWarning, RunCancelled, RunTimedOut, UserError
 
-    from budgetconf.integrations._pydantic_ai_meter import Ended, Metering, agent_model
+    from budgetconf.integrations._pydantic_ai_meter import (
+        Ended,
+        Metering,
+        agent_model,
+        traces_itself,
+    )
 except ImportError:
     raise missing("pydantic_ai", "pydantic-ai-slim", "pydantic-ai") from None
 
@@ -190,7 +195,8 @@ class _Bridging:
         refuse_conflicting(_FRAMEWORK, kwargs)
         if not isinstance(agent, AbstractAgent):
             raise UsageError(f"agent: expected a pydantic-ai agent, got {type(agent).__name__}")
-        model = agent_model(kwargs.get("model") or agent.model)
+        asked = kwargs.get("model") or agent.model
+        model = agent_model(asked)
         checked = bridge_budget(
             _FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
         )
@@ -198,7 +204,13 @@ class _Bridging:
             _infer_name(agent, caller)
         tools: set[str] = set()
         self.bridged = bridged = Bridged(
-            _FRAMEWORK, checked, tools=tools, on_event=on_event, name=name, model=model
+            _FRAMEWORK,
+            checked,
+            tools=tools,
+            on_event=on_event,
+            name=name,
+            model=model,
+            traced=traces_itself(agent, asked),
         )
         conversation = kwargs.get("conversation")
         start = conversation.usage if conversation is not None else kwargs.get("usage")

@@ -82,7 +82,8 @@ class Meter(Counting, Planning):
     ``tools`` names the tools it runs (a call to another is not counted as
     one that would run). ``on_event`` hears each event (a `Sink`); ``name``
     names the run (default the preset's), ``framework`` the bridge driving it,
-    ``resumed_from`` the run it continues.
+    ``resumed_from`` the run it continues; ``traced`` says the framework's own
+    instrumentation traces its calls (`budgetconf.events.RunInfo`).
     """
 
     __module__ = "budgetconf.loop"
@@ -126,6 +127,7 @@ class Meter(Counting, Planning):
         parent: RunInfo | None = None,
         model: str | None = None,
         provider: str | None = None,
+        traced: bool = False,
     ) -> None:
         self.budget = budget
         # how its responses are priced (docs/prices.md); a named model with no price under a
@@ -175,6 +177,7 @@ class Meter(Counting, Planning):
             resumed_from=resumed_from,
             model=model,
             budget=budget,
+            traced=traced,
         )
         self.on_event = on_event
         # telemetry.otel: the run on the trace, heard before on_event and apart from it, so a
@@ -385,6 +388,14 @@ class Meter(Counting, Planning):
         if self.telemetry is not None:
             self.telemetry.close_run(self.info)
         return result
+
+    def release(self) -> None:
+        """The run has returned to its caller, which may be after it ended inside its
+        framework: each sink gives back what its ``open_run`` made current (`Sink`)."""
+        for sink in (self.telemetry, self.on_event):
+            release = getattr(sink, "release_run", None)
+            if release is not None:
+                self._sink_call(release, self.info)
 
     def _ended(self, result: RunResult) -> None:
         """What happens once the run has its result (a child tells its parent)."""

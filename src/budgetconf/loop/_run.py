@@ -59,6 +59,7 @@ class Run(Meter):
         self.specs = specs
         self.messages = messages
         self.first = len(messages)  # where this run's own messages begin
+        named, provider = _model_of(model, budget)
         super().__init__(
             budget,
             steps=steps,
@@ -68,7 +69,8 @@ class Run(Meter):
             name=name,
             resumed_from=resumed_from,
             parent=parent,
-            **_model_of(model, budget),
+            model=named,
+            provider=provider,
         )
         self.tools: Mapping[str, Callable[..., Any]] = tools
 
@@ -278,11 +280,11 @@ class ChildRun(ChildMeter, Run):
     __slots__ = ()
 
 
-def _model_of(model: object, budget: Budget) -> dict[str, str]:
+def _model_of(model: object, budget: Budget) -> tuple[str | None, str | None]:
     """The name of a run's model (its ``model`` attribute, as `OpenAIModel` has), and when the
     run prices its responses, whose price table prices it (its ``provider``)."""
     name = getattr(model, "model", None)
     if not isinstance(name, str) or not name:
-        return {}  # a model with no name: it reports its own cost (docs/prices.md)
+        return None, None  # a model with no name: it reports its own cost (docs/prices.md)
     provider = getattr(model, "provider", None) if needs_prices(budget) else None
-    return {"model": name, **({"provider": provider} if isinstance(provider, str) else {})}
+    return name, provider if isinstance(provider, str) else None

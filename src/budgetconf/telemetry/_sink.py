@@ -1,10 +1,13 @@
 """`OtelSink`: a run's events made into OpenTelemetry spans, span events and metrics.
 
 The sink hears a run as every sink does (`budgetconf.events`): ``open_run`` starts
-the run's span and makes it current in the run's own context, so what the
+the run's span and makes it current in the caller's context, so what the
 framework of a bridged run traces nests beneath it; each event then opens,
-annotates or ends the span it concerns; ``close_run`` ends the run's span and
-restores the context. What it records is named in docs/telemetry.md, whose
+annotates or ends the span it concerns; ``close_run`` ends the run's span, and
+the caller's context is given back as it was there or, for a bridged run that
+ended inside its framework, in ``release_run`` once the bridge returns. While
+the framework traces its own calls (`RunInfo.traced`), the sink makes the run's
+span alone. What it records is named in docs/telemetry.md, whose
 table `budgetconf.telemetry._names` holds.
 
 OpenTelemetry's rule is kept: telemetry never ends or changes a run. A span
@@ -14,7 +17,6 @@ that cannot be made, or an exporter that raises, is skipped, with one
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import warnings
@@ -55,8 +57,8 @@ class _Run:
         "span",
         "started",
         "stop",
-        "token",
         "tools",
+        "traced",
         "warned",
     )
 
@@ -71,14 +73,16 @@ class _Run:
         self.refused: set[str] = set()  # the ids of its calls answered as not executed
         self.stop: Event | None = None  # the budget_exhausted event, at a budget stop
         self.started = time.monotonic()
-        self.token: object = None
+        # the framework's instrumentation makes the chat and execute_tool spans: none of ours
+        self.traced = info.traced
         self.warned = False
 
-    def current(self) -> Span:
-        """The span a child carved now nests under: the tool call running, else the run."""
+    def current(self) -> Span | None:
+        """The span a child carved now nests under: the tool call running; while the framework
+        traces its calls, None: the context's, which is the framework's own tool span."""
         if self.tools:
             return next(reversed(self.tools.values()))
-        return self.span
+        return None if self.traced else self.span
 
 
 class OtelSink:
@@ -101,6 +105,8 @@ class OtelSink:
         )
         self._content = os.environ.get(CAPTURE, "").strip().lower() == "true"
         self._runs: dict[str, _Run] = {}
+        # run id -> the token of the context open_run made current, until it is given back
+        self._attached: dict[str, object] = {}
         self._on: dict[str, Callable[[_Run, Event], None]] = {
             "turn_started": self._turn,
             "model_response": self._response,
@@ -127,7 +133,8 @@ class OtelSink:
         current in the run's context."""
         try:
             parent = _OPEN.get(info.parent.run_id) if info.parent is not None else None
-            under = None if parent is None else trace.set_span_in_context(parent.current())
+            beneath = None if parent is None else parent.current()
+            under = None if beneath is None else trace.set_span_in_context(beneath)
             attributes, budgets = n.run_attributes(info)
             span = self._tracer.start_span(
                 f"invoke_agent {info.name}",
@@ -138,28 +145,37 @@ class OtelSink:
             run = _Run(span, info, budgets)
             for name, attrs in n.policy_events(info.budget):
                 span.add_event(name, attrs)
-            run.token = context.attach(trace.set_span_in_context(span))
+            self._attached[info.run_id] = context.attach(trace.set_span_in_context(span))
         except Exception as exc:
             _warn(info.run_id, exc)
             return
         self._runs[info.run_id] = _OPEN[info.run_id] = run
 
     def close_run(self, info: RunInfo) -> None:
-        """End the run's span and give the context back as it was."""
+        """End the run's span and, where the run ends in its caller's context, give that
+        context back as it was."""
         run = self._runs.pop(info.run_id, None)
         _OPEN.pop(info.run_id, None)
-        if run is None:
-            return
-        try:
-            for span in (run.chat, *run.tools.values()):  # left open by an error or interrupt
-                if span is not None:
-                    span.set_status(Status(StatusCode.ERROR))
-                    span.end()
-            run.span.end()
-        except Exception as exc:
-            self._fail(info.run_id, run, exc)
-        finally:
-            _detach(run.token)
+        if run is not None:
+            try:
+                for span in (run.chat, *run.tools.values()):  # left open by an error or interrupt
+                    if span is not None:
+                        span.set_status(Status(StatusCode.ERROR))
+                        span.end()
+                run.span.end()
+            except Exception as exc:
+                self._fail(info.run_id, run, exc)
+        token = self._attached.get(info.run_id)
+        if token is not None and _detached(token):
+            del self._attached[info.run_id]
+
+    def release_run(self, info: RunInfo) -> None:
+        """Back in the caller's frame after a run that ended inside its framework (a bridge's
+        hook that decided a stop, in the framework's own context): give the caller's context
+        back as it was before the run."""
+        token = self._attached.pop(info.run_id, None)
+        if token is not None:
+            _detached(token)
 
     def __call__(self, event: Event) -> None:
         run = self._runs.get(event["run_id"])
@@ -183,6 +199,8 @@ class OtelSink:
     # ------------------------------------------------------------------ model calls
 
     def _turn(self, run: _Run, event: Event) -> None:
+        if run.traced:
+            return
         model = run.model
         run.chat = self._tracer.start_span(
             "chat" if model is None else f"chat {model}",
@@ -195,11 +213,10 @@ class OtelSink:
         run.names = {c["id"]: c["name"] for c in event["tool_calls"]}
         run.refused = set()
         span = run.chat
-        if span is None:  # pragma: no cover - every response follows its turn's start
-            return
-        run.chat = None
-        span.set_attributes(n.response_attributes(event, self._content))
-        span.end()
+        if span is not None:  # None: the framework's instrumentation traces its calls
+            run.chat = None
+            span.set_attributes(n.response_attributes(event, self._content))
+            span.end()
         base = n.metric_attributes(run.model)
         for kind, count in (("input", event["input_tokens"]), ("output", event["output_tokens"])):
             self._tokens.record(count, {**base, "gen_ai.token.type": kind})
@@ -209,6 +226,8 @@ class OtelSink:
     # ------------------------------------------------------------------ tool calls
 
     def _tool_started(self, run: _Run, event: Event) -> None:
+        if run.traced:
+            return
         name = event["name"]
         run.tools[event["id"]] = self._tracer.start_span(
             f"execute_tool {name}",
@@ -263,13 +282,14 @@ class OtelSink:
         self._stops.add(1, n.stop_attributes(event, stop, run.preset))
 
 
-def _detach(token: object) -> None:
-    """Give back the context a run's span was made current in; a run ended in another
-    context (a framework that finished it on another task) leaves that context alone."""
-    if token is None:
-        return
-    with contextlib.suppress(Exception):  # not this context's token: nothing of ours to restore
-        context._RUNTIME_CONTEXT.detach(token)  # type: ignore[arg-type]  # quiet, unlike detach()
+def _detached(token: object) -> bool:
+    """Give back the context a run's span was made current in, if this is that context (not a
+    framework's task that the run ended in): whether it was."""
+    try:  # quiet, unlike context.detach(), which logs another context's token as an error
+        context._RUNTIME_CONTEXT.detach(token)  # type: ignore[arg-type]
+    except (ValueError, RuntimeError):  # another context's token, or one given back already
+        return False
+    return True
 
 
 def _warn(run_id: str, exc: BaseException) -> None:
