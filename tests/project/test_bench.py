@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -203,3 +204,26 @@ def test_the_instructions_benchmark_runs_one_side_in_process() -> None:
     assert module.main(["--side", "smolagents", "bridged", "1"]) == 0
     with pytest.raises(SystemExit):
         module.main(["no-such-framework"])
+
+
+def test_the_telemetry_benchmark_times_it_on_and_off(tmp_path: Path) -> None:
+    """--quick times OtelSink against the SDK directly, and an off run against the commit
+    before telemetry in its own checkout (its own process: the bench sets the providers)."""
+    out = tmp_path / "telemetry.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "telemetry.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["on"]["spans"] == 2 * report["turns"]  # a chat span a turn, a tool span, a run
+    assert report["on"]["otel_sink_us"] > 0
+    assert report["on"]["direct_us"] > 0
+    assert "on:  OtelSink" in done.stdout
+    off = report["off"]
+    if off["against"] is not None:  # a checkout with the commit before telemetry
+        assert off["imports_opentelemetry"] is False
+        assert off["off_us"] > 0
+        assert off["before_us"] > 0
