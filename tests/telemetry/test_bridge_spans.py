@@ -136,3 +136,20 @@ def test_a_bridged_run_is_traced_as_the_executor_traces_it(
     assert traced_run(scenario, DRIVERS[name], traced, tmp_path / name) == expected
     spans, _ = expected
     assert {s[0] for s in spans} >= {"invoke_agent budgetconf", f"chat {MODEL}"}
+
+
+def test_a_bridged_run_named_by_its_caller_names_its_span(traced: Traced) -> None:
+    """run(..., name=...) names the span, as LoopExecutor(name=...) does."""
+    from budgetconf import resolve
+    from budgetconf.integrations import langgraph
+
+    from helpers.conformance import once
+    from helpers.conformance_langgraph import _agent
+
+    res = resolve(env={"BUDGETCONF_OTEL": "true"})
+    with serving(once) as chat:
+        agent = _agent(chat.url, Adder(), [], MODEL)
+        langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res, name="adder")
+    (run,) = [s for s in traced.spans() if s.name.startswith("invoke_agent")]
+    assert run.name == "invoke_agent adder"
+    assert (run.attributes or {})["gen_ai.agent.name"] == "adder"

@@ -280,23 +280,6 @@ def test_the_ledger_maximum_its_refusal_and_its_stop_are_on_the_run_span(
     assert a(reached)["budgetconf.field"] == "ledger.max_tokens"
 
 
-def test_an_exporter_failing_at_the_runs_end_warns_once(
-    traced: Traced, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from opentelemetry.sdk.trace import Span
-
-    def broken(self: Any, end_time: Any = None) -> None:
-        raise RuntimeError("export failed")
-
-    monkeypatch.setattr(Span, "end", broken)
-    res = resolve(explicit={"telemetry.otel": True})
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = LoopExecutor(ScriptedModel([{"content": "hi"}]), budget=res).run("go")
-    assert result.status.value == "ok"
-    assert len([w for w in caught if issubclass(w.category, BudgetConfWarning)]) == 1
-
-
 def test_a_run_against_a_loopback_server_names_its_model_and_prices_its_calls(
     traced: Traced,
 ) -> None:
@@ -417,15 +400,17 @@ def test_a_run_told_of_by_hand_without_its_budget_has_no_limits(traced: Traced) 
     assert a(run)["budgetconf.run.id"] == "r1"
 
 
-def test_an_exporter_failing_as_the_run_span_ends_warns_once(
-    traced: Traced, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failing", ["", "invoke_agent"], ids=["every span", "the run span"])
+def test_an_exporter_failing_as_spans_end_warns_once(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
+    """Spans whose end raises: from the first model call's, or the run's alone, at its end."""
     from opentelemetry.sdk.trace import Span
 
     ends = Span.end
 
     def broken(self: Any, end_time: Any = None) -> None:
-        if self.name.startswith("invoke_agent"):
+        if self.name.startswith(failing):
             raise RuntimeError("export failed")
         ends(self, end_time)
 
