@@ -13,7 +13,7 @@ import pytest
 
 from budgetconf import UsageError, UsageTypeError
 from budgetconf._schema import MAX_INT
-from budgetconf.loop import LoopExecutor, ScriptedModel
+from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
 
 from helpers.loops import Driver, Echo, answer, budget, calls, types
 
@@ -192,6 +192,29 @@ def test_a_callback_that_fails_between_tools_stops_the_calls_after_it(drive: Dri
     )
     result = drive.run(ex, "go")
     assert (result.stop_reason, echo.seen) == ("error", ["0"])
+    assert [m["content"] for m in result.messages[3:]] == [
+        "not executed: the run stopped (error)",
+        "not executed: the run stopped (error)",
+    ]
+
+
+def test_a_callback_that_fails_after_a_sub_agent_stops_the_calls_after_it(drive: Driver) -> None:
+    """The same in a run with a child carved (its counts then kept under the tree's lock): the
+    calls after the failed event are counted no longer, and none runs."""
+    echo = Echo()
+
+    def spawn() -> str:
+        handle = current_run()
+        assert handle is not None
+        return LoopExecutor(ScriptedModel([answer()]), budget=handle.carve()).run("go").output
+
+    first = {"tool_calls": [{"id": "s", "name": "spawn", "arguments": {}}, *calls(2)["tool_calls"]]}
+    sink = Failing("tool_executed")
+    ex = drive.executor(
+        ScriptedModel([first, answer()]), {"echo": echo, "spawn": spawn}, budget(), on_event=sink
+    )
+    result = drive.run(ex, "go")
+    assert (result.stop_reason, result.tool_calls_executed, echo.seen) == ("error", 1, [])
     assert [m["content"] for m in result.messages[3:]] == [
         "not executed: the run stopped (error)",
         "not executed: the run stopped (error)",
