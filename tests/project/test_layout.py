@@ -26,6 +26,7 @@ PUBLIC = (
     "budgetconf.ledger",
     "budgetconf.events",
     "budgetconf.telemetry",
+    "budgetconf.testing",
 )
 INTEGRATIONS = (  # the package and each integration: every public module in it
     "budgetconf.integrations",
