@@ -4,8 +4,10 @@ Every bridge has its own script, ``bench/bridge_NAME.py``, whose ``rows(quick)``
 runs one framework with one scripted test double, alone and through the
 bridge, in alternating pairs (``bench/_paired.py``), and returns the median
 time per turn of each and the median of the pairs' differences: the bridge's
-cost per turn. This runs them all and prints one table: the two times and the
-cost, in absolute terms and against the framework's own. A framework that
+cost per turn; its ``streamed_rows(quick)`` the same for the framework's own
+stream against the bridge's ``stream()`` (the row ``NAME, streamed``). This
+runs them all and prints one table: the two times and the cost, in absolute
+terms and against the framework's own. A framework that
 is not installed is left out, and said so.
 
     pip install -e '.[dev]'
@@ -74,17 +76,18 @@ def measured(quick: bool) -> dict[str, dict[str, Any]]:
             continue
         try:
             with _loop_of_its_own():
-                rows = _load(name).rows(quick)
+                script = _load(name)
+                found[name] = _row(script.rows(quick))
+                if hasattr(script, "streamed_rows"):
+                    found[f"{name}, streamed"] = _row(script.streamed_rows(quick))
         except ImportError as exc:
             found[name] = {"skipped": str(exc)}
-            continue
-        alone, bridged, cost = rows.values()  # each script's order
-        found[name] = {
-            "alone_us": alone / 1000,
-            "bridged_us": bridged / 1000,
-            "overhead_us": cost / 1000,
-        }
     return found
+
+
+def _row(rows: dict[str, float]) -> dict[str, float]:
+    alone, bridged, cost = rows.values()  # each script's order
+    return {"alone_us": alone / 1000, "bridged_us": bridged / 1000, "overhead_us": cost / 1000}
 
 
 def main(argv: list[str] | None = None) -> int:

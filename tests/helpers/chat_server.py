@@ -2,7 +2,9 @@
 
 It plays a script of replies, one per request (the last one repeats), or
 asks a function for each reply (`Respond`: the request's number and body), and
-records every request it receives: its path, its headers and its JSON body.
+records every request it receives: its path, its headers and its JSON body. A
+request with ``"stream": true`` gets its reply as `LoopbackServer` streams one:
+server-sent chunks, with a usage chunk when the request asks for it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from budgetconf.testing._loopback import events
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 status, data = 404, {"error": {"message": f"no route {self.path}"}}
             elif isinstance(answer, Failure):
                 status, data = answer.status, answer.body
+            elif body.get("stream"):
+                self._stream(events(answer, body))
+                return
             else:
                 status, data = 200, answer
             payload = json.dumps(data).encode()
@@ -142,6 +149,13 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def _stream(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(data)
+            self.close_connection = True
 
         def _trickle(self, answer: Trickle) -> None:
             payload = json.dumps(answer.answer).encode()

@@ -244,6 +244,9 @@ UNCACHED: set[str] = set()
 #: the drivers whose framework prices its own responses by genai-prices: where it knows the
 #: model, its cost is the one reported
 PRICES_ITSELF: set[str] = set()
+#: the drivers of a bridge's ``stream()`` (``"NAME, streamed"``: each bridge's streamed twin)
+#: whose framework streams each model request: every request the server gets asks for a stream
+STREAMS: set[str] = set()
 #: driver -> scenario -> what the UsageError says: the refusals BRIDGES.md allows
 REFUSALS: dict[str, dict[str, str]] = {}
 #: driver -> scenario -> (what the bridge does, the framework's reason as docs/frameworks.md
@@ -257,15 +260,18 @@ def driver(
     differs: dict[str, tuple[Outcome, str]] | None = None,
     uncached: bool = False,
     prices_itself: bool = False,
+    streams: bool = False,
 ) -> Callable[[Driver], Driver]:
     """Register a bridge's driver under ``name``; ``refuses`` names the scenarios its bridge
     refuses (a `UsageError` matching the text), ``differs`` those where its framework does
     otherwise, each with the framework's reason, which docs/frameworks.md gives; ``uncached``
     says its framework reports no cached input tokens, ``prices_itself`` that it prices its
-    responses by genai-prices."""
+    responses by genai-prices, ``streams`` that it streams each model request."""
 
     def register(fn: Driver) -> Driver:
         DRIVERS[name] = fn
+        if streams:
+            STREAMS.add(name)
         if uncached:
             UNCACHED.add(name)
         if prices_itself:
@@ -275,6 +281,20 @@ def driver(
         return fn
 
     return register
+
+
+def drained(stream: Any) -> Any:
+    """The result of a bridge's `BridgeStream`, iterated to its end: it yielded items."""
+    items = list(stream)
+    assert items, "the stream yielded nothing"
+    return stream.result
+
+
+async def adrained(stream: Any) -> Any:
+    """`drained`, for a stream iterated with ``async for``."""
+    items = [item async for item in stream]
+    assert items, "the stream yielded nothing"
+    return stream.result
 
 
 def requests_bodies(received: list[Any]) -> str:

@@ -900,6 +900,7 @@ def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:
         "budgetconf._usage",  # a leaf: the bounds a response's usage is read by
         "budgetconf.integrations",
         "budgetconf.integrations._bridge",
+        "budgetconf.integrations._stream",  # a leaf: the streamed run stream() returns
         "budgetconf.integrations._frameworks",
         "budgetconf.integrations._install",
         "budgetconf.integrations._smolagents_run",

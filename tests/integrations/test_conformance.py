@@ -29,6 +29,7 @@ from helpers.conformance import (
     PRICES_ITSELF,
     REFUSALS,
     SCENARIOS,
+    STREAMS,
     UNCACHED,
     Adder,
     Outcome,
@@ -60,23 +61,28 @@ EXPECTED = {
 }
 
 
-def run(scenario: Scenario, drive: object, tmp_path: Path) -> tuple[Any, Outcome]:
-    """The run's result, and its outcome."""
+def run(scenario: Scenario, name: str, tmp_path: Path) -> tuple[Any, Outcome]:
+    """The run's result, and its outcome, by the driver ``name``; a driver whose framework
+    streams each request (`STREAMS`) streamed every one."""
     adder = Adder()
+    drive = executor if name == "executor" else DRIVERS[name]
     with serving(scenario.respond, delay=scenario.delay) as chat:
         budget = scenario.budget(tmp_path)
-        result = drive(chat.url, budget, adder, scenario.model)  # type: ignore[operator]
+        result = drive(chat.url, budget, adder, scenario.model)
         requests = len(chat.received)
+    if name in STREAMS:
+        streamed = [r.body.get("stream") for r in chat.received]
+        assert all(s is True for s in streamed), streamed
     return result, outcome(result, requests, adder)
 
 
-def play(scenario: Scenario, drive: object, tmp_path: Path) -> Outcome:
-    return run(scenario, drive, tmp_path)[1]
+def play(scenario: Scenario, name: str, tmp_path: Path) -> Outcome:
+    return run(scenario, name, tmp_path)[1]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_the_executor_does_what_the_suite_expects(scenario: Scenario, tmp_path: Path) -> None:
-    assert play(scenario, executor, tmp_path) == EXPECTED[scenario.name]
+    assert play(scenario, "executor", tmp_path) == EXPECTED[scenario.name]
 
 
 @pytest.mark.parametrize("name", sorted(DRIVERS))
@@ -89,10 +95,10 @@ def test_every_bridge_does_what_the_executor_does(
         import budgetconf
 
         with pytest.raises(budgetconf.UsageError, match=refused):
-            play(scenario, DRIVERS[name], tmp_path)
+            play(scenario, name, tmp_path)
         return
     expected = DIFFERENCES[name].get(scenario.name, (EXPECTED[scenario.name], ""))[0]
-    assert play(scenario, DRIVERS[name], tmp_path) == expected
+    assert play(scenario, name, tmp_path) == expected
 
 
 @pytest.mark.parametrize("name", sorted(DRIVERS))
@@ -140,10 +146,10 @@ PRICED_EXPECTED = {
 }
 
 
-def priced_play(scenario: Scenario, drive: object, tmp_path: Path) -> tuple[Outcome, Any]:
+def priced_play(scenario: Scenario, name: str, tmp_path: Path) -> tuple[Outcome, Any]:
     if scenario.model == "gpt-4o-mini":
         pytest.importorskip("genai_prices")
-    result, found = run(scenario, drive, tmp_path)
+    result, found = run(scenario, name, tmp_path)
     return found, result.usage.to_dict()
 
 
@@ -151,7 +157,7 @@ def priced_play(scenario: Scenario, drive: object, tmp_path: Path) -> tuple[Outc
 def test_the_executor_prices_each_response_and_stops_after_the_one_that_crosses(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    assert priced_play(scenario, executor, tmp_path) == PRICED_EXPECTED[scenario.name]
+    assert priced_play(scenario, "executor", tmp_path) == PRICED_EXPECTED[scenario.name]
 
 
 @pytest.mark.parametrize("name", sorted(DRIVERS))
@@ -168,7 +174,7 @@ def test_every_bridge_prices_as_the_executor_does_and_stops_on_the_same_request(
         import budgetconf
 
         with pytest.raises(budgetconf.UsageError, match=refused):
-            priced_play(scenario, DRIVERS[name], tmp_path)
+            priced_play(scenario, name, tmp_path)
         return
     expected, spent = PRICED_EXPECTED[scenario.name]
     cached = spent["cached_input_tokens"]
@@ -177,7 +183,7 @@ def test_every_bridge_prices_as_the_executor_does_and_stops_on_the_same_request(
         spent = usage(responses, round(0.00075 * responses, 12))
     if name in PRICES_ITSELF and scenario.model == "gpt-4o-mini":
         spent = {**spent, "cost_source": "reported"}  # genai-prices' price, as it reports it
-    assert priced_play(scenario, DRIVERS[name], tmp_path) == (expected, spent)
+    assert priced_play(scenario, name, tmp_path) == (expected, spent)
 
 
 def test_the_docs_name_the_bridges_whose_framework_reports_no_cached_tokens() -> None:

@@ -133,12 +133,14 @@ def test_the_benchmark_reports_every_row(
 def test_the_bridges_benchmark_reports_every_bridge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--quick measures each bridge against its framework alone and prints both."""
+    """--quick measures each bridge against its framework alone, run and streamed, and prints
+    both."""
     out = tmp_path / "bridges.json"
     assert _load("bridges").main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     rows = json.loads(out.read_text())["rows"]
-    assert sorted(rows) == sorted(p.stem.removeprefix("bridge_") for p in BENCH.glob("bridge_*.py"))
+    names = [p.stem.removeprefix("bridge_") for p in BENCH.glob("bridge_*.py")]
+    assert sorted(rows) == sorted([*names, *(f"{n}, streamed" for n in names)])
     for name, row in rows.items():
         assert f"| {name} |" in printed
         assert row["alone_us"] > 0

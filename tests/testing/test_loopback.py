@@ -112,7 +112,7 @@ def test_a_script_is_a_file_a_document_a_list_or_a_scripted_model(tmp_path: Path
     responses: list[dict[str, Any]] = SCRIPT["responses"]
     scripts: tuple[Any, ...] = (path, str(path), SCRIPT, responses, ScriptedModel(responses))
     for script in scripts:
-        assert LoopbackServer(script).responses == responses
+        assert LoopbackServer(script).script.responses == responses
 
 
 @pytest.mark.parametrize(

@@ -252,3 +252,12 @@ def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:
             f"{taken[0]}= would set {framework.package}'s own limit: set the budget through"
             " budgetconf instead (explicit=, --set or its variable)"
         )
+
+
+def refuse_streaming(kwargs: Mapping[str, Any]) -> None:
+    """Refuse ``stream=True`` in `run()`, which returns the finished run: `stream()` streams."""
+    if kwargs.get("stream"):
+        raise UsageError(
+            "stream=True: run() runs the agent to its end and returns its result; to stream"
+            " the run, call stream() (docs/frameworks.md, Streaming)"
+        )

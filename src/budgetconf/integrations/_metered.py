@@ -10,7 +10,8 @@ A bridge makes one `Bridged` per run and calls it where its framework lets it:
   wrapper the bridge put in the tool's place: it runs the tool when the plan
   says so, else returns the plan's answer (not executed, rejected, skipped)
   without running it; the tool sees the bridged run as ``current_run()``;
-- `result`, `failed`, `stopped` when the framework's run ends.
+- `result`, `failed`, `stopped` when the framework's run ends (`cancelled` when the
+  caller closed its stream first).
 
 So every budget means in a bridge what it means in the executor, decided by
 the same rules, with the same events, stops and messages.
@@ -23,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from budgetconf.integrations._bridge import NAMELESS, AgentModel, BridgeResult
+from budgetconf.integrations._stream import Closed
 from budgetconf.loop import Call, Meter, Plan, RunResult, StopReason, Usage, meter_for, running
 
 if TYPE_CHECKING:
@@ -202,7 +204,10 @@ class Bridged:
         An exception raised before any model call began is the caller's own (the framework
         refusing how it was called): it is raised again, as it came, once the run's events
         have ended with it (a sink hears the run close, a parent gets its remainder back).
+        A stream its caller closed (`Closed`) ends the run cancelled.
         """
+        if isinstance(exc, Closed):
+            return self.cancelled(exc)
         end = self.stop or self.meter.ended
         if end is None:
             end = self._end(self.meter.raised(exc))
@@ -210,6 +215,15 @@ class Bridged:
                 self.meter.release()
                 raise exc
         return self._returned_with(self._end(end), exc)
+
+    def cancelled(self, native: object = None) -> BridgeResult:
+        """The caller ended the run (closed its stream) before its end: cancelled, unless the
+        Meter had ended it already."""
+        meter = self.meter
+        end = self.stop or meter.ended
+        if end is None:
+            end = meter.finish(StopReason.CANCELLED, f"cancelled on turn {meter.turns}")
+        return self._returned_with(self._end(end), native)
 
     def stopped(self, reason: StopReason, native: object) -> BridgeResult:
         """A budget the bridge enforces by other means (a deadline) stopped the run."""

@@ -10,83 +10,45 @@ or its ``lifetime`` runs out.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 
-from budgetconf.errors import UsageError
-from budgetconf.loop import ScriptedModel
+from budgetconf.testing._script import Script, Turn
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from types import TracebackType
     from typing import Self
 
-    Script = (
-        ScriptedModel | Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike[str]
-    )
+    from budgetconf.testing._script import ScriptLike
 
 #: the model a completion names when its response names none
 MODEL: Final = "scripted"
 _PATH: Final = "/v1/chat/completions"
 
 
-def _responses(script: Script) -> list[dict[str, Any]]:
-    """The responses of ``script``: a `ScriptedModel`, ``{"responses": [...]}``, the list
-    itself, or the path of a script file (``budgetconf run --model``'s)."""
-    if isinstance(script, str | os.PathLike):
-        script = ScriptedModel.from_file(script)
-    elif isinstance(script, Mapping):
-        responses = script.get("responses")
-        if not isinstance(responses, list):
-            raise UsageError('a model script is {"responses": [...]}')
-        script = ScriptedModel(responses)
-    elif not isinstance(script, ScriptedModel):
-        script = ScriptedModel(script)
-    return [dict(r) for r in script.responses]
-
-
-def completion(response: Mapping[str, Any], number: int) -> dict[str, Any]:
-    """The ``chat.completion`` of one scripted response (the ``number``-th request's)."""
+def completion(turn: Turn) -> dict[str, Any]:
+    """The ``chat.completion`` of one scripted response."""
     calls = [
-        {
-            "id": str(call.get("id") or f"call_{number}_{i}"),
-            "type": "function",
-            "function": {
-                "name": call.get("name"),
-                "arguments": _arguments(call.get("arguments")),
-            },
-        }
-        for i, call in enumerate(response.get("tool_calls") or ())
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        for call_id, name, arguments in turn.calls
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": response.get("content")}
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if calls:
         message["tool_calls"] = calls
-    finish = response.get("finish_reason") or ("tool_calls" if calls else "stop")
     made: dict[str, Any] = {
-        "id": f"chatcmpl-{number}",
+        "id": f"chatcmpl-{turn.number}",
         "object": "chat.completion",
         "created": 1_700_000_000,
-        "model": response.get("model") or MODEL,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "model": turn.model or MODEL,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": turn.finish_reason, "logprobs": None}
+        ],
     }
-    usage = response.get("usage")
-    if isinstance(usage, dict):
-        prompt = int(usage.get("prompt_tokens", 0))
-        output = int(usage.get("completion_tokens", 0))
-        made["usage"] = {
-            **usage,
-            "prompt_tokens": prompt,
-            "completion_tokens": output,
-            "total_tokens": int(usage.get("total_tokens", prompt + output)),
-        }
+    if turn.usage is not None:
+        made["usage"] = turn.usage
     return made
-
-
-def _arguments(arguments: object) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments or {})
 
 
 def chunks(made: Mapping[str, Any], usage: bool) -> list[dict[str, Any]]:
@@ -107,6 +69,14 @@ def chunks(made: Mapping[str, Any], usage: bool) -> list[dict[str, Any]]:
     return found
 
 
+def events(made: Mapping[str, Any], body: Mapping[str, Any]) -> bytes:
+    """The server-sent events a streamed request (``body``) gets for the completion ``made``."""
+    options = body.get("stream_options")
+    usage = isinstance(options, dict) and options.get("include_usage") is True
+    sent = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks(made, usage))
+    return f"{sent}data: [DONE]\n\n".encode()
+
+
 class LoopbackServer:
     """A model script served on 127.0.0.1 as an OpenAI-compatible API (docs/testing.md).
 
@@ -118,8 +88,8 @@ class LoopbackServer:
 
     __module__ = "budgetconf.testing"
 
-    def __init__(self, script: Script, *, lifetime: float = 600.0) -> None:
-        self.responses = _responses(script)
+    def __init__(self, script: ScriptLike, *, lifetime: float = 600.0) -> None:
+        self.script = Script(script)
         self.lifetime = lifetime
         self.received: list[dict[str, Any]] = []
         self.url = ""
@@ -162,8 +132,7 @@ class LoopbackServer:
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self.received.append(body)
-            number = len(self.received)
-        return completion(self.responses[min(number, len(self.responses)) - 1], number)
+        return completion(self.script.next())
 
 
 def _handler(loopback: LoopbackServer) -> type[BaseHTTPRequestHandler]:
@@ -182,9 +151,7 @@ def _handler(loopback: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 return
             made = loopback._answer(body)
             if body.get("stream"):
-                options = body.get("stream_options")
-                usage = isinstance(options, dict) and options.get("include_usage") is True
-                self._stream(chunks(made, usage))
+                self._stream(events(made, body))
             else:
                 self._send(200, made)
 
@@ -196,13 +163,11 @@ def _handler(loopback: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, events: list[dict[str, Any]]) -> None:
+        def _stream(self, data: bytes) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
-            for event in events:
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.write(data)
             self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
