@@ -77,9 +77,9 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from types import FrameType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from budgetconf._loop_table import StopReason
 from budgetconf.errors import UsageError
@@ -262,7 +262,7 @@ def _streamed(
     return _Bridging(agent, budget, unenforced, on_event, name, kwargs, caller)
 
 
-class _Events:
+class _Events(AsyncIterator[Event]):
     """pydantic-ai's events of one bridged run (``agent.run_stream_events``), its run started
     with the first; the run's answer kept from its last event, for `finish`."""
 
@@ -272,9 +272,6 @@ class _Events:
         self.agent, self.input, self.bridging = agent, input, bridging
         self.events: AsyncIterator[Event] | None = None
         self.done: Any = None
-
-    def __aiter__(self) -> Self:
-        return self
 
     async def __anext__(self) -> Event:
         events = self.events
@@ -299,7 +296,7 @@ class _Events:
         return self.bridging.ended(exc)
 
 
-class _Pumped:
+class _Pumped(Iterator[Event]):
     """A run's events for ``for``: each pulled on the thread's event loop, as ``run_sync`` runs
     a whole run there (pydantic-ai's run goes on in its own task between pulls)."""
 
@@ -307,9 +304,6 @@ class _Pumped:
 
     def __init__(self, events: _Events) -> None:
         self.events = events
-
-    def __iter__(self) -> Self:
-        return self
 
     def __next__(self) -> Event:
         try:
