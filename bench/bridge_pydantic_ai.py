@@ -9,6 +9,15 @@ other two runs in alternating pairs with the first (`_paired`): the rows are the
 medians of one run's time divided by its turns, and of the pairs' differences,
 measured with `time.perf_counter_ns`.
 
+`streamed_rows` measures the streams the same way: pydantic-ai's own stream of a
+whole run (``agent.run_stream_events``) against the bridge's, both drained on the
+loop, on the same scripted double (`budgetconf.testing.pydantic_ai_model`: a tool
+call per response, then a final answer, every request streamed). pydantic-ai's
+stream of a whole run is async only, so the bridge's twin of it is `astream()`;
+what `stream()` adds to that, pulling each event on the loop for a sync caller, is
+this script's own last row (most of it anyio's: it takes each pull's task for the
+root of the run's tasks, so a sync tool gets a new worker thread at each call).
+
     python bench/bridge_pydantic_ai.py [--quick]
 """
 
@@ -20,7 +29,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
@@ -30,10 +39,12 @@ from pydantic_ai.usage import RequestUsage
 
 import budgetconf
 from budgetconf.integrations import pydantic_ai as bridge
+from budgetconf.testing import pydantic_ai_model
 
 from _paired import paired
 
 TURNS = 10
+_T = TypeVar("_T")
 
 
 def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -77,6 +88,24 @@ NAMES = (
 )
 #: the cost of one empty capability: this script's own row, not bench/bridges.py's
 EMPTY = "pydantic_ai: one empty capability's cost per turn"
+STREAMED = (
+    "pydantic_ai, streamed: framework alone, per turn",
+    "pydantic_ai, streamed: through the bridge, per turn",
+    "pydantic_ai, streamed: the bridge's cost per turn",
+)
+#: what the sync stream() costs over astream(): this script's own row, not bench/bridges.py's
+PUMPED = "pydantic_ai, streamed: stream() over astream(), per turn"
+#: the script of a streamed run: a tool call per response, an answer on the last
+SCRIPT: Final = [
+    *[
+        {
+            "tool_calls": [{"name": "add", "arguments": {"a": n, "b": 1}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        }
+        for n in range(1, TURNS)
+    ],
+    {"content": "done", "usage": {"prompt_tokens": 10, "completion_tokens": 5}},
+]
 
 
 def rows(quick: bool) -> dict[str, float]:
@@ -84,15 +113,38 @@ def rows(quick: bool) -> dict[str, float]:
     return {name: ns for name, ns in _rows(quick).items() if name != EMPTY}
 
 
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """Nanoseconds per turn, streamed: the framework's own stream, the bridge's, its cost."""
+    return {name: ns for name, ns in _streamed_rows(quick).items() if name != PUMPED}
+
+
+def _streamed_rows(quick: bool) -> dict[str, float]:
+    """`streamed_rows`, with what the sync `stream()` costs over `astream()` after them."""
+
+    def measured() -> dict[str, float]:
+        found = streamed_sides()
+        repeat = 3 if quick else 61
+        timed = paired(found["alone"], found["bridged"], repeat, TURNS)
+        pumped = paired(found["bridged"], found["pumped"], repeat, TURNS)[2]
+        return {**dict(zip(STREAMED, timed, strict=True)), PUMPED: pumped}
+
+    return _on_a_loop_of_its_own(measured)
+
+
 def _rows(quick: bool) -> dict[str, float]:
     """`rows`, with the framework's own cost of one more capability after them."""
+    return _on_a_loop_of_its_own(lambda: _measured(quick))
+
+
+def _on_a_loop_of_its_own(measure: Callable[[], _T]) -> _T:
+    """``measure()`` with a current loop of its own, closed after it."""
     # run_sync reuses the thread's current loop, which another framework's run_sync may have
     # left with its async generators shut down: both ways run on a loop of their own
     previous = _current_loop()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return _measured(quick)
+        return measure()
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
@@ -139,12 +191,64 @@ def sides() -> dict[str, Callable[[], int]]:
     return {"alone": alone, "empty capability": capable, "bridged": bridged}
 
 
+def streamed_sides() -> dict[str, Callable[[], int]]:
+    """One timed streamed run (ns) of `TURNS` turns each way, on a fresh scripted model each
+    (made before the timing): pydantic-ai's own stream, the bridge's `astream()`, and its
+    `stream()` pulling each event on the same loop."""
+    agent = _agent()
+    res = budgetconf.resolve(
+        env={}, explicit={"loop.max_steps": TURNS, "limits.max_tokens": 10_000}
+    )
+    keywords = bridge.limits(res)
+    loop = asyncio.get_event_loop_policy().get_event_loop()
+
+    async def drained(model: Any) -> Any:
+        async with agent.run_stream_events("go", model=model, **keywords) as events:
+            async for event in events:
+                last = event
+        return last
+
+    async def bridge_drained(model: Any) -> Any:
+        stream = bridge.astream(agent, "go", res, model=model)
+        async for _ in stream:
+            pass
+        return stream.result
+
+    def alone() -> int:
+        model = pydantic_ai_model(SCRIPT)
+        start = time.perf_counter_ns()
+        last = loop.run_until_complete(drained(model))
+        elapsed = time.perf_counter_ns() - start
+        assert last.result.output == "done"
+        return elapsed
+
+    def bridged() -> int:
+        model = pydantic_ai_model(SCRIPT)
+        start = time.perf_counter_ns()
+        result = loop.run_until_complete(bridge_drained(model))
+        elapsed = time.perf_counter_ns() - start
+        assert (result.output, result.turns) == ("done", TURNS)
+        return elapsed
+
+    def pumped() -> int:
+        model = pydantic_ai_model(SCRIPT)
+        start = time.perf_counter_ns()
+        stream = bridge.stream(agent, "go", res, model=model)
+        for _ in stream:
+            pass
+        elapsed = time.perf_counter_ns() - start
+        assert (stream.result.output, stream.result.turns) == ("done", TURNS)
+        return elapsed
+
+    return {"alone": alone, "bridged": bridged, "pumped": pumped}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions: a smoke run")
     args = parser.parse_args(argv)
-    for name, ns in _rows(args.quick).items():
-        print(f"{name:<50} {ns / 1000:9.1f} us")
+    for name, ns in {**_rows(args.quick), **_streamed_rows(args.quick)}.items():
+        print(f"{name:<58} {ns / 1000:9.1f} us")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""The conformance suite's driver for the pydantic-ai bridge: the framework's own
+"""The conformance suite's drivers for the pydantic-ai bridge: the framework's own
 `OpenAIChatModel` on an `AsyncOpenAI` client against the suite's loopback server
-(tests/helpers/conformance.py)."""
+(tests/helpers/conformance.py), through the bridge's `run()` and its `stream()`."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, driver
+from helpers.conformance import KEY, MODEL, Adder, drained, driver
 
 
-@driver("pydantic_ai", prices_itself=True)
-def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+def _agent(url: str, adder: Adder, model: str) -> Any:
     from openai import AsyncOpenAI
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
-
-    from budgetconf.integrations import pydantic_ai
 
     client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
     chat = OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client))
@@ -29,4 +26,18 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) 
         """Add two numbers."""
         return adder(a, b)
 
-    return pydantic_ai.run(agent, "Add.", res)
+    return agent
+
+
+@driver("pydantic_ai", prices_itself=True)
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+    from budgetconf.integrations import pydantic_ai
+
+    return pydantic_ai.run(_agent(url, adder, model), "Add.", res)
+
+
+@driver("pydantic_ai, streamed", streams=True, prices_itself=True)
+def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+    from budgetconf.integrations import pydantic_ai
+
+    return drained(pydantic_ai.stream(_agent(url, adder, model), "Add.", res))

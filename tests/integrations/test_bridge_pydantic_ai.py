@@ -1181,3 +1181,5 @@ def test_the_bench_measures_both_rows(capsys: pytest.CaptureFixture[str]) -> Non
     printed = capsys.readouterr().out
     assert "pydantic_ai: framework alone, per turn" in printed
     assert "pydantic_ai: through the bridge, per turn" in printed
+    assert "pydantic_ai, streamed: through the bridge, per turn" in printed
+    assert list(bench.streamed_rows(True)) == list(bench.STREAMED)

@@ -215,15 +215,17 @@ class MeteredTools(WrapperToolset[Any]):
         return await self.bridged.atool(ctx.tool_call_id, name, call)
 
 
-#: the systems of pydantic-ai's own test doubles, which report their usage (and cost) as told
-_DOUBLES: Final = ("function", "test")
+#: the systems of the test doubles (pydantic-ai's own, and `budgetconf.testing.pydantic_ai_model`),
+#: which report their usage (and cost) as told
+_DOUBLES: Final = ("function", "test", "scripted")
 
 
 def agent_model(model: object) -> AgentModel:
     """The run's model: a pydantic-ai ``Model`` by its ``model_name``, its ``system`` the
     provider (after the one its base URL's host names); a name as pydantic-ai reads one
-    (``openai:gpt-4o``). pydantic-ai's test doubles (``FunctionModel``, ``TestModel``) and a
-    ``FallbackModel`` (whose responses each name their own model) are not named."""
+    (``openai:gpt-4o``). The test doubles (``FunctionModel``, ``TestModel``,
+    ``budgetconf.testing.pydantic_ai_model``) and a ``FallbackModel`` (whose responses each
+    name their own model) are not named."""
     if isinstance(model, str):
         provider, _, name = model.partition(":") if ":" in model else ("", "", model)
         return AgentModel(name, provider)

@@ -5,7 +5,9 @@
 ``agent.run_sync`` (``agent.run_sync(prompt, **limits(res))``), for code that
 keeps its own call; `run()` and `arun()` run the agent through the executor's
 `Meter` and return a `BridgeResult` whose ``message``, ``limit``, ``usage`` and
-``events`` are the executor's.
+``events`` are the executor's; `stream()` and `astream()` run it the same way
+through ``agent.run_stream_events`` and return a `BridgeStream` of pydantic-ai's
+own events, whose ``result`` is then the same `BridgeResult`.
 
 In `run()` every budget is the Meter's, through a capability the bridge adds
 to the run (``capabilities=``; the caller's agent is not changed): each model
@@ -58,6 +60,16 @@ or tool failure is a ``failed`` result whose ``native`` is the exception; a
 the first model call (a toolset that cannot start, say). The last-turn notice
 goes with the last permitted call, added to that request's input when it
 offers tools.
+
+`stream()` (``for event in ...``) and `astream()` (``async for``) yield what
+``agent.run_stream_events`` yields: each ``AgentStreamEvent`` of the run, every
+model request streamed, and its ``AgentRunResultEvent`` once the agent has
+answered. A budget stop ends the stream without that last event and without
+raising; the result says why. They take `run()`'s keywords and refuse the same
+ones, and ``event_stream_handler=`` (the stream is the events). `stream()` pumps
+the run's events on the thread's event loop, one by one, as ``run_sync`` runs a
+run; closing the stream early cancels pydantic-ai's run and the run is
+``cancelled``.
 """
 
 from __future__ import annotations
@@ -65,15 +77,21 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from types import FrameType
 from typing import Any, Final
 
 from budgetconf._loop_table import StopReason
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
+from budgetconf.integrations._bridge import (
+    BridgeResult,
+    bridge_budget,
+    refuse_conflicting,
+    refuse_streaming,
+)
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
+from budgetconf.integrations._stream import BridgeStream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -83,7 +101,8 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
 
 try:
     import pydantic_core
-    from pydantic_ai import UsageLimits
+    from pydantic_ai import AgentRunResultEvent, AgentStreamEvent, UsageLimits
+    from pydantic_ai._utils import check_no_nested_sync_run, run_until_complete
     from pydantic_ai.agent import AbstractAgent
     from pydantic_ai.exceptions import CostNotFoundWarning, RunCancelled, RunTimedOut, UserError
 
@@ -96,7 +115,10 @@ try:
 except ImportError:
     raise missing("pydantic_ai", "pydantic-ai-slim", "pydantic-ai") from None
 
-__all__ = ["arun", "limits", "run"]
+__all__ = ["arun", "astream", "limits", "run", "stream"]
+
+#: what a bridged stream yields: pydantic-ai's own events of the run, its result's last
+Event = AgentStreamEvent | AgentRunResultEvent[Any]
 
 _FRAMEWORK: Final = FRAMEWORKS["pydantic_ai"]
 #: how much later than the Meter's deadline pydantic-ai's own may fall (its clock is the
@@ -145,6 +167,7 @@ def run(
     hears the run's events (a `budgetconf.events.Sink`); ``name`` names the
     run, as in `LoopExecutor`.
     """
+    refuse_streaming(framework_kwargs)
     caller = sys._getframe(1)
     bridged = _Bridging(agent, budget, unenforced, on_event, name, framework_kwargs, caller)
     try:
@@ -165,6 +188,7 @@ async def arun(
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """`run()` with ``await agent.run(...)``, for code already in an event loop."""
+    refuse_streaming(framework_kwargs)
     caller = sys._getframe(1)
     bridged = _Bridging(agent, budget, unenforced, on_event, name, framework_kwargs, caller)
     try:
@@ -172,6 +196,123 @@ async def arun(
     except BaseException as exc:
         return bridged.ended(exc)
     return bridged.finished(done)
+
+
+def stream(
+    agent: AbstractAgent[Any, Any],
+    input: Any,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[Event]:
+    """`run()`, streamed: ``for event in stream(...)`` yields pydantic-ai's events of the run
+    (``agent.run_stream_events``), ``.result`` is then `run()`'s result.
+
+    A budget stop ends the stream without raising; a model or tool failure
+    too (the result is ``failed``); the caller's own error is raised from the
+    iteration. Not inside a running event loop: `astream()` is for that.
+    """
+    check_no_nested_sync_run()  # as run_sync checks: a sync run inside a sync tool deadlocks
+    events = _Events(
+        agent,
+        input,
+        _streamed(agent, budget, unenforced, on_event, name, framework_kwargs, sys._getframe(1)),
+    )
+    return BridgeStream(_Pumped(events), events.finish)
+
+
+def astream(
+    agent: AbstractAgent[Any, Any],
+    input: Any,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[Event]:
+    """`stream()`, for code already in an event loop: ``async for event in astream(...)``."""
+    events = _Events(
+        agent,
+        input,
+        _streamed(agent, budget, unenforced, on_event, name, framework_kwargs, sys._getframe(1)),
+    )
+    return BridgeStream(events, events.finish)
+
+
+def _streamed(
+    agent: AbstractAgent[Any, Any],
+    budget: object,
+    unenforced: Unenforced,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: dict[str, Any],
+    caller: FrameType,
+) -> _Bridging:
+    """The bridged run a stream runs: `run()`'s, without a handler of the caller's (the
+    stream is the run's events: pydantic-ai's ``run_stream_events`` takes none)."""
+    if "event_stream_handler" in kwargs:
+        raise UsageError(
+            "event_stream_handler=: stream() yields the run's events itself; iterate it, or"
+            " pass the handler to run()"
+        )
+    return _Bridging(agent, budget, unenforced, on_event, name, kwargs, caller)
+
+
+class _Events(AsyncIterator[Event]):
+    """pydantic-ai's events of one bridged run (``agent.run_stream_events``), its run started
+    with the first; the run's answer kept from its last event, for `finish`."""
+
+    __slots__ = ("agent", "bridging", "done", "events", "input")
+
+    def __init__(self, agent: AbstractAgent[Any, Any], input: Any, bridging: _Bridging) -> None:
+        self.agent, self.input, self.bridging = agent, input, bridging
+        self.events: AsyncIterator[Event] | None = None
+        self.done: Any = None
+
+    async def __anext__(self) -> Event:
+        events = self.events
+        if events is None:  # opened here, so a keyword pydantic-ai refuses ends the run here
+            opened = self.agent.run_stream_events(self.input, **self.bridging.kwargs)
+            self.events = events = await opened.__aenter__()
+        event = await anext(events)
+        if isinstance(event, AgentRunResultEvent):
+            self.done = event.result
+        return event
+
+    async def aclose(self) -> None:
+        """Cancel pydantic-ai's run (its task drained), as leaving its ``async with`` does."""
+        events: Any = self.events
+        if events is not None:
+            await events.aclose()
+
+    def finish(self, exc: BaseException | None) -> BridgeResult:
+        """The run's result: its answer's, or that of what ended it (`_Bridging.ended`)."""
+        if exc is None:
+            return self.bridging.finished(self.done)
+        return self.bridging.ended(exc)
+
+
+class _Pumped(Iterator[Event]):
+    """A run's events for ``for``: each pulled on the thread's event loop, as ``run_sync`` runs
+    a whole run there (pydantic-ai's run goes on in its own task between pulls)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: _Events) -> None:
+        self.events = events
+
+    def __next__(self) -> Event:
+        try:
+            return run_until_complete(anext(self.events))
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        run_until_complete(self.events.aclose())
 
 
 class _Bridging:
