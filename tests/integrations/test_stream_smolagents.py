@@ -150,7 +150,8 @@ def test_the_deadline_stops_the_stream_before_the_next_call() -> None:
         time.sleep(0.4)
         return "waited"
 
-    script = [{"content": "", "tool_calls": [{"name": "wait", "arguments": {}}]}, *LOOPING]
+    waits: dict[str, Any] = {"content": "", "tool_calls": [{"name": "wait", "arguments": {}}]}
+    script = [waits, *LOOPING]
     model = smolagents_model(script)
     ag = ToolCallingAgent(tools=[wait, add], model=model, verbosity_level=LogLevel.OFF)
     streamed = stream(ag, "go", env(timeout_seconds="0.3"))
