@@ -3,13 +3,18 @@
 >>> from budgetconf.integrations.smolagents import limits, run
 >>> agent.run(task, **limits(res))      # the step budget, through smolagents' own max_steps
 >>> result = run(agent, task, res)      # every budget, and the stop the budgetconf way
+>>> with stream(agent, task, res) as items:  # the same run, smolagents' own items as they come
+...     for item in items: ...
+>>> items.result                        # run()'s result, once the items have ended
 
 `run()` enforces the whole budget through the executor's `Meter`: for the
 run it gives the agent a model that asks the Meter before each model call (a
 step's, a plan's) and hands it each response, and, for a ``ToolCallingAgent``,
 a wrapper in each tool's place, so the Meter decides each call smolagents
 makes, as the executor's loop does. Its result's ``message``, ``limit``,
-``usage`` and ``events`` are the executor's.
+``usage`` and ``events`` are the executor's. `stream()` is the same run,
+yielding what ``agent.run(task, stream=True)`` yields; a stop ends it without
+raising, with `run()`'s result.
 
 =========================== ================================================
 budget                      enforced by
@@ -46,6 +51,10 @@ budget                      enforced by
                             that price (``ledger.max_cost_usd`` is drawn on
                             at it)
 =========================== ================================================
+
+An agent with ``stream_outputs=True`` streams its model calls; their deltas carry
+input and output tokens only, so a streamed call's cached tokens are priced at the
+input rate.
 
 A ``CodeAgent`` calls its tools inside the code it writes, which smolagents'
 interpreter runs: the Meter sees its responses (their steps, tokens, time and
