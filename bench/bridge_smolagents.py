@@ -8,6 +8,9 @@ task, budget)`` for a step budget of ``turns`` (the Meter answers the last
 call's tool call as not executed and refuses the next). Repetitions alternate
 between the two, and each row is the median time per turn, in nanoseconds
 (`time.perf_counter_ns`). Building the budget is outside the timing.
+`streamed_rows` times the same two runs streamed, each iterated to its end:
+``agent.run(task, stream=True, ...)`` alone, the bridge's ``stream(agent,
+task, budget)`` through it.
 
     python bench/bridge_smolagents.py [--quick]
 """
@@ -29,13 +32,18 @@ from smolagents.models import (
 from smolagents.monitoring import LogLevel, TokenUsage
 
 import budgetconf
-from budgetconf.integrations.smolagents import run
+from budgetconf.integrations.smolagents import run, stream
 
 from _paired import paired
 
 ALONE = "smolagents: framework alone, per turn"
 BRIDGED = "smolagents: through the bridge, per turn"
 COST = "smolagents: the bridge's cost per turn"
+STREAMED = (
+    "smolagents, streamed: framework alone, per turn",
+    "smolagents, streamed: through the bridge, per turn",
+    "smolagents, streamed: the bridge's cost per turn",
+)
 
 
 class Looping(Model):
@@ -79,6 +87,13 @@ def rows(quick: bool) -> dict[str, float]:
     return dict(zip((ALONE, BRIDGED, COST), found, strict=True))
 
 
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """`rows`, of the two runs streamed."""
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    found = paired(*streamed_sides(turns).values(), repeat, turns)
+    return dict(zip(STREAMED, found, strict=True))
+
+
 def sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
     """One timed run (ns) of ``turns`` turns alone and one through the bridge."""
     agent = ToolCallingAgent(tools=[add], model=Looping(), verbosity_level=LogLevel.OFF)
@@ -99,8 +114,32 @@ def sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
     return {"alone": alone, "bridged": bridged}
 
 
+def streamed_sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
+    """One timed run (ns) of ``turns`` turns streamed alone and one through the bridge."""
+    agent = ToolCallingAgent(tools=[add], model=Looping(), verbosity_level=LogLevel.OFF)
+    budget = budgetconf.resolve(explicit={"loop.max_steps": turns})
+
+    def alone() -> int:
+        start = time.perf_counter_ns()
+        for _ in agent.run("go", stream=True, max_steps=turns - 1):
+            pass
+        return time.perf_counter_ns() - start
+
+    def bridged() -> int:
+        start = time.perf_counter_ns()
+        streamed = stream(agent, "go", budget)
+        for _ in streamed:
+            pass
+        elapsed = time.perf_counter_ns() - start
+        assert streamed.result.turns == turns, streamed.result
+        return elapsed
+
+    return {"alone": alone, "bridged": bridged}
+
+
 def main(argv: list[str]) -> int:
-    found = rows("--quick" in argv)
+    quick = "--quick" in argv
+    found = {**rows(quick), **streamed_rows(quick)}
     for name, ns in found.items():
         print(f"{name}: {ns / 1000:.1f} us")
     return 0

@@ -870,7 +870,8 @@ def test_without_smolagents_a_fresh_process_says_the_same() -> None:
 
 
 def test_the_bench_measures_both_runs() -> None:
-    """bench/bridge_smolagents.py's rows, in quick mode, so the script cannot rot."""
+    """bench/bridge_smolagents.py's rows, run and streamed, in quick mode, so the script
+    cannot rot."""
     path = BENCH / "bridge_smolagents.py"
     spec = importlib.util.spec_from_file_location("bridge_smolagents_bench", path)
     assert spec is not None
@@ -884,6 +885,13 @@ def test_the_bench_measures_both_runs() -> None:
         "smolagents: the bridge's cost per turn",
     ]
     assert all(ns > 0 for ns in list(rows.values())[:2])
+    streamed = module.streamed_rows(quick=True)
+    assert list(streamed) == [
+        "smolagents, streamed: framework alone, per turn",
+        "smolagents, streamed: through the bridge, per turn",
+        "smolagents, streamed: the bridge's cost per turn",
+    ]
+    assert all(ns > 0 for ns in list(streamed.values())[:2])
 
 
 def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from smolagents.agents import RunResult  # type: ignore[import-untyped]
+from smolagents.memory import FinalAnswerStep  # type: ignore[import-untyped]
 from smolagents.models import (  # type: ignore[import-untyped]
     ChatMessage,
     LiteLLMModel,
@@ -30,6 +31,7 @@ from smolagents.models import (  # type: ignore[import-untyped]
     parse_json_if_needed,
 )
 from smolagents.tools import BaseTool  # type: ignore[import-untyped]
+from smolagents.utils import AgentError  # type: ignore[import-untyped]
 
 from budgetconf._loop_table import LastTurn, StopReason
 from budgetconf._usage import Unreadable, Usage, reported_tokens
@@ -267,6 +269,20 @@ class Session:
 
     # -- the end ---------------------------------------------------------------------------
 
+    def end(self, exc: BaseException) -> BridgeResult:
+        """The run's end, as ``exc`` (what ``agent.run`` or its stream raised) ends it; an
+        exception that is no run's end (the process leaving) is raised again, once recorded."""
+        if isinstance(exc, Ended):
+            return self.ended()
+        if isinstance(exc, KeyboardInterrupt):  # as the executor takes one: the run cancelled
+            return self.cancelled(exc)
+        if isinstance(exc, Exception):
+            if isinstance(exc, AgentError) and self.agent.interrupt_switch:
+                return self.cancelled(exc)  # the caller's agent.interrupt()
+            return self.failed(exc)
+        self.failed(exc)
+        raise exc
+
     def ended(self) -> BridgeResult:
         """The Meter ended the run before (or during) a model call: smolagents neither
         returned nor raised, so there is no result of its own."""
@@ -286,9 +302,10 @@ class Session:
         return self.bridged.result(exc)
 
     def finished(self, native: Any) -> BridgeResult:
-        """smolagents ended the run with its final answer (``native``, or its ``output``)."""
+        """smolagents ended the run with its final answer (``native``, or the ``output`` of
+        its `RunResult` or of its stream's `FinalAnswerStep`)."""
         self.flush()
-        answer = native.output if isinstance(native, RunResult) else native
+        answer = native.output if isinstance(native, RunResult | FinalAnswerStep) else native
         return self.bridged.result(native, text_of(answer))
 
 

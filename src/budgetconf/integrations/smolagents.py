@@ -3,13 +3,18 @@
 >>> from budgetconf.integrations.smolagents import limits, run
 >>> agent.run(task, **limits(res))      # the step budget, through smolagents' own max_steps
 >>> result = run(agent, task, res)      # every budget, and the stop the budgetconf way
+>>> with stream(agent, task, res) as items:  # the same run, smolagents' own items as they come
+...     for item in items: ...
+>>> items.result                        # run()'s result, once the items have ended
 
 `run()` enforces the whole budget through the executor's `Meter`: for the
 run it gives the agent a model that asks the Meter before each model call (a
 step's, a plan's) and hands it each response, and, for a ``ToolCallingAgent``,
 a wrapper in each tool's place, so the Meter decides each call smolagents
 makes, as the executor's loop does. Its result's ``message``, ``limit``,
-``usage`` and ``events`` are the executor's.
+``usage`` and ``events`` are the executor's. `stream()` is the same run,
+yielding what ``agent.run(task, stream=True)`` yields; a stop ends it without
+raising, with `run()`'s result.
 
 =========================== ================================================
 budget                      enforced by
@@ -47,6 +52,10 @@ budget                      enforced by
                             at it)
 =========================== ================================================
 
+An agent with ``stream_outputs=True`` streams its model calls; their deltas carry
+input and output tokens only, so a streamed call's cached tokens are priced at the
+input rate.
+
 A ``CodeAgent`` calls its tools inside the code it writes, which smolagents'
 interpreter runs: the Meter sees its responses (their steps, tokens, time and
 the ledger are enforced) but no call in them, so its tools run unwrapped and
@@ -60,25 +69,33 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
+from typing import cast
 
 try:
     from smolagents.agents import (  # type: ignore[import-untyped]
         MultiStepAgent,
         ToolCallingAgent,
     )
-    from smolagents.utils import AgentError  # type: ignore[import-untyped]
 except ImportError:
     from budgetconf.integrations._install import missing
 
     raise missing("smolagents", "smolagents", "smolagents") from None
 
 from budgetconf.errors import BudgetConfWarning, UsageError, UsageTypeError
-from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
+from budgetconf.integrations._bridge import (
+    BridgeResult,
+    bridge_budget,
+    refuse_conflicting,
+    refuse_streaming,
+)
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._smolagents_run import Ended, Session, agent_model
+from budgetconf.integrations._stream import BridgeStream, Closed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from collections.abc import Callable
     from inspect import Signature
     from typing import Any, Final
 
@@ -86,7 +103,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
     from budgetconf.integrations._bridge import Unenforced
     from budgetconf.loop import Budget
 
-__all__ = ["limits", "run"]
+__all__ = ["limits", "run", "stream"]
 
 _FRAMEWORK: Final = FRAMEWORKS["smolagents"]
 #: the agents in a bridged run in this process, by id: smolagents keeps a run on its agent
@@ -127,20 +144,121 @@ def run(
     ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s. The agent's
     model, tools and ``max_steps`` are the run's while it runs, and its own
     afterwards, also when it raises. ``max_steps=`` is refused (set the budget
-    through budgetconf), and so are ``stream=True`` (the bridge runs to the
-    end), a keyword ``agent.run`` does not take, and a run of an agent already
-    in a bridged run. ``native`` is what ``agent.run`` returned (smolagents'
+    through budgetconf), and so are ``stream=True`` (`stream` streams), a
+    keyword ``agent.run`` does not take, and a run of an agent already in a
+    bridged run. ``native`` is what ``agent.run`` returned (smolagents'
     ``RunResult`` with ``return_full_result=True``), the exception it raised,
     or None when the budget stopped the run. A model or tool failure that ends
     smolagents' run is a ``failed`` result; ``agent.interrupt()`` a
     ``cancelled`` one.
     """
-    refuse_conflicting(_FRAMEWORK, framework_kwargs)
-    if framework_kwargs.get("stream"):
-        raise UsageError("stream=True: the bridge runs the agent to its end; leave it out")
+    refuse_streaming(framework_kwargs)
+    opened = _opener(agent, task, budget, unenforced, on_event, name, framework_kwargs)
+    with _alone(agent):
+        session = opened()
+        try:  # the agent is its own again before any result is made
+            with session.borrowed():
+                native = agent.run(task, **framework_kwargs)
+        except BaseException as exc:
+            return session.end(exc)
+    return session.finished(native)
+
+
+def stream(
+    agent: Any,
+    task: str,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[Any]:
+    """`run`, streamed: what ``agent.run(task, stream=True, **framework_kwargs)`` yields.
+
+    Iterating it yields smolagents' own stream items (its steps, ``ToolCall``s,
+    ``ToolOutput``s, a ``stream_outputs`` agent's ``ChatMessageStreamDelta``s,
+    the ``FinalAnswerStep``); at a budget stop it ends without raising, and
+    ``result`` is the result `run` gives, its ``native`` the
+    ``FinalAnswerStep`` (None at a stop). The keywords and refusals are
+    `run`'s, ``stream=`` the bridge's own; the run begins at the first item.
+    Closing the stream before its end closes smolagents' and ends the run
+    ``cancelled``.
+    """
+    if "stream" in framework_kwargs:
+        raise UsageError("stream=: stream() streams the run itself; leave it out")
+    opened = _opener(agent, task, budget, unenforced, on_event, name, framework_kwargs)
+    streamed = _Streamed(agent, opened)
+    return BridgeStream(streamed.items(task, framework_kwargs), streamed.finish)
+
+
+class _Streamed:
+    """One streamed run: smolagents' stream within the run, and the run's end after it."""
+
+    __slots__ = ("agent", "ending", "last", "opened", "session")
+
+    def __init__(self, agent: Any, opened: Callable[[], Session]) -> None:
+        self.agent = agent
+        self.opened = opened
+        self.session: Session | None = None  # from the first item on
+        self.last: Any = None  # smolagents' last item: its FinalAnswerStep, at its end
+        # how the run ended where `BridgeStream` hears of no exception: the Meter's stop, Ctrl-C
+        self.ending: BaseException | None = None
+
+    def items(self, task: str, kwargs: dict[str, Any]) -> Iterator[Any]:
+        agent = self.agent
+        with _alone(agent):
+            session = self.session = self.opened()
+            try:  # the agent is its own again before any result is made
+                with session.borrowed():
+                    steps = agent.run(task, stream=True, **kwargs)
+                    try:
+                        for item in steps:
+                            self.last = item
+                            yield item
+                    finally:
+                        _close(steps)
+            except (Ended, KeyboardInterrupt) as exc:
+                self.ending = exc
+            except BaseException as exc:
+                if isinstance(exc, Exception | GeneratorExit):
+                    raise  # the stream hands it to `finish`, or the stream was closed
+                session.end(exc)  # the process is leaving: the run ends, recorded
+
+    def finish(self, exc: BaseException | None) -> BridgeResult:
+        session = self.session
+        if session is None:  # the run never began: its stream was closed first, or refused
+            if not isinstance(exc, Closed):
+                raise cast(BaseException, exc)
+            session = self.session = self.opened()
+        if exc is None:
+            exc = self.ending
+        return session.finished(self.last) if exc is None else session.end(exc)
+
+
+def _close(steps: Any) -> None:
+    """Close smolagents' stream. It yields its step from a ``finally`` block, so closed
+    within a step it yields once more (a RuntimeError) and waits there: closed again, it ends."""
+    try:
+        steps.close()
+    except RuntimeError:
+        steps.close()
+
+
+def _opener(
+    agent: Any,
+    task: str,
+    budget: object,
+    unenforced: Unenforced,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: dict[str, Any],
+) -> Callable[[], Session]:
+    """What opens the run's `Session`, once the caller's keywords and the budget pass."""
+    refuse_conflicting(_FRAMEWORK, kwargs)
     if not isinstance(agent, MultiStepAgent):
         raise UsageTypeError(f"agent: expected a smolagents agent, got {type(agent).__name__}")
-    _bind(agent, task, framework_kwargs)
+    _bind(agent, task, kwargs)
     model = agent_model(agent.model)
     checked = bridge_budget(
         _FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
@@ -148,23 +266,7 @@ def run(
     _step_limit(checked)
     gated = isinstance(agent, ToolCallingAgent)
     _refuse_unseen(agent, checked, gated, unenforced)
-    with _alone(agent):
-        session = Session(_FRAMEWORK, agent, checked, gated, on_event, name, model)
-        try:  # the agent is its own again before any result is made
-            with session.borrowed():
-                native = agent.run(task, **framework_kwargs)
-        except Ended:
-            return session.ended()
-        except KeyboardInterrupt as exc:  # as the executor takes one: the run cancelled
-            return session.cancelled(exc)
-        except Exception as exc:
-            if isinstance(exc, AgentError) and agent.interrupt_switch:
-                return session.cancelled(exc)  # the caller's agent.interrupt()
-            return session.failed(exc)
-        except BaseException as exc:  # the process is leaving: the run ends, recorded
-            session.failed(exc)
-            raise
-    return session.finished(native)
+    return partial(Session, _FRAMEWORK, agent, checked, gated, on_event, name, model)
 
 
 def _step_limit(budget: Budget) -> Any:
@@ -238,4 +340,4 @@ def _refuse_unseen(agent: Any, budget: Budget, gated: bool, unenforced: Unenforc
         raise UsageError(f"{what}; a budget the policy sets is never run without")
     if unenforced == "error":
         raise UsageError(f"{what}; or pass unenforced='warn' to run without it")
-    warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=3)
+    warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=4)

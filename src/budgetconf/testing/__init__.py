@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from budgetconf.loop import ScriptedModel
 from budgetconf.testing._loopback import LoopbackServer
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each framework's model is imported with its framework, when first named
     from budgetconf.testing._pydantic_ai import pydantic_ai_model
+    from budgetconf.testing._smolagents import smolagents_model
 
 __all__ = [
     "LoopbackServer",
