@@ -73,6 +73,8 @@ DIFFERS = {
     "openai_agents": _asked_model,
     # its final answer is a call of its final_answer tool
     "smolagents": _answer_tool,
+    # its stream's deltas do not carry the model the completion names
+    "smolagents, streamed": _asked_model,
 }
 
 
