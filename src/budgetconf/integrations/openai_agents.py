@@ -4,7 +4,13 @@
 framework's own keyword; ``run(agent, text, res)`` (``Runner.run_sync``) and
 ``await arun(agent, text, res)`` (``Runner.run``) enforce the whole budget
 through the executor's `Meter`, and return a `BridgeResult` whose ``message``,
-``limit``, ``usage`` and ``events`` are the executor's.
+``limit``, ``usage`` and ``events`` are the executor's. ``stream(agent, text,
+res)`` (iterated with ``for``) and ``astream`` (also named ``run_streamed``,
+iterated with ``async for``) run ``Runner.run_streamed`` within the same
+budget: a `BridgeStream` of the framework's own ``StreamEvent``s, which ends
+without raising at a stop, its ``result`` then `run`'s. A streamed run asks
+the model for its usage (``ModelSettings(include_usage=True)`` over the run's
+settings), so that a token or cost budget counts each streamed response.
 
 =========================== ================================================
 budget                      enforced by
@@ -52,21 +58,27 @@ from typing import Any, Final  # the framework imports typing: nothing saved by 
 from budgetconf.integrations._install import missing
 
 try:
-    from agents import Agent, RunConfig, Runner, RunState, UserError
+    from agents import Agent, ModelSettings, RunConfig, Runner, RunState, StreamEvent
 except ImportError:
     raise missing("openai_agents", "openai-agents", "openai-agents") from None
 
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
+from budgetconf.integrations._bridge import (
+    BridgeResult,
+    bridge_budget,
+    refuse_conflicting,
+    refuse_streaming,
+)
 from budgetconf.integrations._frameworks import FRAMEWORKS
-from budgetconf.integrations._openai_agents_run import Watch, agent_model, default_loop
+from budgetconf.integrations._openai_agents_run import Streamed, Watch, agent_model, default_loop
+from budgetconf.integrations._stream import BridgeStream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
     from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
 
-__all__ = ["arun", "limits", "run"]
+__all__ = ["arun", "astream", "limits", "run", "run_streamed", "stream"]
 
 _FRAMEWORK: Final = FRAMEWORKS["openai_agents"]
 
@@ -98,6 +110,7 @@ def run(
     or tool failure is a ``failed`` result whose ``native`` is the exception;
     an error of the caller's (a framework ``UserError``) is raised.
     """
+    refuse_streaming(framework_kwargs)
     watch, start, kwargs = _prepare(
         agent, input, budget, unenforced, on_event, name, framework_kwargs
     )
@@ -106,8 +119,6 @@ def run(
     timer = None if deadline is None else loop.call_at(deadline, watch.expire, loop)
     try:
         native = Runner.run_sync(start, input, **kwargs)
-    except UserError:  # the caller's own mistake, as the framework says it
-        raise
     except (Exception, asyncio.CancelledError) as exc:
         return watch.ended(exc)
     finally:
@@ -127,6 +138,7 @@ async def arun(
     **framework_kwargs: Any,
 ) -> BridgeResult:
     """`run`, awaiting ``Runner.run``; the deadline cancels the run, not the caller's task."""
+    refuse_streaming(framework_kwargs)
     watch, start, kwargs = _prepare(
         agent, input, budget, unenforced, on_event, name, framework_kwargs
     )
@@ -134,12 +146,81 @@ async def arun(
     try:
         async with asyncio.timeout(seconds) as scope:
             native = await Runner.run(start, input, **kwargs)
-    except UserError:  # the caller's own mistake, as the framework says it
-        raise
     except Exception as exc:
         watch.timed_out = isinstance(exc, TimeoutError) and scope.expired()
         return watch.ended(exc)
     return watch.finished(native)
+
+
+def stream(
+    agent: Any,
+    input: Any,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[StreamEvent]:
+    """``Runner.run_streamed`` within ``budget``, iterated with ``for``: the run's
+    ``StreamEvent``s, driven on the thread's default loop (``Runner.run_sync``'s).
+
+    The stream ends without raising at a budget stop; its ``result`` is then what `run`
+    returns for the same run. Its keywords, refusals and deadline are `run`'s. Closing it
+    before its end (``close()``, leaving its ``with`` block) cancels the run.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # none running: the default loop can run the stream
+    else:
+        raise UsageError(
+            "stream() runs the agent on this thread's event loop, and a loop is running here:"
+            " in async code, iterate astream() (run_streamed()) with async for"
+        )
+    streamed = _streamed(agent, input, budget, unenforced, on_event, name, framework_kwargs)
+    return BridgeStream(streamed.items(default_loop()), streamed.finish)
+
+
+def astream(
+    agent: Any,
+    input: Any,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[StreamEvent]:
+    """`stream`, iterated with ``async for`` on the running loop, as ``Runner.run_streamed``
+    is (``result.stream_events()``); a sync call, like it. Also named `run_streamed`."""
+    streamed = _streamed(agent, input, budget, unenforced, on_event, name, framework_kwargs)
+    return BridgeStream(streamed.aitems(), streamed.finish)
+
+
+run_streamed = astream
+
+
+def _streamed(
+    agent: Any,
+    input: object,
+    budget: object,
+    unenforced: Unenforced,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: dict[str, Any],
+) -> Streamed:
+    """A streamed run: `_prepare`'s, its settings asking each response for its usage."""
+    watch, start, prepared = _prepare(agent, input, budget, unenforced, on_event, name, kwargs)
+    config = prepared["run_config"]
+    usage = ModelSettings().resolve(config.model_settings).resolve(_USAGE)
+    prepared["run_config"] = dataclasses.replace(config, model_settings=usage)
+    return Streamed(watch, start, input, prepared)
+
+
+#: what a streamed run's settings get over the caller's: a streamed chat completion reports
+#: its usage only when asked (``stream_options.include_usage``)
+_USAGE: Final = ModelSettings(include_usage=True)
 
 
 def _prepare(

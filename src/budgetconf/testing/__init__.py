@@ -13,10 +13,13 @@ last response repeating.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetconf.loop import ScriptedModel
 from budgetconf.testing._loopback import LoopbackServer
+
+if TYPE_CHECKING:  # each is imported, with its framework, when first named
+    from budgetconf.testing._openai_agents import openai_agents_model
 
 __all__ = [
     "LoopbackServer",
