@@ -23,6 +23,7 @@ cost budget holds at.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import os
@@ -319,12 +320,9 @@ class Streamed:
                 self.arrived = loop.create_future()
                 loop.run_until_complete(self.arrived)
         except GeneratorExit:  # closed before its end
-            if self.native is None:
-                task.cancel()  # the run has not started: no events to end
             self.cancel()
-            loop.run_until_complete(asyncio.wait((task,)))
-            if not task.cancelled():
-                task.exception()  # the end is the caller's: cancelled
+            with contextlib.suppress(Exception):  # the end is the caller's: cancelled
+                loop.run_until_complete(task)  # its events end with the run
             raise
 
     async def _pump(self, waiting: deque[StreamEvent]) -> None:

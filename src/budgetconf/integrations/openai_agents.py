@@ -178,7 +178,10 @@ def stream(
             "stream() runs the agent on this thread's event loop, and a loop is running here:"
             " in async code, iterate astream() (run_streamed()) with async for"
         )
-    streamed = _streamed(agent, input, budget, unenforced, on_event, name, framework_kwargs)
+    watch, start, kwargs = _prepare(
+        agent, input, budget, unenforced, on_event, name, framework_kwargs, streamed=True
+    )
+    streamed = Streamed(watch, start, input, kwargs)
     return BridgeStream(streamed.items(default_loop()), streamed.finish)
 
 
@@ -194,29 +197,14 @@ def astream(
 ) -> BridgeStream[StreamEvent]:
     """`stream`, iterated with ``async for`` on the running loop, as ``Runner.run_streamed``
     is (``result.stream_events()``); a sync call, like it. Also named `run_streamed`."""
-    streamed = _streamed(agent, input, budget, unenforced, on_event, name, framework_kwargs)
+    watch, start, kwargs = _prepare(
+        agent, input, budget, unenforced, on_event, name, framework_kwargs, streamed=True
+    )
+    streamed = Streamed(watch, start, input, kwargs)
     return BridgeStream(streamed.aitems(), streamed.finish)
 
 
 run_streamed = astream
-
-
-def _streamed(
-    agent: Any,
-    input: object,
-    budget: object,
-    unenforced: Unenforced,
-    on_event: Sink | None,
-    name: str | None,
-    kwargs: dict[str, Any],
-) -> Streamed:
-    """A streamed run: `_prepare`'s, its settings asking each response for its usage."""
-    watch, start, prepared = _prepare(agent, input, budget, unenforced, on_event, name, kwargs)
-    config = prepared["run_config"]
-    usage = ModelSettings().resolve(config.model_settings).resolve(_USAGE)
-    prepared["run_config"] = dataclasses.replace(config, model_settings=usage)
-    return Streamed(watch, start, input, prepared)
-
 
 #: what a streamed run's settings get over the caller's: a streamed chat completion reports
 #: its usage only when asked (``stream_options.include_usage``)
@@ -231,8 +219,11 @@ def _prepare(
     on_event: Sink | None,
     name: str | None,
     kwargs: dict[str, Any],
+    *,
+    streamed: bool = False,
 ) -> tuple[Watch, Any, dict[str, Any]]:
-    """The run's watch, its copy of the agent, and the keywords that carry both."""
+    """The run's watch, its copy of the agent, and the keywords that carry both; a
+    ``streamed`` run's settings ask each response for its usage."""
     refuse_conflicting(_FRAMEWORK, kwargs)
     if isinstance(input, RunState):
         # a resumed run keeps the max_turns of the run that made it, whatever is passed
@@ -262,6 +253,9 @@ def _prepare(
     start = watch.copy(agent)
     given = config.call_model_input_filter
     steps = checked.value("max_steps")
+    changes: dict[str, Any] = {"call_model_input_filter": watch.filter(given)}
+    if streamed:
+        changes["model_settings"] = ModelSettings().resolve(config.model_settings).resolve(_USAGE)
     return (
         watch,
         start,
@@ -269,6 +263,6 @@ def _prepare(
             **kwargs,
             "max_turns": None if steps is None else int(steps) + 1,  # the Meter stops it first
             "hooks": watch,
-            "run_config": dataclasses.replace(config, call_model_input_filter=watch.filter(given)),
+            "run_config": dataclasses.replace(config, **changes),
         },
     )
