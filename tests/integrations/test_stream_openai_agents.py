@@ -89,8 +89,10 @@ def ended(result: Any) -> tuple[Any, ...]:
 
 
 def kinds(events: list[Any]) -> list[str]:
+    """Each event's kind: a raw event's type, a run item's name (an agent update's "")."""
     return [
-        getattr(getattr(e, "data", None), "type", None) or getattr(e, "name", "") for e in events
+        str(getattr(getattr(e, "data", None), "type", None) or getattr(e, "name", ""))
+        for e in events
     ]
 
 
@@ -212,7 +214,8 @@ def test_a_model_failure_is_a_failed_result_not_an_exception() -> None:
 
 def test_a_callers_mistake_the_framework_reports_is_raised() -> None:
     """A UserError (here: an input filter that returns no ModelInputData) is raised."""
-    config = RunConfig(call_model_input_filter=lambda data: "not model input")
+    wrong: Any = lambda data: "not model input"  # noqa: E731
+    config = RunConfig(call_model_input_filter=wrong)
     stream = openai_agents.stream(agent(), "go", env(max_steps="3"), run_config=config)
     with pytest.raises(UserError, match="ModelInputData"):
         list(stream)

@@ -285,9 +285,11 @@ class Streamed:
         self.cancel()
 
     def cancel(self) -> None:
-        """End the framework's run now; its events end with it."""
-        if self.native is not None:
-            self.native.cancel()
+        """End the framework's run now; its events end with it. Only a started run has a
+        deadline, or a stream to close in its middle."""
+        native = self.native
+        assert native is not None
+        native.cancel()
 
     async def aitems(self) -> AsyncIterator[StreamEvent]:
         """The framework's events, as ``stream_events()`` yields them on the running loop."""
