@@ -52,6 +52,7 @@ when the agent has tools or handoffs.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 from typing import Any, Final  # the framework imports typing: nothing saved by waiting
 
@@ -206,10 +207,6 @@ def astream(
 
 run_streamed = astream
 
-#: what a streamed run's settings get over the caller's: a streamed chat completion reports
-#: its usage only when asked (``stream_options.include_usage``)
-_USAGE: Final = ModelSettings(include_usage=True)
-
 
 def _prepare(
     agent: Any,
@@ -223,7 +220,8 @@ def _prepare(
     streamed: bool = False,
 ) -> tuple[Watch, Any, dict[str, Any]]:
     """The run's watch, its copy of the agent, and the keywords that carry both; a
-    ``streamed`` run's settings ask each response for its usage."""
+    ``streamed`` run's settings ask each response for its usage (``include_usage``: a
+    streamed chat completion reports it only when asked)."""
     refuse_conflicting(_FRAMEWORK, kwargs)
     if isinstance(input, RunState):
         # a resumed run keeps the max_turns of the run that made it, whatever is passed
@@ -253,9 +251,14 @@ def _prepare(
     start = watch.copy(agent)
     given = config.call_model_input_filter
     steps = checked.value("max_steps")
-    changes: dict[str, Any] = {"call_model_input_filter": watch.filter(given)}
-    if streamed:
-        changes["model_settings"] = ModelSettings().resolve(config.model_settings).resolve(_USAGE)
+    # a copy, not dataclasses.replace: RunConfig's __post_init__ reads its own type hints
+    # to coerce the model settings again (about 0.4 ms a run)
+    copied = copy.copy(config)
+    copied.call_model_input_filter = watch.filter(given)
+    if streamed:  # settings are coerced at the config's making: a ModelSettings, or None
+        copied.model_settings = dataclasses.replace(
+            config.model_settings or ModelSettings(), include_usage=True
+        )
     return (
         watch,
         start,
@@ -263,6 +266,6 @@ def _prepare(
             **kwargs,
             "max_turns": None if steps is None else int(steps) + 1,  # the Meter stops it first
             "hooks": watch,
-            "run_config": dataclasses.replace(config, **changes),
+            "run_config": copied,
         },
     )
