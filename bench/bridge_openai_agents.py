@@ -3,8 +3,12 @@
 Both sides run the same agent with the same scripted model (a tool call on
 every turn but the last) and the same tool, through ``Runner.run_sync``; the
 bridge's side goes through ``budgetconf.integrations.openai_agents.run``
-(hooks, input filter, budget checks). Repetitions run in alternating pairs
-(`_paired`); tracing is off.
+(hooks, input filter, budget checks). The streamed rows do the same with the
+framework's own stream (``Runner.run_streamed``, its ``stream_events()`` on the
+thread's loop) against the bridge's ``stream()``, on the model
+``budgetconf.testing.openai_agents_model`` makes (the framework's own scripted
+model, which streams). Repetitions run in alternating pairs (`_paired`);
+tracing is off.
 
     python bench/bridge_openai_agents.py [--quick]
 """
@@ -12,6 +16,7 @@ bridge's side goes through ``budgetconf.integrations.openai_agents.run``
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -26,6 +31,8 @@ from openai.types.responses import (
 
 import budgetconf
 from budgetconf.integrations import openai_agents
+from budgetconf.integrations._openai_agents_run import default_loop
+from budgetconf.testing import openai_agents_model
 
 from _paired import paired
 
@@ -104,12 +111,74 @@ def sides(turns: int = TURNS) -> dict[str, Callable[[], int]]:
     }
 
 
+STREAMED_NAMES = (
+    "openai_agents, streamed: framework alone, per turn",
+    "openai_agents, streamed: through the bridge, per turn",
+    "openai_agents, streamed: the bridge's cost per turn",
+)
+
+
+def _script(turns: int) -> dict[str, Any]:
+    """A tool call on every turn but the last, as `Scripted` plays it."""
+    call = {"name": "echo", "arguments": {"text": "hi"}}
+    responses: list[dict[str, Any]] = [{"tool_calls": [call]}] * (turns - 1)
+    return {"responses": [*responses, {"content": "done"}]}
+
+
+def _streamed_once(turns: int, bridged: bool, budget: Any) -> int:
+    agent = Agent[Any](name="bench", model=openai_agents_model(_script(turns)), tools=[echo])
+    loop = default_loop()
+
+    async def alone() -> None:
+        streaming = Runner.run_streamed(agent, "go", max_turns=turns + 1)
+        async for _ in streaming.stream_events():
+            pass
+
+    start = time.perf_counter_ns()
+    if bridged:
+        stream = openai_agents.stream(agent, "go", budget)
+        for _ in stream:
+            pass
+        assert stream.result.stop_reason == "completed", stream.result.message
+    else:
+        loop.run_until_complete(alone())
+    return time.perf_counter_ns() - start
+
+
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """`rows`, for the framework's own stream against the bridge's ``stream()``.
+
+    They run on a loop of their own: ``Runner.run_sync`` shuts down the async generators of
+    the loop it runs on (asyncio then warns of each one a later stream starts there).
+    """
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    set_tracing_disabled(True)
+    budget = budgetconf.resolve(explicit={"loop.max_steps": turns + 1})
+    previous = default_loop()  # the caller's, given back after
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+
+        def alone() -> int:
+            return _streamed_once(turns, False, budget)
+
+        def bridged() -> int:
+            return _streamed_once(turns, True, budget)
+
+        alone(), bridged()  # warm both paths
+        return dict(zip(STREAMED_NAMES, paired(alone, bridged, repeat, turns), strict=True))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(previous)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions")
-    found = rows(parser.parse_args().quick)
+    quick = parser.parse_args().quick
+    found = {**rows(quick), **streamed_rows(quick)}
     for name, ns in found.items():
-        print(f"{name:45} {ns / 1000:10.1f} us")
+        print(f"{name:55} {ns / 1000:10.1f} us")
 
 
 if __name__ == "__main__":

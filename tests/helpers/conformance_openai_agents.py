@@ -1,5 +1,6 @@
-"""The conformance suite's driver for the openai-agents bridge: the framework's own
-`OpenAIChatCompletionsModel` on an `AsyncOpenAI` client against the suite's loopback server."""
+"""The conformance suite's drivers for the openai-agents bridge: the framework's own
+`OpenAIChatCompletionsModel` on an `AsyncOpenAI` client against the suite's loopback server,
+run (``run``) and streamed (``stream``, each request streamed)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, Outcome, driver
+from helpers.conformance import KEY, MODEL, Adder, Outcome, drained, driver
 
 #: openai-agents' own reading of a reused call id, which the bridge cannot change
 REUSED = (
@@ -16,15 +17,13 @@ REUSED = (
 )
 
 
-@driver(
-    "openai_agents",
-    differs={"one call id in every response": (Outcome(2, 1, "ok", "completed", None), REUSED)},
-)
-def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+#: the same, for both drivers
+DIFFERS = {"one call id in every response": (Outcome(2, 1, "ok", "completed", None), REUSED)}
+
+
+def _agent(url: str, adder: Adder, model: str) -> Any:
     from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
-
-    from budgetconf.integrations import openai_agents
 
     set_tracing_disabled(True)  # offline: nothing to export
 
@@ -35,4 +34,18 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) 
 
     client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=2)
     chat = OpenAIChatCompletionsModel(model=model, openai_client=client)
-    return openai_agents.run(Agent(name="adder", model=chat, tools=[add]), "Add.", res)
+    return Agent(name="adder", model=chat, tools=[add])
+
+
+@driver("openai_agents", differs=DIFFERS)
+def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+    from budgetconf.integrations import openai_agents
+
+    return openai_agents.run(_agent(url, adder, model), "Add.", res)
+
+
+@driver("openai_agents, streamed", streams=True, differs=DIFFERS)
+def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+    from budgetconf.integrations import openai_agents
+
+    return drained(openai_agents.stream(_agent(url, adder, model), "Add.", res))

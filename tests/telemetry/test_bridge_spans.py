@@ -69,8 +69,9 @@ def _answer_tool(attributes: Attributes) -> Attributes:
 DIFFERS = {
     # a graph without middleware() enforces no per-turn cap: none is in force
     "langgraph": _no_cap,
-    # its ModelResponse does not carry the model the completion names
+    # its ModelResponse does not carry the model the completion names, streamed or not
     "openai_agents": _asked_model,
+    "openai_agents, streamed": _asked_model,
     # its final answer is a call of its final_answer tool
     "smolagents": _answer_tool,
     # its stream's deltas do not carry the model the completion names

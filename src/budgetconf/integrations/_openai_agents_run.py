@@ -23,14 +23,26 @@ cost budget holds at.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from agents import AgentsException, FunctionTool, Handoff, ItemHelpers, RunHooks
+from agents import (
+    AgentsException,
+    FunctionTool,
+    Handoff,
+    ItemHelpers,
+    RunHooks,
+    Runner,
+    RunResultStreaming,
+    StreamEvent,
+    UserError,
+)
 from agents.models.multi_provider import MultiProvider
 from agents.run import AgentRunner
 from agents.run_config import CallModelData, ModelInputData
@@ -220,18 +232,119 @@ class Watch(RunHooks[Any]):
                 task.cancel()
 
     def finished(self, native: Any) -> BridgeResult:
-        """The result of a run the framework ended normally."""
+        """The result of a run the framework ended normally (a stream the deadline cancelled
+        ends so too)."""
+        if self.timed_out:
+            return self.bridged.stopped(StopReason.TIMEOUT, native)
         output = native.final_output
         text = output if isinstance(output, str) else ("" if output is None else str(output))
         return self.bridged.result(native, text)
 
     def ended(self, exc: BaseException) -> BridgeResult:
-        """The result of a run that raised: the Meter's stop, the deadline, or a failure."""
+        """The result of a run that raised: the Meter's stop, the deadline, or a failure; a
+        `UserError` (the framework saying it was called wrong) is the caller's, raised."""
+        if isinstance(exc, UserError):
+            raise exc
         if isinstance(exc, _Ended):
             return self.bridged.failed(exc)  # the Meter's end, decided already
         if self.timed_out:
             return self.bridged.stopped(StopReason.TIMEOUT, exc)
         return self.bridged.failed(exc)
+
+
+class Streamed:
+    """One bridged run of ``Runner.run_streamed``: its events, and its end as a result.
+
+    The framework's run starts at the first item asked for, on the loop that iterates it
+    (`aitems`), or in a task of its own on the thread's default loop, which `items` runs
+    while the caller waits for an item (as ``Runner.run_sync`` runs its run there). The
+    deadline cancels the framework's run (``RunResultStreaming.cancel``), whose events
+    then end; so does a stream closed before its end.
+    """
+
+    def __init__(self, watch: Watch, start: Any, input: Any, kwargs: dict[str, Any]) -> None:
+        self.watch = watch
+        self.start = start
+        self.input = input
+        self.kwargs = kwargs
+        self.native: RunResultStreaming | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.arrived: asyncio.Future[None] | None = None  # what `items` waits for
+
+    def _started(self) -> RunResultStreaming:
+        """The framework's streamed run, started on the running loop, with its deadline."""
+        native = Runner.run_streamed(self.start, self.input, **self.kwargs)
+        self.native = native
+        seconds = self.watch.seconds_left()
+        if seconds is not None:
+            self.timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+        return native
+
+    def _expire(self) -> None:
+        self.watch.timed_out = True
+        self.cancel()
+
+    def cancel(self) -> None:
+        """End the framework's run now; its events end with it. Only a started run has a
+        deadline, or a stream to close in its middle."""
+        native = self.native
+        assert native is not None
+        native.cancel()
+
+    async def aitems(self) -> AsyncIterator[StreamEvent]:
+        """The framework's events, as ``stream_events()`` yields them on the running loop."""
+        # an async generator, which the framework types as an iterator
+        events = cast("AsyncGenerator[StreamEvent, None]", self._started().stream_events())
+        try:
+            async for event in events:
+                yield event
+        except GeneratorExit:  # closed before its end
+            self.cancel()
+            await events.aclose()
+            raise
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+
+    def items(self, loop: asyncio.AbstractEventLoop) -> Iterator[StreamEvent]:
+        """`aitems`, for ``for``: a task on ``loop`` takes each event as the framework queues
+        it, and the loop runs only while no event is waiting (one entry for a response's
+        events, not one an event)."""
+        waiting: deque[StreamEvent] = deque()
+        task = loop.create_task(self._pump(waiting))
+        try:
+            while True:
+                while waiting:
+                    yield waiting.popleft()
+                if task.done():
+                    task.result()  # the run's exception, if it raised
+                    return
+                self.arrived = loop.create_future()
+                loop.run_until_complete(self.arrived)
+        except GeneratorExit:  # closed before its end
+            self.cancel()
+            with contextlib.suppress(Exception):  # the end is the caller's: cancelled
+                loop.run_until_complete(task)  # its events end with the run
+            raise
+
+    async def _pump(self, waiting: deque[StreamEvent]) -> None:
+        try:
+            async for event in self.aitems():
+                waiting.append(event)
+                self._arrive()
+        finally:
+            self._arrive()
+
+    def _arrive(self) -> None:
+        arrived = self.arrived
+        if arrived is not None and not arrived.done():
+            arrived.set_result(None)
+
+    def finish(self, exc: BaseException | None) -> BridgeResult:
+        """`BridgeStream`'s end: the result of the run, ended (None) or raised (``exc``)."""
+        if exc is None:
+            return self.watch.finished(self.native)
+        return self.watch.ended(exc)
 
 
 def _unwrappable(agent: Any) -> str:
