@@ -5,7 +5,8 @@ every turn but the last) and the same tool, through ``Runner.run_sync``; the
 bridge's side goes through ``budgetconf.integrations.openai_agents.run``
 (hooks, input filter, budget checks). The streamed rows do the same with the
 framework's own stream (``Runner.run_streamed``, its ``stream_events()`` on the
-thread's loop) against the bridge's ``stream()``, on the model
+thread's loop, asking for usage as the bridge does: a token budget needs it)
+against the bridge's ``stream()``, on the model
 ``budgetconf.testing.openai_agents_model`` makes (the framework's own scripted
 model, which streams). Repetitions run in alternating pairs (`_paired`);
 tracing is off.
@@ -22,7 +23,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    Model,
+    ModelResponse,
+    ModelSettings,
+    RunConfig,
+    Runner,
+    Usage,
+    function_tool,
+    set_tracing_disabled,
+)
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -129,8 +140,9 @@ def _streamed_once(turns: int, bridged: bool, budget: Any) -> int:
     agent = Agent[Any](name="bench", model=openai_agents_model(_script(turns)), tools=[echo])
     loop = default_loop()
 
-    async def alone() -> None:
-        streaming = Runner.run_streamed(agent, "go", max_turns=turns + 1)
+    async def alone() -> None:  # asking for usage, as the bridge does: a token budget needs it
+        config = RunConfig(model_settings=ModelSettings(include_usage=True))
+        streaming = Runner.run_streamed(agent, "go", max_turns=turns + 1, run_config=config)
         async for _ in streaming.stream_events():
             pass
 
