@@ -13,10 +13,13 @@ last response repeating.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetconf.loop import ScriptedModel
 from budgetconf.testing._loopback import LoopbackServer
+
+if TYPE_CHECKING:
+    from budgetconf.testing._langchain import langchain_model
 
 __all__ = [
     "LoopbackServer",
