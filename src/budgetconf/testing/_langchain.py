@@ -92,10 +92,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        for chunk in _chunks(self.script.next()):
-            if run_manager is not None:
-                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
-            yield chunk
+        # langchain-core hands each chunk to the callbacks (a graph's "messages" stream)
+        yield from _chunks(self.script.next())
 
     async def _astream(
         self,
@@ -105,8 +103,6 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         for chunk in _chunks(self.script.next()):
-            if run_manager is not None:
-                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
 
 
