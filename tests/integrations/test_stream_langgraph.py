@@ -327,3 +327,27 @@ def test_without_middleware_a_token_budget_on_a_stream_without_usage_is_refused(
         )
         assert list(steps)
         assert steps.result.stop_reason == "max_steps"
+
+
+def test_the_streamed_bench_rows_run_in_quick_mode() -> None:
+    """bench/bridge_langgraph.py's streamed rows: the framework's stream alone and through
+    stream(), each run completing (its times are not judged here)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).parents[2] / "bench"
+    sys.path.insert(0, str(bench))  # the script imports its sibling _paired
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "bridge_langgraph", bench / "bridge_langgraph.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        rows = module.streamed_rows(True)
+    finally:
+        sys.path.remove(str(bench))
+    assert list(rows) == [module.STREAMED_ALONE, module.STREAMED, module.STREAMED_COST]
+    assert all(ns > 0 for ns in list(rows.values())[:2])
