@@ -11,7 +11,9 @@ are the executor's. A turn is one model call. With the bridge's `middleware()`
 in a ``create_agent`` graph, the Meter sees each model call before it is made
 and each tool call before it runs, as in the executor. Any other graph is
 streamed with ``stream_mode="values"``: the bridge sees the state after every
-graph step, and stops the run between two steps.
+graph step, and stops the run between two steps. `stream()` and `astream()`
+are those runs streamed: they yield what ``graph.stream`` yields for the
+caller's ``stream_mode`` and end, without raising, where the run ends.
 
 ============================  ==================================================
 budget                        enforced by
@@ -34,7 +36,9 @@ budget                        enforced by
                               stops before the tools node of such a response
 ``max_tokens``                the ``usage_metadata`` of each response: one that
                               takes the run past it runs no calls, and a spent
-                              budget stops the next model call
+                              budget stops the next model call; `middleware()`
+                              asks a streamed call for it, any other graph
+                              refuses it where its model streams none
 ``timeout_seconds``           the Meter's deadline, checked before each model
                               call and each response's calls; `arun()` also
                               cancels a step still running at the deadline
