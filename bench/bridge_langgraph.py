@@ -7,11 +7,14 @@ tool-call and token budget, so the difference per turn is what it adds: the
 Meter's checks before each model call, its plan of each response and each
 tool call through it. Two graphs: langchain's ``create_agent`` carrying the
 bridge's `middleware()` (against the same agent built without it), which is
-what `rows()` reports, and a hand-built agent-tools loop whose streamed
-states drive the Meter. The script also times the agent with a middleware
-whose hooks do nothing: langchain wraps every ``wrap_*`` hook for tracing
-(tens of µs a call, tracing off), which any middleware pays, so the bridge's
-own share is the difference from that. The two sides of each comparison run
+what `rows()` reports (`streamed_rows()`: the same streamed with
+``stream_mode="messages"``, alone and through the bridge's `stream()`, on
+budgetconf.testing's chat model, whose responses stream in chunks), and a
+hand-built agent-tools loop whose streamed states drive the Meter. The script
+also times the agent with a middleware whose hooks do nothing: langchain
+wraps every ``wrap_*`` hook for tracing (tens of µs a call, tracing off),
+which any middleware pays, so the bridge's own share is the difference from
+that. The two sides of each comparison run
 in alternating pairs (`_paired`): medians of each and of the pairs'
 differences, per turn, in nanoseconds.
 
@@ -34,7 +37,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import budgetconf
-from budgetconf.integrations.langgraph import middleware, run
+from budgetconf.integrations.langgraph import middleware, run, stream
+from budgetconf.testing import langchain_model
 
 from _paired import paired
 
@@ -46,7 +50,11 @@ LOOP_BRIDGED = "langgraph: the loop through the bridge's states, per turn"
 COST = "langgraph: the bridge's cost per turn"
 HOOKS_COST = "langgraph: an empty middleware's cost per turn"
 LOOP_COST = "langgraph: the bridge's cost per turn of the loop"
+STREAMED_ALONE = "langgraph, streamed: create_agent alone, per turn"
+STREAMED = "langgraph, streamed: create_agent through the bridge's stream(), per turn"
+STREAMED_COST = "langgraph, streamed: the bridge's cost per turn"
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+SCRIPTED = {"prompt_tokens": 10, "completion_tokens": 5}
 
 
 class Hooks(AgentMiddleware[Any, Any, Any]):
@@ -89,6 +97,14 @@ def agent(turns: int, middle: list[Any]) -> Any:
     return create_agent(FakeModel(messages=iter(responses(turns))), [echo], middleware=middle)
 
 
+def scripted_agent(turns: int, middle: list[Any]) -> Any:
+    """create_agent on budgetconf.testing's chat model, which streams its responses in chunks
+    (langchain-core's fake gives a response with calls and no text no chunk)."""
+    call = {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}], "usage": SCRIPTED}
+    script = [*([call] * (turns - 1)), {"content": "done", "usage": SCRIPTED}]
+    return create_agent(langchain_model(script), [echo], middleware=middle)
+
+
 def loop(turns: int) -> Any:
     model = FakeModel(messages=iter(responses(turns)))
     g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
@@ -113,6 +129,26 @@ def bridged(compiled: Any, res: budgetconf.Resolution) -> int:
     result = run(compiled, {"messages": [HumanMessage("go")]}, res)
     elapsed = time.perf_counter_ns() - started
     assert result.stop_reason == "completed", result.message
+    return elapsed
+
+
+def streamed_alone(compiled: Any, turns: int) -> int:
+    """The graph's own stream of its model's chunks (``stream_mode="messages"``)."""
+    config = {"recursion_limit": 4 * turns + 2}
+    started = time.perf_counter_ns()
+    for _ in compiled.stream({"messages": [HumanMessage("go")]}, config, stream_mode="messages"):
+        pass
+    return time.perf_counter_ns() - started
+
+
+def streamed(compiled: Any, res: budgetconf.Resolution) -> int:
+    """The same, through the bridge's `stream()`."""
+    started = time.perf_counter_ns()
+    found = stream(compiled, {"messages": [HumanMessage("go")]}, res, stream_mode="messages")
+    for _ in found:
+        pass
+    elapsed = time.perf_counter_ns() - started
+    assert found.result.stop_reason == "completed", found.result.message
     return elapsed
 
 
@@ -155,6 +191,20 @@ def rows(quick: bool) -> dict[str, float]:
     return _pair(quick, "alone", "bridged", (ALONE, BRIDGED, COST))
 
 
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """create_agent's own stream of its model's chunks, alone and through the bridge's
+    `stream()` with its middleware(), per turn, in ns."""
+    turns, repeat = (5, 3) if quick else (TURNS, 41)
+    res = _budget(turns)
+    found = paired(
+        lambda: streamed_alone(scripted_agent(turns, []), turns),
+        lambda: streamed(scripted_agent(turns, middleware()), res),
+        repeat,
+        turns,
+    )
+    return dict(zip((STREAMED_ALONE, STREAMED, STREAMED_COST), found, strict=True))
+
+
 def hook_rows(quick: bool) -> dict[str, float]:
     """create_agent alone and with a middleware whose hooks do nothing, both streamed alone."""
     return _pair(quick, "alone", "empty middleware", (ALONE, HOOKS, HOOKS_COST))
@@ -172,7 +222,7 @@ def loop_rows(quick: bool) -> dict[str, float]:
 
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
-    for found in (rows(quick), hook_rows(quick), loop_rows(quick)):
+    for found in (rows(quick), streamed_rows(quick), hook_rows(quick), loop_rows(quick)):
         bare, _, cost = found.values()
         for name, ns in found.items():
             print(f"{name}: {ns / 1000:.1f} µs")

@@ -7,10 +7,12 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, driver
+from helpers.conformance import KEY, MODEL, REFUSALS, Adder, drained, driver
 
 
-def _agent(url: str, adder: Adder, middleware: list[Any], name: str) -> Any:
+def _agent(
+    url: str, adder: Adder, middleware: list[Any], name: str, stream_usage: bool | None = None
+) -> Any:
     """langchain's ``create_agent`` with the standard OpenAI chat model and the tool ``add``."""
     from langchain.agents import create_agent
     from langchain_core.tools import tool
@@ -21,7 +23,13 @@ def _agent(url: str, adder: Adder, middleware: list[Any], name: str) -> Any:
         """Add two numbers."""
         return adder(a, b)
 
-    model = ChatOpenAI(base_url=url, api_key=KEY, model=name, max_retries=2)  # type: ignore[arg-type]
+    model = ChatOpenAI(
+        base_url=url,
+        api_key=KEY,  # type: ignore[arg-type]
+        model=name,
+        max_retries=2,
+        stream_usage=stream_usage,
+    )
     return create_agent(model, [add], middleware=middleware)
 
 
@@ -53,3 +61,29 @@ def without_middleware(
 
     agent = _agent(url, adder, [], model)
     return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)
+
+
+#: the input every driver gives the agent
+_ASKED = {"messages": [{"role": "user", "content": "Add."}]}
+
+
+@driver("langgraph_middleware, streamed", streams=True)
+def with_middleware_streamed(
+    url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
+) -> Any:
+    from budgetconf.integrations import langgraph
+
+    agent = _agent(url, adder, langgraph.middleware(res), model)
+    return drained(langgraph.stream(agent, _ASKED, res, stream_mode=["messages", "updates"]))
+
+
+@driver("langgraph, streamed", streams=True, refuses=REFUSALS["langgraph"])
+def without_middleware_streamed(
+    url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
+) -> Any:
+    """Its model asks for each streamed response's usage (stream_usage=True), which a graph
+    without middleware() cannot ask for it: without, a token or cost budget is refused."""
+    from budgetconf.integrations import langgraph
+
+    agent = _agent(url, adder, [], model, stream_usage=True)
+    return drained(langgraph.stream(agent, _ASKED, res, stream_mode="messages"))

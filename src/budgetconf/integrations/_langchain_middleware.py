@@ -32,6 +32,7 @@ from budgetconf.integrations._langgraph_run import (
     METERING,
     Ended,
     GraphRun,
+    asking_usage,
     calls_of,
     finish_of,
     text_of,
@@ -130,6 +131,9 @@ def _asked(run: GraphRun, request: Any) -> Any:
     tools = run.tools
     if isinstance(tools, set):  # a tool another middleware added for this call is one too
         tools.update(n for t in offered if isinstance(n := getattr(t, "name", None), str))
+    model = asking_usage(request.model)  # streamed, its usage counts as the plain call's
+    if model is not request.model:
+        request = request.override(model=model)
     notice = bridged.notice(bool(offered))
     if notice is None:
         return request

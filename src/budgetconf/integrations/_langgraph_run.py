@@ -205,17 +205,40 @@ def _nothing() -> None:
 
 
 def graph_model(bound: list[Any]) -> AgentModel:
+    """The chat model of `chat_model`, named by its LangSmith parameters, with its client's
+    base URL; `NAMELESS` when none is found, or one that gives no name (a fake chat model)."""
+    model = chat_model(bound)
+    return NAMELESS if model is None else _named(model)
+
+
+def chat_model(bound: list[Any]) -> Any:
     """The chat model the graph's nodes call (what ``bound``, each node's runnable, holds in
-    its function's closure, as ``create_agent``'s model node does), named by its LangSmith
-    parameters, with its client's base URL; `NAMELESS` when none is found (a node that
-    reaches its model otherwise), or one that gives no name (a fake chat model)."""
+    its function's closure, as ``create_agent``'s model node does); None when none is found
+    (a node that reaches its model otherwise)."""
     for runnable in bound:
         for function in (getattr(runnable, "func", None), getattr(runnable, "afunc", None)):
             for cell in getattr(function, "__closure__", None) or ():
                 model = _chat_model(cell)
                 if model is not None:
-                    return _named(model)
-    return NAMELESS
+                    return model
+    return None
+
+
+def streams_no_usage(model: object) -> bool:
+    """Whether ``model`` streams its responses without their usage: a chat model that reports
+    it only when asked (langchain-openai's ``stream_usage``, left unset for a ``base_url`` of
+    the caller's) and is not asked."""
+    fields = getattr(type(model), "model_fields", {})
+    if "stream_usage" not in fields or getattr(model, "stream_usage", None) is True:
+        return False
+    options = (getattr(model, "model_kwargs", None) or {}).get("stream_options") or {}
+    return options.get("include_usage") is not True
+
+
+def asking_usage(model: Any) -> Any:
+    """``model``, asking for each streamed response's usage (`streams_no_usage`): a copy,
+    the caller's model unchanged."""
+    return model.model_copy(update={"stream_usage": True}) if streams_no_usage(model) else model
 
 
 def _chat_model(cell: Any) -> Any:

@@ -11,7 +11,9 @@ are the executor's. A turn is one model call. With the bridge's `middleware()`
 in a ``create_agent`` graph, the Meter sees each model call before it is made
 and each tool call before it runs, as in the executor. Any other graph is
 streamed with ``stream_mode="values"``: the bridge sees the state after every
-graph step, and stops the run between two steps.
+graph step, and stops the run between two steps. `stream()` and `astream()`
+are those runs streamed: they yield what ``graph.stream`` yields for the
+caller's ``stream_mode`` and end, without raising, where the run ends.
 
 ============================  ==================================================
 budget                        enforced by
@@ -34,7 +36,9 @@ budget                        enforced by
                               stops before the tools node of such a response
 ``max_tokens``                the ``usage_metadata`` of each response: one that
                               takes the run past it runs no calls, and a spent
-                              budget stops the next model call
+                              budget stops the next model call; `middleware()`
+                              asks a streamed call for it, any other graph
+                              refuses it where its model streams none
 ``timeout_seconds``           the Meter's deadline, checked before each model
                               call and each response's calls; `arun()` also
                               cancels a step still running at the deadline
@@ -60,7 +64,8 @@ serve runs at once; a graph built with `middleware()` runs only through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping, Sequence
+from functools import partial
 
 try:
     import langgraph  # noqa: F401  (cheap: the heavy modules are imported when used)
@@ -69,21 +74,29 @@ except ImportError:
 
     raise missing("langgraph", "langgraph", "langgraph") from None
 
-from budgetconf._loop_table import BudgetName, StopReason
+from budgetconf._loop_table import BudgetName
 from budgetconf.errors import UsageError
-from budgetconf.integrations._bridge import BridgeResult, bridge_budget, refuse_conflicting
+from budgetconf.integrations._bridge import (
+    BridgeResult,
+    bridge_budget,
+    refuse_conflicting,
+    refuse_streaming,
+)
 from budgetconf.integrations._frameworks import FRAMEWORKS, Framework
+from budgetconf.integrations._stream import BridgeStream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
+    from contextvars import Context
     from typing import Any
 
     from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
     from budgetconf.integrations._langgraph_run import GraphRun
+    from budgetconf.integrations._langgraph_stream import Shape
     from budgetconf.loop import Budget
 
-__all__ = ["arun", "limits", "middleware", "run"]
+__all__ = ["arun", "astream", "limits", "middleware", "run", "stream"]
 
 _FRAMEWORK: Framework = FRAMEWORKS["langgraph"]
 #: what middleware() checks a budget against: all the bridge enforces through it
@@ -112,8 +125,8 @@ _UNDRAWN = Framework(
 )
 #: the class attribute that marks a middleware as the bridge's
 _MARK = "budgetconf_meter"
-#: keywords of ``graph.stream`` the bridge sets itself: it reads every state's messages
-_OWN = ("stream_mode", "subgraphs", "output_keys")
+#: keywords of ``graph.stream`` that would change the states the bridge reads
+_OWN = ("output_keys", "version")
 
 
 def limits(
@@ -181,28 +194,15 @@ def run(
     the exception; an error of the caller's (a bad input or update) is raised.
     ``on_event`` and ``name`` are the run's, as `LoopExecutor`'s.
     """
-    graph_run, options = _prepare(
+    from budgetconf.integrations import _langgraph_stream as streaming
+
+    graph_run, context, options, shape = _ran(
         graph, budget, unenforced, steps_per_turn, config, on_event, name, framework_kwargs
     )
-    from budgetconf.integrations._langgraph_run import METERING, Ended
-
-    token = METERING.set(graph_run)
-    try:
-        stream = graph.stream(input, stream_mode="values", **options)
-        try:
-            see = graph_run.see
-            for chunk in stream:
-                if see(chunk):
-                    break
-        finally:
-            stream.close()  # a stop between two steps: the next one does not run
-    except Ended:
-        pass  # the Meter's end, decided in the graph
-    except BaseException as exc:
-        return _raised(graph_run, exc)
-    finally:
-        METERING.reset(token)
-    return graph_run.result()
+    found = streaming.items(
+        graph_run, context, lambda: graph.stream(input, stream_mode=shape.asked, **options), shape
+    )
+    return streaming.drained(graph_run, found)  # type: ignore[no-any-return]
 
 
 async def arun(
@@ -219,57 +219,139 @@ async def arun(
 ) -> BridgeResult:
     """`run()` through ``graph.astream``; at the deadline a step still running is cancelled
     (the deadline cancels the run, not the caller's task)."""
-    import asyncio  # here: importing it costs more than the rest of the bridge
+    from budgetconf.integrations import _langgraph_stream as streaming
 
-    graph_run, options = _prepare(
+    graph_run, context, options, shape = _ran(
         graph, budget, unenforced, steps_per_turn, config, on_event, name, framework_kwargs
     )
-    from budgetconf.integrations._langgraph_run import METERING, Ended
-
-    token = METERING.set(graph_run)
-    scope = asyncio.timeout(graph_run.seconds_left())
-    try:
-        async with scope:
-            see = graph_run.see
-            async for chunk in _values(graph.astream(input, stream_mode="values", **options)):
-                if see(chunk):
-                    break
-    except Ended:
-        pass
-    except TimeoutError as exc:
-        if not scope.expired():  # a timeout of the graph's own: its failure
-            return _raised(graph_run, exc)
-        return graph_run.bridged.stopped(StopReason.TIMEOUT, exc)
-    except BaseException as exc:
-        return _raised(graph_run, exc)
-    finally:
-        METERING.reset(token)
-    return graph_run.result()
+    found = streaming.aitems(
+        graph_run, context, lambda: graph.astream(input, stream_mode=shape.asked, **options), shape
+    )
+    return await streaming.adrained(graph_run, found)  # type: ignore[no-any-return]
 
 
-async def _values(stream: Any) -> AsyncIterator[Any]:
-    """The chunks of ``stream``, which is closed when the caller stops early."""
-    try:
-        async for chunk in stream:
-            yield chunk
-    finally:
-        await stream.aclose()
+def stream(
+    graph: Any,
+    input: Any,
+    budget: object = None,
+    *,
+    stream_mode: str | Sequence[str] | None = None,
+    subgraphs: bool = False,
+    unenforced: Unenforced = "error",
+    steps_per_turn: int = 2,
+    config: Mapping[str, Any] | None = None,
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[Any]:
+    """`run()`, streamed: iterating the `BridgeStream` yields what ``graph.stream(input,
+    stream_mode=..., subgraphs=...)`` yields (``stream_mode`` None: the graph's own), and
+    ends at the run's end or its budget stop, without raising; its ``result`` is then
+    `run()`'s. Closing it early closes the graph's stream, and the run is cancelled."""
+    from budgetconf.integrations import _langgraph_stream as streaming
+
+    graph_run, context, options, shape = _streamed(
+        graph, stream_mode, subgraphs, budget, unenforced, steps_per_turn, config, on_event, name,
+        framework_kwargs,
+    )  # fmt: skip
+    found = streaming.items(
+        graph_run,
+        context,
+        lambda: graph.stream(input, stream_mode=shape.asked, subgraphs=subgraphs, **options),
+        shape,
+    )
+    return BridgeStream(found, partial(streaming.finished, graph_run))
 
 
-def _raised(graph_run: GraphRun, exc: BaseException) -> BridgeResult:
-    """The result of a graph's run that raised ``exc``: the recursion limit the bridge set is
-    the step budget's stop, any other failure fails the run; the caller's own error (and an
-    interrupt) is raised, once the Meter has ended the run."""
-    from langgraph.errors import EmptyInputError, GraphRecursionError, InvalidUpdateError
+def astream(
+    graph: Any,
+    input: Any,
+    budget: object = None,
+    *,
+    stream_mode: str | Sequence[str] | None = None,
+    subgraphs: bool = False,
+    unenforced: Unenforced = "error",
+    steps_per_turn: int = 2,
+    config: Mapping[str, Any] | None = None,
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[Any]:
+    """`stream()` through ``graph.astream``, iterated with ``async for``; at the deadline a
+    step still running is cancelled, as in `arun()`."""
+    from budgetconf.integrations import _langgraph_stream as streaming
 
-    bridged = graph_run.bridged
-    if isinstance(exc, GraphRecursionError):  # the bridge always sets the limit
-        return bridged.stopped(StopReason.MAX_STEPS, exc)
-    ended = bridged.failed(exc)
-    caller = isinstance(exc, UsageError | EmptyInputError | InvalidUpdateError)
-    if caller or not isinstance(exc, Exception):  # the caller's own mistake, or an interrupt
-        raise exc
-    return ended
+    graph_run, context, options, shape = _streamed(
+        graph, stream_mode, subgraphs, budget, unenforced, steps_per_turn, config, on_event, name,
+        framework_kwargs,
+    )  # fmt: skip
+    found = streaming.aitems(
+        graph_run,
+        context,
+        lambda: graph.astream(input, stream_mode=shape.asked, subgraphs=subgraphs, **options),
+        shape,
+    )
+    return BridgeStream(found, partial(streaming.finished, graph_run))
+
+
+def _ran(
+    graph: Any,
+    budget: object,
+    unenforced: Unenforced,
+    steps_per_turn: int,
+    config: Mapping[str, Any] | None,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: Mapping[str, Any],
+) -> tuple[GraphRun, Context, dict[str, Any], Shape]:
+    """`run()`'s run, its context, its keywords of ``graph.stream`` and its `Shape`: the
+    states alone, none of them yielded."""
+    refuse_streaming(kwargs)
+    for own in ("stream_mode", "subgraphs", *_OWN):
+        if own in kwargs:
+            raise UsageError(
+                f'{own}= is set by the bridge (stream_mode="values"), which reads the messages'
+                " of every state; to stream the run in modes of your own, call stream()"
+            )
+    from budgetconf.integrations._langgraph_stream import Shape, context_of
+
+    shape = Shape("values", subgraphs=False)
+    graph_run, options = _prepare(
+        graph, budget, unenforced, steps_per_turn, config, on_event, name, kwargs, shape
+    )
+    return graph_run, context_of(graph_run), options, shape
+
+
+def _streamed(
+    graph: Any,
+    stream_mode: str | Sequence[str] | None,
+    subgraphs: bool,
+    budget: object,
+    unenforced: Unenforced,
+    steps_per_turn: int,
+    config: Mapping[str, Any] | None,
+    on_event: Sink | None,
+    name: str | None,
+    kwargs: Mapping[str, Any],
+) -> tuple[GraphRun, Context, dict[str, Any], Shape]:
+    """`stream()`'s run, its context, its keywords of ``graph.stream`` and its `Shape`: the
+    caller's modes, and the states."""
+    for own in _OWN:
+        if own in kwargs:
+            raise UsageError(
+                f"{own}= would change the states the bridge reads (their messages): stream()"
+                " takes stream_mode= and subgraphs="
+            )
+    if not isinstance(subgraphs, bool):
+        raise UsageError(f"subgraphs: expected True or False, got {subgraphs!r}")
+    from budgetconf.integrations._langgraph_stream import Shape, context_of
+
+    mode = getattr(graph, "stream_mode", "values") if stream_mode is None else stream_mode
+    shape = Shape(mode, subgraphs)
+    graph_run, options = _prepare(
+        graph, budget, unenforced, steps_per_turn, config, on_event, name, kwargs, shape
+    )
+    return graph_run, context_of(graph_run), options, shape
 
 
 def _per_turn(steps_per_turn: object) -> int:
@@ -291,6 +373,7 @@ def _prepare(
     on_event: Sink | None,
     name: str | None,
     kwargs: Mapping[str, Any],
+    shape: Shape,
 ) -> tuple[GraphRun, dict[str, Any]]:
     """The run, its budget checked, and the keywords of ``graph.stream`` that carry it."""
     per_turn = _per_turn(steps_per_turn)
@@ -299,20 +382,22 @@ def _prepare(
     if config is not None and not isinstance(config, Mapping):
         raise UsageError(f"config: expected a mapping, got {type(config).__name__}")
     refuse_conflicting(_FRAMEWORK, {**(config or {}), **kwargs})
-    for own in _OWN:
-        if own in kwargs:
-            raise UsageError(
-                f'{own}= is set by the bridge (stream_mode="values"), which reads the'
-                " messages of every state"
-            )
     owners, tools, nodes, bound = _found(graph)
-    from budgetconf.integrations._langgraph_run import Everything, GraphRun, graph_model
+    from budgetconf.integrations._langgraph_run import (
+        Everything,
+        GraphRun,
+        chat_model,
+        graph_model,
+    )
 
+    found_model = chat_model(bound)
     model = graph_model(bound)
     framework = _FRAMEWORK if owners else _UNDRAWN
     checked = bridge_budget(
         framework, budget, {}, through="run", unenforced=unenforced, model=model
     )
+    if not owners and _uncounted(found_model, shape):
+        checked = _counted(checked, found_model, unenforced)
     steps = checked.value(BudgetName.MAX_STEPS)
     if steps is None:
         raise UsageError("the budget sets no loop.max_steps: a bridged run counts its turns")
@@ -327,6 +412,43 @@ def _prepare(
         checked, owners=tuple(owners), tools=found, on_event=on_event, name=name, model=model
     )
     return run, options
+
+
+def _uncounted(model: object, shape: Shape) -> bool:
+    """Whether the graph's model streams its responses (asked for ``"messages"``, or its own
+    ``streaming``) without their usage, which a graph without `middleware()` cannot ask for."""
+    from budgetconf.integrations._langgraph_run import streams_no_usage
+
+    streamed = "messages" in shape.asked or getattr(model, "streaming", None) is True
+    return streamed and streams_no_usage(model)
+
+
+def _counted(budget: Budget, model: object, unenforced: Unenforced) -> Budget:
+    """The budget, refused (or warned about and left out) where it counts tokens a streamed
+    response of ``model`` does not report."""
+    import warnings
+    from dataclasses import replace
+
+    from budgetconf.errors import BudgetConfWarning
+
+    counted = (BudgetName.MAX_TOKENS, BudgetName.MAX_COST_USD)
+    refused = [
+        limit for n, limit in budget.limits.items() if n in counted and limit.source != "default"
+    ]
+    if not refused:
+        return budget
+    what = "; ".join(
+        f"{limit.field} = {limit.shown()} from {limit.locator} cannot be counted by langgraph"
+        f" streaming a {type(model).__name__} that reports no usage: ask it for its usage"
+        " (stream_usage=True), or give create_agent the bridge's middleware(), which does"
+        for limit in refused
+    )
+    if unenforced == "error" or any(limit.source == "policy" for limit in refused):
+        raise UsageError(f"{what}; unset it, or pass unenforced='warn' to run without it")
+    warnings.warn(f"{what}; running without it", BudgetConfWarning, stacklevel=4)
+    left_out = {limit.budget for limit in refused}
+    kept = {n: limit for n, limit in budget.limits.items() if n not in left_out}
+    return replace(budget, limits=kept)
 
 
 def _unbridged(budget: Budget) -> Budget:

@@ -19,6 +19,7 @@ from budgetconf.loop import ScriptedModel
 from budgetconf.testing._loopback import LoopbackServer
 
 if TYPE_CHECKING:  # each framework's model is imported with its framework, when first named
+    from budgetconf.testing._langchain import langchain_model
     from budgetconf.testing._openai_agents import openai_agents_model
     from budgetconf.testing._pydantic_ai import pydantic_ai_model
     from budgetconf.testing._smolagents import smolagents_model
