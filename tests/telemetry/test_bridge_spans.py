@@ -69,6 +69,7 @@ def _answer_tool(attributes: Attributes) -> Attributes:
 DIFFERS = {
     # a graph without middleware() enforces no per-turn cap: none is in force
     "langgraph": _no_cap,
+    "langgraph, streamed": _no_cap,
     # its ModelResponse does not carry the model the completion names, streamed or not
     "openai_agents": _asked_model,
     "openai_agents, streamed": _asked_model,
