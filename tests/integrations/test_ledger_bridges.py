@@ -190,7 +190,7 @@ def test_explain_for_refuses_a_ledger_cost_maximum_a_bridge_cannot_settle(
 
 #: the bridges that draw on the ledger through the conformance suite's drivers (LangGraph's
 #: through its middleware: a graph without it refuses a ledger)
-LEDGER_DRIVERS = sorted(set(DRIVERS) - {"langgraph"})
+LEDGER_DRIVERS = sorted(set(DRIVERS) - {"langgraph", "langgraph, streamed"})
 
 
 @pytest.mark.parametrize("name", ["executor", *LEDGER_DRIVERS])
