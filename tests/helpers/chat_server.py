@@ -35,7 +35,8 @@ class Silence:
 @dataclass(frozen=True)
 class Trickle:
     """A reply sent one byte at a time, ``gap`` seconds apart, until it is whole or the server
-    stops: no read ever waits long, yet the whole reply takes ``gap`` times its length."""
+    stops: no read ever waits long, yet the whole reply takes ``gap`` times its length. A
+    streamed request gets its events so."""
 
     answer: dict[str, Any]
     gap: float = 0.02
@@ -132,7 +133,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if server.delay and server.stopping.wait(server.delay):
                 return  # the test is over
             if isinstance(answer, Trickle):
-                self._trickle(answer)
+                self._trickle(answer, body)
                 return
             if self.path != "/v1/chat/completions":
                 status, data = 404, {"error": {"message": f"no route {self.path}"}}
@@ -157,12 +158,16 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
             self.close_connection = True
 
-        def _trickle(self, answer: Trickle) -> None:
-            payload = json.dumps(answer.answer).encode()
-            head = (
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n"
-            ).encode()
+        def _trickle(self, answer: Trickle, body: dict[str, Any]) -> None:
+            if body.get("stream"):  # its events, to the end of the connection
+                payload = events(answer.answer, body)
+                head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+            else:
+                payload = json.dumps(answer.answer).encode()
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(payload)}\r\n\r\n"
+                ).encode()
             self.close_connection = True
             for at in range(len(head + payload)):
                 if server.stopping.wait(answer.gap):

@@ -1,14 +1,16 @@
-"""The conformance suite's driver for the PraisonAI bridge: its framework's standard
-OpenAI client against the suite's loopback server (tests/helpers/conformance.py)."""
+"""The conformance suite's drivers for the PraisonAI bridge: its framework's standard
+OpenAI client against the suite's loopback server (tests/helpers/conformance.py), run and
+streamed."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, driver
+from helpers.conformance import KEY, MODEL, Adder, drained, driver
 
 #: what praisonaiagents reads when it makes its OpenAI client, at the run's first request;
 #: OPENAI_MAX_RETRIES=2 is the openai client's own default, as every driver's client has it
@@ -22,9 +24,21 @@ _ENV = {
 
 @driver("praisonai")
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
-    from praisonaiagents import Agent  # type: ignore[import-untyped]
-
     from budgetconf.integrations import praisonai
+
+    return within(url, adder, model, lambda agent: praisonai.run(agent, "Add.", res))
+
+
+@driver("praisonai, streamed", streams=True)
+def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
+    from budgetconf.integrations import praisonai
+
+    return within(url, adder, model, lambda agent: drained(praisonai.stream(agent, "Add.", res)))
+
+
+def within(url: str, adder: Adder, model: str, bridged: Callable[[Any], Any]) -> Any:
+    """``bridged(agent)`` for an agent with the one tool ``add``, its client on ``url``."""
+    from praisonaiagents import Agent  # type: ignore[import-untyped]
 
     def add(a: int, b: int) -> int:
         """Add two numbers."""
@@ -35,8 +49,9 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) 
     os.environ.pop("OPENAI_API_BASE", None)  # it would win over OPENAI_BASE_URL
     os.environ.update(given)
     try:
-        agent = Agent(name="adder", instructions="You add numbers.", model=model, tools=[add])
-        return praisonai.run(agent, "Add.", res)
+        return bridged(
+            Agent(name="adder", instructions="You add numbers.", model=model, tools=[add])
+        )
     finally:
         for name, value in saved.items():
             if value is None:

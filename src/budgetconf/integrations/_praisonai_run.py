@@ -11,7 +11,11 @@ tool call through the agent's ``execute_tool``. For one run the bridge lends the
 - an ``execute_tool`` that runs a call only when the plan says so, through
   `Bridged.tool` (the tool sees ``current_run()``), and else answers it as not executed;
 - a cancel token that the loop checks before a response's tools and before each call,
-  set once the Meter has ended the run (or when the caller's own token is set).
+  set once the Meter has ended the run (or when the caller's own token is set, or a
+  streamed run's caller has closed its stream).
+
+A streamed run (`stream()`) is the same run with a `Relay`: its client asks for each
+response streamed, and hands the text to the caller as it comes (_praisonai_stream.py).
 
 Whatever the Meter stops, or whatever fails, leaves the framework as `Stop`, a
 BaseException: the framework's handlers of ``Exception`` would log it as a model error,
@@ -37,11 +41,13 @@ from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import NAMELESS
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._metered import Bridged
+from budgetconf.integrations._stream import Closed
 from budgetconf.loop import Call, Usage
 
 if TYPE_CHECKING:
     from budgetconf.events import Sink
     from budgetconf.integrations._bridge import AgentModel, BridgeResult
+    from budgetconf.integrations._praisonai_stream import Relay
     from budgetconf.loop import Budget
 
 _FRAMEWORK: Final = FRAMEWORKS["praisonai"]
@@ -128,6 +134,7 @@ class Watch:
     ``theirs`` is the cancel token the caller passed, else the agent's interrupt
     controller: the framework reads only the token it is given, so this one answers for
     theirs too, through the framework's own per-turn view of it (``_turn_cancel_token``).
+    ``relay`` streams the run's requests, for `stream()`.
     """
 
     def __init__(
@@ -138,8 +145,10 @@ class Watch:
         on_event: Sink | None,
         name: str | None,
         model: AgentModel = NAMELESS,
+        relay: Relay | None = None,
     ) -> None:
         self.agent = agent
+        self.relay = relay
         source = theirs if theirs is not None else getattr(agent, "interrupt_controller", None)
         self.theirs = (
             None
@@ -161,13 +170,18 @@ class Watch:
     # -- the cancel token the framework checks ------------------------------------------------
 
     def is_set(self) -> bool:
-        if self.bridged.stop is not None:
+        if self.bridged.stop is not None or self.closed:
             return True
         theirs = self.theirs
         if theirs is not None and theirs.is_set():
             self.cancelled = True
             return True
         return False
+
+    @property
+    def closed(self) -> bool:
+        """A streamed run whose caller has closed its stream."""
+        return self.relay is not None and self.relay.closed.is_set()
 
     @property
     def reason(self) -> str | None:
@@ -203,8 +217,11 @@ class Watch:
 
     def _completion(self, real: Any) -> Any:
         bridged = self.bridged
+        relay = self.relay
 
         async def acreate_completion(messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            if self.closed:
+                raise Stop(Closed("the stream was closed before its end"))
             if bridged.call() is not None:
                 raise Stop
             notice = bridged.notice(bool(kwargs.get("tools")))
@@ -212,7 +229,12 @@ class Watch:
                 messages = [*messages, {"role": "user", "content": notice}]
             try:
                 async with asyncio.timeout(self.seconds_left()) as scope:
-                    completion = await real(messages, *args, **kwargs)
+                    if relay is None:
+                        completion = await real(messages, *args, **kwargs)
+                    else:
+                        completion = await relay.completion(real, messages, args, kwargs)
+            except Closed as exc:  # the caller closed the stream: the request is abandoned
+                raise Stop(exc) from None
             except Exception as exc:  # after the client's own retries: the run failed
                 if isinstance(exc, TimeoutError) and scope.expired():
                     self.timed_out = True  # the deadline: the request is abandoned
@@ -305,7 +327,7 @@ class Watch:
         bridged = self.bridged
         if bridged.stop is not None or bridged.meter.ended is not None:
             return bridged.result(answer)  # the Meter's end: its output is the last text
-        if self.cancelled:
+        if self.cancelled or self.closed:
             return self.interrupted(answer)
         if answer is None and self.agent.last_stop_reason == "error":
             return bridged.failed(
@@ -318,6 +340,8 @@ class Watch:
     def interrupted(self, native: object) -> BridgeResult:
         """The caller's cancel token ended the run (``native``: the framework's answer, or the
         InterruptedError it raised for a token set before the run's first call)."""
+        if self.closed:  # the caller closed the stream, which the token answers for
+            return self.bridged.cancelled(native)
         meter = self.bridged.meter
         turns = meter.turns
         done = f"{turns} turn{'' if turns == 1 else 's'}"

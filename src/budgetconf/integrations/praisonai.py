@@ -4,8 +4,10 @@
 **limits(res))``; `run(agent, prompt, budget)` runs one ``agent.start(prompt,
 stream=False, output="silent")`` through the executor's `Meter`, and returns a
 `BridgeResult` whose ``message``, ``limit``, ``usage`` and ``events`` are the
-executor's. ``budget=None`` resolves the default preset, as every bridge does;
-``preset="praisonai"`` gives the PraisonAI contract's values and sources.
+executor's; `stream(agent, prompt, budget)` is that run, streamed: its text as
+each response streams it, then the same result. ``budget=None`` resolves the
+default preset, as every bridge does; ``preset="praisonai"`` gives the
+PraisonAI contract's values and sources.
 
 =========================  ==============================================================
 budget                     enforced by
@@ -51,9 +53,11 @@ from budgetconf.integrations._bridge import (
     BridgeResult,
     bridge_budget,
     refuse_conflicting,
+    refuse_streaming,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._install import missing
+from budgetconf.integrations._stream import BridgeStream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the bridge
@@ -61,6 +65,7 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
 
     from budgetconf.events import Sink
     from budgetconf.integrations._bridge import Unenforced
+    from budgetconf.integrations._praisonai_stream import Relay
     from budgetconf.loop import Budget
 
 try:
@@ -68,7 +73,7 @@ try:
 except ImportError:
     raise missing("praisonai", "praisonaiagents", "praisonai") from None
 
-__all__ = ["limits", "run"]
+__all__ = ["limits", "run", "stream"]
 
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 #: the steps lent for a budget that sets none: more than any run makes
@@ -98,36 +103,88 @@ def run(
 ) -> BridgeResult:
     """Run ``agent.start(input)`` within ``budget``; a budget stop is a result, not an error.
 
-    ``framework_kwargs`` go to ``agent.start`` (``stream=True`` and a verbose
-    ``output`` are refused: the bridge reads each finished response; a
-    ``cancel_token`` still cancels). ``on_event`` hears the run's events and
-    ``name`` names it, as in `LoopExecutor`. A model or tool failure is a
-    ``failed`` result whose ``native`` is the exception; a keyword ``start``
-    does not take is raised, as the framework raises it.
+    ``framework_kwargs`` go to ``agent.start`` (``stream=True`` is refused, naming
+    `stream`, and so is a verbose ``output``: the bridge reads each finished
+    response; a ``cancel_token`` still cancels). ``on_event`` hears the run's
+    events and ``name`` names it, as in `LoopExecutor`. A model or tool failure
+    is a ``failed`` result whose ``native`` is the exception; a keyword
+    ``start`` does not take is raised, as the framework raises it.
     """
     refuse_conflicting(FRAMEWORK, framework_kwargs)
-    if framework_kwargs.get("stream"):
-        raise UsageError(
-            "stream=True: run() reads the finished answer; to stream, pass"
-            " **limits(...) to Agent and iterate agent.start(...) yourself"
-        )
+    refuse_streaming(framework_kwargs)
+    checked, model = _checked(agent, input, budget, unenforced, framework_kwargs)
+    return _run(agent, input, checked, model, on_event, name, framework_kwargs)
+
+
+def stream(
+    agent: Any,
+    input: str,
+    budget: object = None,
+    *,
+    unenforced: Unenforced = "error",
+    on_event: Sink | None = None,
+    name: str | None = None,
+    **framework_kwargs: Any,
+) -> BridgeStream[str]:
+    """`run`, streamed: the text of each response, piece by piece, as it arrives.
+
+    The run is `run`'s (``agent.start``'s own loop, on a thread of its own), its
+    requests streamed with their usage; iterating the stream yields the text as
+    ``agent.start(stream=True)`` yields it, and ends without raising at a stop,
+    where ``result`` is the result `run` gives. The keywords and refusals are
+    `run`'s, ``stream=`` the bridge's own; a keyword ``start`` does not take is
+    raised here, the run begins at the first item. Closing the stream before
+    its end abandons the request streaming and ends the run ``cancelled``.
+    """
+    if "stream" in framework_kwargs:
+        raise UsageError("stream=: stream() streams the run itself; leave it out")
+    refuse_conflicting(FRAMEWORK, framework_kwargs)
+    checked, model = _checked(agent, input, budget, unenforced, framework_kwargs)
+    from budgetconf.integrations._praisonai_stream import Streamed
+
+    streamed = Streamed(
+        lambda relay: _run(agent, input, checked, model, on_event, name, framework_kwargs, relay)
+    )
+    return BridgeStream(streamed.items(), streamed.finish)
+
+
+def _checked(
+    agent: Any, input: str, budget: object, unenforced: Unenforced, kwargs: dict[str, Any]
+) -> tuple[Budget, AgentModel]:
+    """The budget `run` and `stream` run ``agent`` within, and its model, once every refusal
+    is past (``kwargs`` gains the silent ``output`` unless it names one)."""
     model = _agent_model(agent)
     checked = bridge_budget(
         FRAMEWORK, budget, {}, through="run", unenforced=unenforced, model=model
     )
     if not isinstance(agent, praisonaiagents.Agent):
         raise UsageError(f"agent: expected a praisonaiagents Agent, got {type(agent).__name__}")
-    _refuse_streaming(agent, framework_kwargs.setdefault("output", "silent"))
+    _refuse_verbose(agent, kwargs.setdefault("output", "silent"))
     _refuse_resumed(agent)
     _refuse_unseen(agent)
-    _check_keywords(agent, input, framework_kwargs)
+    _check_keywords(agent, input, kwargs)
+    return checked, model
+
+
+def _run(
+    agent: Any,
+    input: str,
+    checked: Budget,
+    model: AgentModel,
+    on_event: Sink | None,
+    name: str | None,
+    framework_kwargs: dict[str, Any],
+    relay: Relay | None = None,
+) -> BridgeResult:
+    """One run of ``agent.start(input)`` through the Meter (its requests streamed through
+    ``relay``, for `stream`)."""
     from budgetconf.integrations._praisonai_run import Stop, Watch, claimed
 
     with claimed(agent):
         theirs = framework_kwargs.pop("cancel_token", None)
-        watch = Watch(agent, checked, theirs, on_event, name, model)
+        watch = Watch(agent, checked, theirs, on_event, name, model, relay)
         framework_kwargs["cancel_token"] = watch  # set once the Meter ends the run, or theirs is
-        framework_kwargs["stream"] = False
+        framework_kwargs["stream"] = False  # the bridge streams each request itself
         with watch.lent(), _lent(agent, _execution(agent, checked)):
             try:
                 answer = agent.start(input, **framework_kwargs)
@@ -188,9 +245,9 @@ def _execution(agent: Any, budget: Budget) -> Any:
     return _config({**values, "output_continuation": False}, getattr(agent, "execution", None))
 
 
-def _refuse_streaming(agent: Any, output: object) -> None:
+def _refuse_verbose(agent: Any, output: object) -> None:
     """An ``output`` that leaves the agent verbose makes praisonaiagents stream each request
-    to the console, and a stream reports no usage: refused (run() reads each response)."""
+    to the console, and a stream reports no usage: refused (the bridge reads each response)."""
     from praisonaiagents.config.presets import OUTPUT_PRESETS  # type: ignore[import-untyped]
 
     # start() applies a preset it knows; any other value leaves the agent's own verbosity
@@ -199,8 +256,8 @@ def _refuse_streaming(agent: Any, output: object) -> None:
     if verbose:
         raise UsageError(
             f"output={output!r} leaves the agent verbose, so praisonaiagents streams each"
-            " response to the console, where no usage is reported: run() reads each finished"
-            " response; pass output='silent' (the default) or another quiet preset"
+            " response to the console, where no usage is reported: the bridge reads each"
+            " response itself; pass output='silent' (the default) or another quiet preset"
         )
 
 

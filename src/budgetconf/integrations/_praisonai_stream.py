@@ -1,0 +1,143 @@
+"""One praisonaiagents run, streamed: `run()`'s loop, each request streamed to the caller.
+
+praisonaiagents' own ``start(stream=True)`` is another loop than ``start()``'s: one
+round of tools and one more request, whatever the step budget says. So the bridge
+streams ``start()``'s own loop instead. It runs on a thread of its own (in a copy of
+the caller's context, so ``current_run()`` and a parent's budget are the caller's),
+exactly as `run()` runs it, but the lent ``acreate_completion`` asks for each response
+streamed, with its usage (`Relay.completion`): each piece of text is handed to the
+caller's thread as it arrives, as ``start(stream=True)`` yields it, and the chunks make
+the one chat completion the loop reads, so the Meter decides on it as in `run()`.
+
+A caller that closes the stream sets `Relay.closed`: the lent client makes no more
+request and abandons the one streaming, the cancel token the loop reads is set, and the
+run ends ``cancelled`` on its thread, which the close waits for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, Final
+
+from budgetconf.integrations._bridge import BridgeResult
+from budgetconf.integrations._stream import Closed
+
+#: what the run's thread puts last on the queue
+_END: Final = object()
+
+
+class Relay:
+    """What passes between a streamed run's thread and its caller's: the text as it comes,
+    the run's end (`_END`), and the caller's close (`close`)."""
+
+    __slots__ = ("_abandon", "_lock", "closed", "pieces")
+
+    def __init__(self) -> None:
+        self.pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self.closed = threading.Event()
+        self._lock = threading.Lock()
+        self._abandon: Callable[[], object] | None = None  # cancels the request in flight
+
+    def close(self) -> None:
+        """The caller closed the stream: no more requests, and the one in flight abandoned."""
+        with self._lock:
+            self.closed.set()
+            if self._abandon is not None:
+                self._abandon()
+
+    async def completion(self, real: Any, messages: Any, args: Any, kwargs: Any) -> Any:
+        """``real(messages, …)`` streamed, with its usage: each piece of text goes to the
+        caller as it comes; the chunks make the chat completion returned. `Closed` once the
+        caller closes the stream, the request abandoned at once."""
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.closed.is_set():  # pragma: no cover - a close since the Watch looked
+                raise Closed("the stream was closed before its end")
+            self._abandon = partial(loop.call_soon_threadsafe, task.cancel)
+        try:
+            return await self._streamed(real, messages, args, kwargs)
+        except asyncio.CancelledError:
+            if not self.closed.is_set():
+                raise
+            task.uncancel()  # the cancel was the close's, answered here
+            raise Closed("the stream was closed before its end") from None
+        finally:
+            with self._lock:
+                self._abandon = None
+
+    async def _streamed(self, real: Any, messages: Any, args: Any, kwargs: Any) -> Any:
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+
+        options = {**(kwargs.get("stream_options") or {}), "include_usage": True}
+        response = await real(
+            messages, *args, **{**kwargs, "stream": True, "stream_options": options}
+        )
+        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        seen = False
+        try:
+            async for chunk in response:
+                state.handle_chunk(chunk)
+                seen = True
+                for choice in chunk.choices[:1]:
+                    if choice.delta.content:
+                        self.pieces.put(choice.delta.content)
+        finally:
+            await response.close()
+        return state.current_completion_snapshot if seen else None
+
+
+class Streamed:
+    """A streamed run: ``run(relay)`` (the bridge's run, on a thread) and what it yields."""
+
+    __slots__ = ("outcome", "relay", "run", "thread")
+
+    def __init__(self, run: Callable[[Relay], BridgeResult]) -> None:
+        self.run = run
+        self.relay = Relay()
+        self.thread: threading.Thread | None = None
+        self.outcome: BridgeResult | BaseException | None = None
+
+    def _work(self) -> None:
+        try:
+            self.outcome = self.run(self.relay)
+        except BaseException as exc:  # the caller's mistake, raised on the caller's thread
+            self.outcome = exc
+        finally:
+            self.relay.pieces.put(_END)
+
+    def items(self) -> Iterator[str]:
+        """The run's text as it streams; the run's own exception, raised, at its end."""
+        context = contextvars.copy_context()
+        thread = self.thread = threading.Thread(
+            target=context.run, args=(self._work,), name="budgetconf-praisonai", daemon=True
+        )
+        thread.start()
+        pieces = self.relay.pieces
+        try:
+            while (piece := pieces.get()) is not _END:
+                yield str(piece)
+        finally:  # closed or interrupted: the run ends cancelled, on its thread
+            self.relay.close()
+            thread.join()
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+
+    def finish(self, exc: BaseException | None) -> BridgeResult:
+        """The run's result; the caller's own mistake, raised again."""
+        if exc is not None and not isinstance(exc, Closed):
+            raise exc
+        if self.thread is None:  # closed before its first item: the run ends on turn 0
+            self.relay.close()
+            self._work()
+        outcome = self.outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        return outcome
