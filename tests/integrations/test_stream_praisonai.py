@@ -20,11 +20,17 @@ from helpers.chat_server import Failure, Silence, Trickle, reply, serving
 
 RAN: list[tuple[int, int]] = []
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
-ADDS = {"content": "adding", "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}
-#: a call of ``add`` on every response, 15 tokens each
-LOOPING = [{**ADDS, "usage": USAGE}]
-#: ``add`` once, then the answer
-ONCE = [{**ADDS, "usage": USAGE}, {"content": "the sum is 3", "usage": USAGE}]
+ANSWER = {"content": "the sum is 3", "usage": USAGE}
+
+
+def calling(tool: str) -> dict[str, Any]:
+    """A response that calls ``tool`` to add 1 and 2, 15 tokens."""
+    call = {"name": tool, "arguments": {"a": 1, "b": 2}}
+    return {"content": "adding", "tool_calls": [call], "usage": USAGE}
+
+
+#: a call of ``add`` on every response
+LOOPING = [calling("add")]
 SERVER_ERROR = Failure(500, {"error": {"message": "the model is down", "type": "server_error"}})
 
 
@@ -67,8 +73,7 @@ def test_the_items_are_the_text_start_streams_and_the_result_is_the_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What agent.start(stream=True) yields for an answer, and then run()'s result."""
-    answer = [{"content": "the sum is 3", "usage": USAGE}]
-    with LoopbackServer(answer) as server:
+    with LoopbackServer([ANSWER]) as server:
         own = list(agent(server.url, monkeypatch).start("add", stream=True, output="silent"))
         streamed = stream(agent(server.url, monkeypatch), "add", env(max_steps="5"))
         items = list(streamed)
@@ -130,15 +135,7 @@ def test_each_response_is_yielded_as_it_comes_not_at_the_runs_end(
         heard.append(seen.wait(10))
         return a + b
 
-    with LoopbackServer(
-        [
-            {
-                **LOOPING[0],
-                "tool_calls": [{"name": "waits", "arguments": ADDS["tool_calls"][0]["arguments"]}],
-            },
-            ONCE[1],
-        ]
-    ) as server:
+    with LoopbackServer([calling("waits"), ANSWER]) as server:
         streamed = stream(agent(server.url, monkeypatch, waits), "add", env(max_steps="5"))
         for _ in streamed:
             seen.set()
@@ -157,11 +154,7 @@ def test_a_tool_sees_the_run(
         runs.append(current_run())
         return a + b
 
-    script = [
-        {**ONCE[0], "tool_calls": [{"name": "looks", "arguments": {"a": 1, "b": 2}}]},
-        ONCE[1],
-    ]
-    with LoopbackServer(script) as server:
+    with LoopbackServer([calling("looks"), ANSWER]) as server:
         streamed = stream(agent(server.url, monkeypatch, looks), "add", env(max_steps="5"))
         list(streamed)
     (seen,) = runs
