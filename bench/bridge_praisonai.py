@@ -11,6 +11,12 @@ so that saves next to nothing). Repetitions run in alternating pairs
 time.perf_counter_ns) and of the pairs' differences. The loopback round trip is
 in both.
 
+`streamed_rows` times two streamed runs of ``STREAMED_TURNS`` requests each,
+iterated to their end: ``agent.start(task, stream=True)`` alone (its own stream
+runs one round of tools, then asks for the answer: two requests), and the
+bridge's ``stream(agent, task, budget)`` under a step budget of two, every
+request streamed by each.
+
     python bench/bridge_praisonai.py [--quick]
 """
 
@@ -33,13 +39,23 @@ TURNS = 5
 ALONE = "praisonai: framework alone, per turn"
 BRIDGED = "praisonai: through the bridge, per turn"
 COST = "praisonai: the bridge's cost per turn"
+STREAMED = (
+    "praisonai, streamed: framework alone, per turn",
+    "praisonai, streamed: through the bridge, per turn",
+    "praisonai, streamed: the bridge's cost per turn",
+)
+#: the requests of agent.start(stream=True) when every response asks for a tool
+STREAMED_TURNS = 2
+
+
+_USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
 class _Model(BaseHTTPRequestHandler):
     served = 0
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Model.served += 1  # new arguments each call: identical ones trip its doom-loop check
         args = json.dumps({"a": _Model.served, "b": 1})
         call = {
@@ -47,16 +63,37 @@ class _Model(BaseHTTPRequestHandler):
             "type": "function",
             "function": {"name": "add", "arguments": args},
         }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        message = {"role": "assistant", "content": "adding", "tool_calls": [call]}
+        data = {"id": "x", "created": 0, "model": "fake"}
+        if asked.get("stream"):  # server-sent events, the usage only if asked for
+            self._events(
+                data, message, (asked.get("stream_options") or {}).get("include_usage") is True
+            )
+            return
         choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        data = {"id": "x", "object": "chat.completion", "created": 0, "model": "fake"}
-        body = json.dumps({**data, "choices": [choice], "usage": usage}).encode()
+        completion = {**data, "object": "chat.completion", "choices": [choice], "usage": _USAGE}
+        body = json.dumps(completion).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _events(self, data: dict[str, Any], message: dict[str, Any], usage: bool) -> None:
+        head = {**data, "object": "chat.completion.chunk"}
+        delta = {**message, "tool_calls": [{"index": 0, **message["tool_calls"][0]}]}
+        chunks = [
+            {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+        if usage:
+            chunks.append({**head, "choices": [], "usage": _USAGE})
+        sent = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(f"{sent}data: [DONE]\n\n".encode())
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -73,6 +110,14 @@ def rows(quick: bool) -> dict[str, float]:
         alone, bridged = sides().values()
         found = paired(alone, bridged, 3 if quick else 41, TURNS)
     return dict(zip((ALONE, BRIDGED, COST), found, strict=True))
+
+
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """`rows`, of two runs streamed."""
+    with served():
+        alone, bridged = streamed_sides().values()
+        found = paired(alone, bridged, 3 if quick else 41, STREAMED_TURNS)
+    return dict(zip(STREAMED, found, strict=True))
 
 
 @contextlib.contextmanager
@@ -143,10 +188,40 @@ def sides() -> dict[str, Callable[[], int]]:
     return {"alone": alone, "bridged": bridged}
 
 
+def streamed_sides() -> dict[str, Callable[[], int]]:
+    """`sides`, streamed: two requests each (the fake model's count tells)."""
+    from praisonaiagents import Agent
+
+    from budgetconf.integrations import praisonai
+
+    agent = Agent(name="b", instructions="Add.", tools=[add])
+    budget = {"loop.max_steps": STREAMED_TURNS}
+    for _ in agent.start("warm up", stream=True):  # first use loads its client
+        pass
+
+    def timed(run: Callable[[], object]) -> int:
+        agent.clear_history()
+        served = _Model.served
+        began = time.perf_counter_ns()
+        run()
+        elapsed = time.perf_counter_ns() - began
+        assert _Model.served - served == STREAMED_TURNS, _Model.served - served
+        return elapsed
+
+    def alone() -> int:
+        return timed(lambda: list(agent.start("add", stream=True)))
+
+    def bridged() -> int:
+        return timed(lambda: list(praisonai.stream(agent, "add", budget)))
+
+    return {"alone": alone, "bridged": bridged}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions")
-    found = rows(parser.parse_args().quick)
+    quick = parser.parse_args().quick
+    found = {**rows(quick), **streamed_rows(quick)}
     for name, ns in found.items():
         print(f"{name:45} {ns / 1e6:9.3f} ms")
 

@@ -300,3 +300,50 @@ def test_the_stream_is_a_bridge_stream_whose_result_waits_for_its_end(
         with pytest.raises(budgetconf.UsageError, match="has not ended"):
             _ = streamed.result
         streamed.close()
+
+
+def test_a_response_in_pieces_is_assembled_as_the_openai_packages_own_state_does() -> None:
+    """Tool calls split over chunks by index, a refusal and usage: the completion the loop
+    reads is the one openai's ChatCompletionStreamState makes of the same chunks."""
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    from budgetconf.integrations._praisonai_stream import _Assembled
+
+    head = {"id": "r1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> ChatCompletionChunk:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return ChatCompletionChunk.model_validate({**head, "choices": [choice]})
+
+    def call(index: int, **fields: Any) -> dict[str, Any]:
+        return {"tool_calls": [{"index": index, **fields}]}
+
+    chunks = [
+        chunk({"role": "assistant", "content": "add"}),
+        chunk({"content": "ing"}),
+        chunk(call(0, id="c0", type="function", function={"name": "add", "arguments": '{"a"'})),
+        chunk(call(1, id="c1", type="function", function={"name": "sub", "arguments": "{}"})),
+        chunk(call(0, function={"arguments": ": 1}"})),
+        chunk({"refusal": "no "}),
+        chunk({"refusal": "more"}, "tool_calls"),
+        ChatCompletionChunk.model_validate(
+            {
+                **head,
+                "choices": [],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+            }
+        ),
+    ]
+    ours, theirs = _Assembled(), ChatCompletionStreamState()
+    pieces = [ours.add(each) for each in chunks]
+    for each in chunks:
+        theirs.handle_chunk(each)
+    made, snapshot = ours.completion(), theirs.current_completion_snapshot
+    assert pieces == ["add", "ing", None, None, None, None, None, None]
+    expected = snapshot.model_dump(exclude_none=True)
+    for each in expected["choices"][0]["message"]["tool_calls"]:
+        del each["index"]  # the snapshot's own bookkeeping, not the completion's
+    assert made.model_dump(exclude_none=True) == expected
+    assert made.choices[0].message.tool_calls[0].function.arguments == '{"a": 1}'
+    assert _Assembled().completion() is None  # a response of no chunk

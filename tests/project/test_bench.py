@@ -142,7 +142,7 @@ def test_the_bridges_benchmark_reports_every_bridge(
     scripts = {p.stem.removeprefix("bridge_"): p.read_text() for p in BENCH.glob("bridge_*.py")}
     streamed = [f"{n}, streamed" for n, text in scripts.items() if "def streamed_rows(" in text]
     assert sorted(rows) == sorted([*scripts, *streamed])
-    assert len(streamed) >= 4  # every bridge with a stream(): all but PraisonAI's
+    assert len(streamed) == len(scripts)  # every bridge has a stream()
     for name, row in rows.items():
         assert f"| {name} |" in printed
         assert row["alone_us"] > 0
