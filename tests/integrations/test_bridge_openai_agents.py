@@ -39,6 +39,7 @@ from helpers.agents_double import (  # noqa: F401  (fixtures)
     call,
     text,
 )
+from helpers.bridged import env
 from helpers.presetfiles import preset_file
 
 ran: list[int] = []
@@ -54,10 +55,6 @@ def add(a: int, b: int) -> int:
 def agent(model: Scripted, **kwargs: Any) -> Agent[Any]:
     ran.clear()
     return Agent(name="calc", model=model, tools=[add], **kwargs)
-
-
-def env(**values: str) -> budgetconf.Resolution:
-    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
 
 
 def test_the_step_budget_stops_the_run_with_its_provenance_and_the_exact_call_count() -> None:

@@ -33,6 +33,7 @@ from budgetconf.loop import Budget, RunStatus, StopReason, current_run
 
 from conftest import Place
 from helpers import BENCH
+from helpers.bridged import env
 
 Reply = Callable[[int, bool], ChatMessage]
 
@@ -131,10 +132,6 @@ def _ran() -> None:
 
 def agent(model: Scripted, **options: Any) -> ToolCallingAgent:
     return ToolCallingAgent(tools=[add], model=model, verbosity_level=LogLevel.OFF, **options)
-
-
-def env(**values: str) -> budgetconf.Resolution:
-    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
 
 
 def observations(ag: ToolCallingAgent) -> list[str]:

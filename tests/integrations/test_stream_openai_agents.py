@@ -27,12 +27,12 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-import budgetconf
 from budgetconf.errors import UsageError
 from budgetconf.integrations import openai_agents
 from budgetconf.testing import openai_agents_model
 
 from helpers.agents_double import _default_loop_closed, _no_tracing  # noqa: F401  (fixtures)
+from helpers.bridged import env
 from helpers.chat_server import serving
 from helpers.conformance import asking, failing_at
 
@@ -68,10 +68,6 @@ EVENTS = (RawResponsesStreamEvent, RunItemStreamEvent, AgentUpdatedStreamEvent)
 def agent(script: Any = ALWAYS, tool: Any = add) -> Agent[Any]:
     ran.clear()
     return Agent(name="calc", model=openai_agents_model(script), tools=[tool])
-
-
-def env(**values: str) -> budgetconf.Resolution:
-    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
 
 
 def ended(result: Any) -> tuple[Any, ...]:

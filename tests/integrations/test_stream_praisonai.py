@@ -16,6 +16,7 @@ from budgetconf.integrations.praisonai import run, stream
 from budgetconf.loop import RunStatus, StopReason, current_run
 from budgetconf.testing import LoopbackServer
 
+from helpers.bridged import env, same_run
 from helpers.chat_server import Failure, Silence, Trickle, reply, serving
 
 RAN: list[tuple[int, int]] = []
@@ -55,18 +56,6 @@ def add(a: int, b: int) -> int:
 def agent(url: str, monkeypatch: pytest.MonkeyPatch, *tools: Any) -> Any:
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     return Agent(name="calc", instructions="You add numbers.", tools=list(tools or [add]))
-
-
-def env(**values: str) -> budgetconf.Resolution:
-    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
-
-
-def same_run(streamed: Any, ran: Any) -> None:
-    """The stream's result is the run's: its end, its turns, its usage, its events' kinds."""
-    fields = ("status", "stop_reason", "message", "output", "turns", "limit", "usage")
-    assert [getattr(streamed, f) for f in fields] == [getattr(ran, f) for f in fields]
-    assert [e["type"] for e in streamed.events] == [e["type"] for e in ran.events]
-    assert streamed.tool_calls_executed == ran.tool_calls_executed
 
 
 def test_the_items_are_the_text_start_streams_and_the_result_is_the_runs(

@@ -22,6 +22,8 @@ from budgetconf.integrations.smolagents import run, stream
 from budgetconf.loop import RunStatus, StopReason
 from budgetconf.testing import LoopbackServer, smolagents_model
 
+from helpers.bridged import env, same_run
+
 RAN: list[tuple[int, int]] = []
 
 
@@ -53,18 +55,6 @@ ONCE = [{**ADDS, "usage": USAGE}, {**ANSWER, "usage": USAGE}]
 
 def agent(model: Any, **options: Any) -> ToolCallingAgent:
     return ToolCallingAgent(tools=[add], model=model, verbosity_level=LogLevel.OFF, **options)
-
-
-def env(**values: str) -> budgetconf.Resolution:
-    return budgetconf.resolve(env={f"BUDGETCONF_{k.upper()}": v for k, v in values.items()})
-
-
-def same_run(streamed: Any, ran: Any) -> None:
-    """The stream's result is the run's: its end, its turns, its usage, its events' kinds."""
-    fields = ("status", "stop_reason", "message", "output", "turns", "limit", "usage")
-    assert [getattr(streamed, f) for f in fields] == [getattr(ran, f) for f in fields]
-    assert [e["type"] for e in streamed.events] == [e["type"] for e in ran.events]
-    assert streamed.tool_calls_executed == ran.tool_calls_executed
 
 
 @pytest.mark.parametrize("outputs", [False, True], ids=["generate", "generate_stream"])

@@ -164,3 +164,17 @@ def test_the_server_stops_with_its_block_and_at_the_end_of_its_lifetime() -> Non
                 break
             assert time.monotonic() < deadline, "the server outlived its lifetime"
             time.sleep(0.05)
+
+
+def test_a_scripts_turn_shows_its_response_and_an_unknown_model_is_no_attribute() -> None:
+    """The shared script: each call's turn, as a test's failure would print it; and the
+    module offers the frameworks' models it names, no other."""
+    import budgetconf.testing
+    from budgetconf.testing._script import Script
+
+    script = Script(SCRIPT)
+    first, second = script.next(), script.next()
+    assert repr(first) == ("Turn(1, content=None, calls=[('c1', 'echo', '{\"text\": \"again\"}')])")
+    assert repr(second) == "Turn(2, content='done', calls=[])"
+    with pytest.raises(AttributeError, match="has no attribute 'crewai_llm'"):
+        _ = budgetconf.testing.crewai_llm
