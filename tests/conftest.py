@@ -255,13 +255,12 @@ def _a_loop_of_their_own(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def _current_loop() -> asyncio.AbstractEventLoop | None:
-    """The thread's current event loop, as a framework's run_sync would find it, or None."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # none yet: one is made
-            return asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:  # unset by an asyncio.run() or set_event_loop(None)
-        return None
+    """The thread's current event loop, or None: read, never made (``get_event_loop()``
+    would make one where none is set, and a loop made here and given back after the module
+    is left for nobody to close)."""
+    policy: Any = asyncio.get_event_loop_policy()
+    loop: asyncio.AbstractEventLoop | None = policy._local._loop
+    return loop
 
 
 @pytest.fixture(scope="session")
