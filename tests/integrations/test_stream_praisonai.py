@@ -4,6 +4,7 @@ replies that fail."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Any
 
@@ -224,6 +225,55 @@ def test_a_stream_closed_mid_response_abandons_its_request(
     assert RAN == []
 
 
+def test_a_stream_closed_while_a_tool_runs_runs_none_of_the_responses_other_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop reads its cancel token only before a response's calls: the bridge's
+    execute_tool reads the close before each call, so the call after the running one never
+    runs, and the run ends cancelled once the running one returns."""
+    started, release = threading.Event(), threading.Event()
+
+    def waits(a: int, b: int) -> int:
+        """Add two integers, slowly."""
+        started.set()
+        release.wait(10)
+        return a + b
+
+    both = {
+        **calling("waits"),
+        "tool_calls": [*calling("waits")["tool_calls"], *LOOPING[0]["tool_calls"]],
+    }
+    with LoopbackServer([both]) as server:
+        streamed = stream(agent(server.url, monkeypatch, waits, add), "add", env(max_steps="5"))
+        assert next(streamed) == "adding"
+        assert started.wait(10)
+        threading.Timer(0.2, release.set).start()  # once close() has said so
+        streamed.close()
+        made = len(server.received)
+    result = streamed.result
+    assert (result.stop_kind, result.turns, made) == (StopReason.CANCELLED, 1, 1)
+    assert (result.tool_calls_executed, RAN) == (1, [])
+
+
+def test_the_run_sees_the_context_stream_was_called_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Iterated where another context is current, the run's tools still see stream()'s
+    (where a parent's run would be current)."""
+    caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="none")
+    seen: list[str] = []
+
+    def looks(a: int, b: int) -> int:
+        """Add two integers."""
+        seen.append(caller.get())
+        return a + b
+
+    with LoopbackServer([calling("looks"), ANSWER]) as server:
+        token = caller.set("stream()'s")
+        streamed = stream(agent(server.url, monkeypatch, looks), "add", env(max_steps="5"))
+        caller.reset(token)
+        list(streamed)
+    assert seen == ["stream()'s"]
+
+
 def test_a_stream_closed_before_its_first_item_makes_no_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -292,8 +342,9 @@ def test_the_stream_is_a_bridge_stream_whose_result_waits_for_its_end(
 
 
 def test_a_response_in_pieces_is_assembled_as_the_openai_packages_own_state_does() -> None:
-    """Tool calls split over chunks by index, a refusal and usage: the completion the loop
-    reads is the one openai's ChatCompletionStreamState makes of the same chunks."""
+    """Tool calls split over chunks by index, a refusal, reasoning, a second choice and usage:
+    the completion the loop reads is the one openai's ChatCompletionStreamState makes of
+    the same chunks, but for the second choice, which the loop never reads."""
     from openai.lib.streaming.chat import ChatCompletionStreamState
     from openai.types.chat import ChatCompletionChunk
 
@@ -301,15 +352,20 @@ def test_a_response_in_pieces_is_assembled_as_the_openai_packages_own_state_does
 
     head = {"id": "r1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> ChatCompletionChunk:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    def chunk(
+        delta: dict[str, Any], finish: str | None = None, index: int = 0
+    ) -> ChatCompletionChunk:
+        choice = {"index": index, "delta": delta, "finish_reason": finish}
         return ChatCompletionChunk.model_validate({**head, "choices": [choice]})
 
     def call(index: int, **fields: Any) -> dict[str, Any]:
         return {"tool_calls": [{"index": index, **fields}]}
 
     chunks = [
-        chunk({"role": "assistant", "content": "add"}),
+        chunk({"role": "assistant", "reasoning_content": "one and "}),
+        chunk({"reasoning_content": "two"}),
+        chunk({"content": "add"}),
+        chunk({"content": "other"}, index=1),
         chunk({"content": "ing"}),
         chunk(call(0, id="c0", type="function", function={"name": "add", "arguments": '{"a"'})),
         chunk(call(1, id="c1", type="function", function={"name": "sub", "arguments": "{}"})),
@@ -329,10 +385,16 @@ def test_a_response_in_pieces_is_assembled_as_the_openai_packages_own_state_does
     for each in chunks:
         theirs.handle_chunk(each)
     made, snapshot = ours.completion(), theirs.current_completion_snapshot
-    assert pieces == ["add", "ing", None, None, None, None, None, None]
+    assert pieces == [None, None, "add", None, "ing", None, None, None, None, None, None]
     expected = snapshot.model_dump(exclude_none=True)
+    assert len(expected["choices"]) == 2
+    del expected["choices"][1]
+    assert expected["choices"][0]["message"]["reasoning_content"] == "one and two"
     for each in expected["choices"][0]["message"]["tool_calls"]:
         del each["index"]  # the snapshot's own bookkeeping, not the completion's
     assert made.model_dump(exclude_none=True) == expected
     assert made.choices[0].message.tool_calls[0].function.arguments == '{"a": 1}'
     assert _Assembled().completion() is None  # a response of no chunk
+    empty = _Assembled()
+    empty.add(chunk({"role": "assistant", "content": ""}, "stop"))
+    assert empty.completion().choices[0].message.content == ""  # as sent: not None

@@ -10,9 +10,10 @@ tool call through the agent's ``execute_tool``. For one run the bridge lends the
   client is global to the process, so the copy, not the client, is what changes;
 - an ``execute_tool`` that runs a call only when the plan says so, through
   `Bridged.tool` (the tool sees ``current_run()``), and else answers it as not executed;
-- a cancel token that the loop checks before a response's tools and before each call,
-  set once the Meter has ended the run (or when the caller's own token is set, or a
-  streamed run's caller has closed its stream).
+- a cancel token that the loop checks before each request and before a response's
+  tools, set once the Meter has ended the run (or when the caller's own token is set, or
+  a streamed run's caller has closed its stream, which ``execute_tool`` also reads before
+  each call).
 
 A streamed run (`stream()`) is the same run with a `Relay`: its client asks for each
 response streamed, and hands the text to the caller as it comes (_praisonai_stream.py).
@@ -221,7 +222,7 @@ class Watch:
 
         async def acreate_completion(messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             if self.closed:
-                raise Stop(Closed("the stream was closed before its end"))
+                raise Stop(Closed())
             if bridged.call() is not None:
                 raise Stop
             notice = bridged.notice(bool(kwargs.get("tools")))
@@ -265,6 +266,8 @@ class Watch:
         def execute_tool(
             function_name: str, arguments: Any, tool_call_id: str | None = None, **kwargs: Any
         ) -> Any:
+            if self.closed:  # the loop reads its token only before a response's calls
+                raise Stop(Closed())
             if function_name not in offered or not isinstance(arguments, dict):
                 # a tool it does not have, or arguments it cannot pass: the framework answers
                 # the model itself and runs nothing, and the Meter counted no such call

@@ -36,13 +36,14 @@ class Relay:
     """What passes between a streamed run's thread and its caller's: the text as it comes,
     the run's end (`_END`), and the caller's close (`close`)."""
 
-    __slots__ = ("_abandon", "_lock", "closed", "pieces")
+    __slots__ = ("_abandon", "_in_flight", "_lock", "closed", "pieces")
 
     def __init__(self) -> None:
         self.pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
         self.closed = threading.Event()
         self._lock = threading.Lock()
         self._abandon: Callable[[], object] | None = None  # cancels the request in flight
+        self._in_flight: asyncio.Task[Any] | None = None  # the task streaming, on its loop
 
     def close(self) -> None:
         """The caller closed the stream: no more requests, and the one in flight abandoned."""
@@ -60,18 +61,26 @@ class Relay:
         loop = asyncio.get_running_loop()
         with self._lock:
             if self.closed.is_set():  # pragma: no cover - a close since the Watch looked
-                raise Closed("the stream was closed before its end")
-            self._abandon = partial(loop.call_soon_threadsafe, task.cancel)
+                raise Closed
+            self._in_flight = task
+            self._abandon = partial(loop.call_soon_threadsafe, self._cancel, task)
         try:
             return await self._streamed(real, messages, args, kwargs)
         except asyncio.CancelledError:
             if not self.closed.is_set():
                 raise
             task.uncancel()  # the cancel was the close's, answered here
-            raise Closed("the stream was closed before its end") from None
+            raise Closed from None
         finally:
             with self._lock:
                 self._abandon = None
+            self._in_flight = None
+
+    def _cancel(self, task: asyncio.Task[Any]) -> None:
+        """On the request's loop: cancel ``task`` if its request is still streaming (a close
+        that came as it ended finds it done, and leaves the run's next step its own)."""
+        if self._in_flight is task:
+            task.cancel()
 
     async def _streamed(self, real: Any, messages: Any, args: Any, kwargs: Any) -> Any:
         options = {**(kwargs.get("stream_options") or {}), "include_usage": True}
@@ -88,17 +97,22 @@ class Relay:
         return made.completion()
 
 
-class _Assembled:
-    """A streamed response's chunks, made into the chat completion the loop reads: its text,
-    its refusal, its tool calls (their pieces joined by index), its end and its usage. The
-    openai package's own stream state does this too, at some 1 ms a response."""
+#: the text fields of a streamed message, joined piece by piece
+_TEXTS: Final = ("content", "refusal", "reasoning_content")
 
-    __slots__ = ("calls", "finish", "head", "refusal", "text", "usage")
+
+class _Assembled:
+    """A streamed response's chunks, made into the chat completion the loop reads: the first
+    choice's text, refusal and reasoning (which praisonaiagents reads for ``reasoning_steps``),
+    its tool calls (their pieces joined by index), its end and its usage. The openai
+    package's own stream state makes the same completion, at some 1 ms a response."""
+
+    __slots__ = ("calls", "finish", "head", "texts", "usage")
 
     def __init__(self) -> None:
         self.head: Any = None
-        self.text: list[str] = []
-        self.refusal: list[str] = []
+        #: the pieces of each text field of the message, by its name
+        self.texts: dict[str, list[str]] = {}
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.usage: Any = None
@@ -107,11 +121,16 @@ class _Assembled:
         """Take in one chunk; its text, if it has some."""
         self.head = self.head or chunk
         self.usage = chunk.usage or self.usage
-        for choice in chunk.choices[:1]:
+        piece = None
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue  # the loop reads the first choice only
             delta = choice.delta
             self.finish = choice.finish_reason or self.finish
-            if delta.refusal:
-                self.refusal.append(delta.refusal)
+            for field in _TEXTS:
+                value = getattr(delta, field, None)
+                if isinstance(value, str):
+                    self.texts.setdefault(field, []).append(value)
             for call in delta.tool_calls or ():
                 function = {"name": "", "arguments": ""}
                 into = self.calls.setdefault(call.index, {"id": "", "function": function})
@@ -119,10 +138,8 @@ class _Assembled:
                 if call.function is not None:
                     into["function"]["name"] += call.function.name or ""
                     into["function"]["arguments"] += call.function.arguments or ""
-            if delta.content:
-                self.text.append(delta.content)
-                return str(delta.content)
-        return None
+            piece = delta.content or None
+        return piece
 
     def completion(self) -> Any:
         """The chat completion, or None for a response of no chunk."""
@@ -131,11 +148,8 @@ class _Assembled:
         head = self.head
         if head is None:
             return None
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(self.text) if self.text else None,
-            "refusal": "".join(self.refusal) if self.refusal else None,
-        }
+        message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        message.update((field, "".join(pieces)) for field, pieces in self.texts.items())
         if self.calls:
             calls = [self.calls[index] for index in sorted(self.calls)]
             message["tool_calls"] = [{**call, "type": "function"} for call in calls]
@@ -155,10 +169,11 @@ class _Assembled:
 class Streamed:
     """A streamed run: ``run(relay)`` (the bridge's run, on a thread) and what it yields."""
 
-    __slots__ = ("outcome", "relay", "run", "thread")
+    __slots__ = ("context", "outcome", "relay", "run", "thread")
 
     def __init__(self, run: Callable[[Relay], BridgeResult]) -> None:
         self.run = run
+        self.context = contextvars.copy_context()  # stream()'s: a parent run there is its
         self.relay = Relay()
         self.thread: threading.Thread | None = None
         self.outcome: BridgeResult | BaseException | None = None
@@ -173,9 +188,8 @@ class Streamed:
 
     def items(self) -> Iterator[str]:
         """The run's text as it streams; the run's own exception, raised, at its end."""
-        context = contextvars.copy_context()
         thread = self.thread = threading.Thread(
-            target=context.run, args=(self._work,), name="budgetconf-praisonai", daemon=True
+            target=self.context.run, args=(self._work,), name="budgetconf-praisonai", daemon=True
         )
         thread.start()
         pieces = self.relay.pieces
@@ -194,7 +208,7 @@ class Streamed:
             raise exc
         if self.thread is None:  # closed before its first item: the run ends on turn 0
             self.relay.close()
-            self._work()
+            self.context.run(self._work)
         outcome = self.outcome
         if isinstance(outcome, BaseException):
             raise outcome

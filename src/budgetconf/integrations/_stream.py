@@ -29,6 +29,9 @@ Item = TypeVar("Item")
 class Closed(Exception):
     """What ``finish`` is given for a stream its caller closed before its end."""
 
+    def __init__(self, message: str = "the stream was closed before its end") -> None:
+        super().__init__(message)
+
 
 class BridgeStream(Generic[Item]):
     """A bridged run, streamed (docs/frameworks.md, "Streaming").
@@ -93,7 +96,7 @@ class BridgeStream(Generic[Item]):
             close: Any = getattr(self._items, "close", None)
             if close is not None:
                 close()
-            self._end(Closed("the stream was closed before its end"))
+            self._end(Closed())
 
     def __enter__(self) -> Self:
         return self
@@ -131,7 +134,7 @@ class BridgeStream(Generic[Item]):
             close: Any = getattr(self._items, "aclose", None)
             if close is not None:
                 await close()
-            self._end(Closed("the stream was closed before its end"))
+            self._end(Closed())
 
     async def __aenter__(self) -> Self:
         return self
