@@ -22,7 +22,6 @@ import contextvars
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import Any, Final
 
 from budgetconf.integrations._bridge import BridgeResult
@@ -36,21 +35,22 @@ class Relay:
     """What passes between a streamed run's thread and its caller's: the text as it comes,
     the run's end (`_END`), and the caller's close (`close`)."""
 
-    __slots__ = ("_abandon", "_in_flight", "_lock", "closed", "pieces")
+    __slots__ = ("_in_flight", "_lock", "closed", "pieces")
 
     def __init__(self) -> None:
         self.pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
         self.closed = threading.Event()
         self._lock = threading.Lock()
-        self._abandon: Callable[[], object] | None = None  # cancels the request in flight
-        self._in_flight: asyncio.Task[Any] | None = None  # the task streaming, on its loop
+        #: the task streaming a request, and its loop
+        self._in_flight: tuple[asyncio.Task[Any], asyncio.AbstractEventLoop] | None = None
 
     def close(self) -> None:
         """The caller closed the stream: no more requests, and the one in flight abandoned."""
         with self._lock:
             self.closed.set()
-            if self._abandon is not None:
-                self._abandon()
+            if self._in_flight is not None:
+                task, loop = self._in_flight
+                loop.call_soon_threadsafe(self._cancel, task)
 
     async def completion(self, real: Any, messages: Any, args: Any, kwargs: Any) -> Any:
         """``real(messages, …)`` streamed, with its usage: each piece of text goes to the
@@ -58,12 +58,10 @@ class Relay:
         caller closes the stream, the request abandoned at once."""
         task = asyncio.current_task()
         assert task is not None
-        loop = asyncio.get_running_loop()
         with self._lock:
             if self.closed.is_set():  # pragma: no cover - a close since the Watch looked
                 raise Closed
-            self._in_flight = task
-            self._abandon = partial(loop.call_soon_threadsafe, self._cancel, task)
+            self._in_flight = task, asyncio.get_running_loop()
         try:
             return await self._streamed(real, messages, args, kwargs)
         except asyncio.CancelledError:
@@ -73,13 +71,12 @@ class Relay:
             raise Closed from None
         finally:
             with self._lock:
-                self._abandon = None
-            self._in_flight = None
+                self._in_flight = None
 
     def _cancel(self, task: asyncio.Task[Any]) -> None:
         """On the request's loop: cancel ``task`` if its request is still streaming (a close
         that came as it ended finds it done, and leaves the run's next step its own)."""
-        if self._in_flight is task:
+        if self._in_flight is not None and self._in_flight[0] is task:
             task.cancel()
 
     async def _streamed(self, real: Any, messages: Any, args: Any, kwargs: Any) -> Any:
