@@ -255,6 +255,29 @@ def test_a_stream_closed_while_a_tool_runs_runs_none_of_the_responses_other_call
     assert (result.tool_calls_executed, RAN) == (1, [])
 
 
+def test_a_sub_agent_a_streamed_runs_tool_runs_charges_the_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tool of the streamed run carves from it (current_run() on the run's thread): the
+    sub-agent's request counts in the stream's usage."""
+
+    def delegate(a: int, b: int) -> str:
+        """Ask a helper to add two integers."""
+        handle = current_run()
+        assert handle is not None
+        helper = agent(server.url, monkeypatch)
+        return str(run(helper, "help", handle.carve(max_steps=3)).output)
+
+    sub, done = {"content": "sub", "usage": USAGE}, {"content": "ok", "usage": USAGE}
+    with LoopbackServer([calling("delegate"), sub, done]) as server:
+        streamed = stream(agent(server.url, monkeypatch, delegate), "go", env(max_steps="5"))
+        items = list(streamed)
+    result = streamed.result
+    assert items == ["adding", "ok"]  # the helper's text is its own run's, not the stream's
+    assert (result.stop_reason, result.output, result.turns) == ("completed", "ok", 2)
+    assert result.usage.total_tokens == 45  # its two responses and the helper's one
+
+
 def test_the_run_sees_the_context_stream_was_called_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """Iterated where another context is current, the run's tools still see stream()'s
     (where a parent's run would be current)."""
