@@ -168,6 +168,44 @@ def test_a_model_that_fails_ends_the_stream_with_a_failed_result(
     assert RAN == [(1, 2)]
 
 
+def drained(streamed: BridgeStream[str]) -> Any:
+    list(streamed)
+    return streamed.result
+
+
+BOTH = {"run": run, "stream": lambda *a, **k: drained(stream(*a, **k))}
+
+
+@pytest.mark.parametrize("call", BOTH.values(), ids=BOTH)
+def test_ctrl_c_in_a_tool_ends_the_run_cancelled_as_the_executors_is(
+    monkeypatch: pytest.MonkeyPatch, call: Any
+) -> None:
+    def interrupts(a: int, b: int) -> int:
+        """Add two integers."""
+        raise KeyboardInterrupt
+
+    with LoopbackServer([calling("interrupts")]) as server:
+        result = call(agent(server.url, monkeypatch, interrupts), "add", env(max_steps="3"))
+    assert (result.stop_kind, result.message) == (StopReason.CANCELLED, "cancelled on turn 1")
+    assert isinstance(result.native, KeyboardInterrupt)
+
+
+@pytest.mark.parametrize("call", BOTH.values(), ids=BOTH)
+def test_a_process_leaving_in_a_tool_records_the_runs_end_and_goes_on_leaving(
+    monkeypatch: pytest.MonkeyPatch, call: Any
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def exits(a: int, b: int) -> int:
+        """Add two integers."""
+        raise SystemExit(3)
+
+    with LoopbackServer([calling("exits")]) as server, pytest.raises(SystemExit):
+        call(agent(server.url, monkeypatch, exits), "add", env(max_steps="3"), on_event=seen.append)
+    (stopped,) = [e for e in seen if e["type"] == "stopped"]
+    assert (stopped["status"], stopped["stop_reason"]) == ("failed", "error")
+
+
 @pytest.mark.parametrize("at", [1, 2], ids=["the first response", "the second"])
 def test_a_stream_closed_early_ends_the_run_cancelled_and_frees_the_agent(
     monkeypatch: pytest.MonkeyPatch, at: int

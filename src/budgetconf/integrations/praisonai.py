@@ -194,6 +194,11 @@ def _run(
                 return watch.interrupted(exc)
             except Exception as exc:  # the framework's own failure, outside model and tools
                 return watch.bridged.failed(exc)
+            except KeyboardInterrupt as exc:  # as the executor takes one: the run cancelled
+                return watch.bridged.cancelled(exc)
+            except SystemExit as exc:  # the process is leaving: the run's end recorded first
+                watch.bridged.failed(exc)
+                raise
     return watch.finished(answer)
 
 
