@@ -107,8 +107,9 @@ def run(
     `stream`, and so is a verbose ``output``: the bridge reads each finished
     response; a ``cancel_token`` still cancels). ``on_event`` hears the run's
     events and ``name`` names it, as in `LoopExecutor`. A model or tool failure
-    is a ``failed`` result whose ``native`` is the exception; a keyword
-    ``start`` does not take is raised, as the framework raises it.
+    is a ``failed`` result whose ``native`` is the exception, a KeyboardInterrupt
+    a ``cancelled`` one, as in the executor; a keyword ``start`` does not take is
+    raised, as the framework raises it.
     """
     refuse_conflicting(FRAMEWORK, framework_kwargs)
     refuse_streaming(framework_kwargs)
@@ -128,10 +129,11 @@ def stream(
 ) -> BridgeStream[str]:
     """`run`, streamed: the text of each response, piece by piece, as it arrives.
 
-    The run is `run`'s (``agent.start``'s own loop, on a thread of its own), its
-    requests streamed with their usage; iterating the stream yields the text as
-    ``agent.start(stream=True)`` yields it, and ends without raising at a stop,
-    where ``result`` is the result `run` gives. The keywords and refusals are
+    The run is `run`'s (``agent.start``'s own loop, on a thread of its own, in the
+    context ``stream`` is called in), its requests streamed with their usage;
+    iterating the stream yields the text as ``agent.start(stream=True)`` yields
+    it, and ends without raising at a stop, where ``result`` is the result `run`
+    gives. The keywords and refusals are
     `run`'s, ``stream=`` the bridge's own; a keyword ``start`` does not take is
     raised here, the run begins at the first item. Closing the stream before
     its end abandons the request streaming and ends the run ``cancelled``.
