@@ -222,8 +222,8 @@ def test_a_stream_closed_early_ends_the_run_cancelled_and_frees_the_agent(
         result = streamed.result
         assert (result.status, result.stop_kind) == (RunStatus.FAILED, StopReason.CANCELLED)
         assert result.message == f"cancelled on turn {result.turns}"
-        assert made == result.turns
-        assert result.turns in (at, at + 1)
+        # the next turn may have begun, its request abandoned before or after it was sent
+        assert at <= made <= result.turns <= at + 1
         assert (seen[-1]["type"], seen[-1]["stop_reason"]) == ("stopped", "cancelled")
         assert (ag.execution, ag.execute_tool) == own
         assert run(ag, "add", env(max_steps="2")).turns == 2  # free once it was closed
