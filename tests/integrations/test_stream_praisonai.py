@@ -19,6 +19,7 @@ from budgetconf.testing import LoopbackServer
 
 from helpers.bridged import env, same_run
 from helpers.chat_server import Failure, Silence, Trickle, reply, serving
+from helpers.conformance import drained
 
 RAN: list[tuple[int, int]] = []
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
@@ -166,11 +167,6 @@ def test_a_model_that_fails_ends_the_stream_with_a_failed_result(
     assert (result.status, result.stop_reason, result.turns) == (RunStatus.FAILED, "error", 2)
     assert result.message.startswith("failed: InternalServerError")
     assert RAN == [(1, 2)]
-
-
-def drained(streamed: BridgeStream[str]) -> Any:
-    list(streamed)
-    return streamed.result
 
 
 BOTH = {"run": run, "stream": lambda *a, **k: drained(stream(*a, **k))}

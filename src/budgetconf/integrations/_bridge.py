@@ -254,6 +254,12 @@ def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:
         )
 
 
+def refuse_stream_keyword(kwargs: Mapping[str, Any]) -> None:
+    """Refuse ``stream=`` in a `stream()` whose framework call takes it: the bridge sets it."""
+    if "stream" in kwargs:
+        raise UsageError("stream=: stream() streams the run itself; leave it out")
+
+
 def refuse_streaming(kwargs: Mapping[str, Any]) -> None:
     """Refuse ``stream=True`` in `run()`, which returns the finished run: `stream()` streams."""
     if kwargs.get("stream"):

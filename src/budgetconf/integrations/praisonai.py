@@ -53,6 +53,7 @@ from budgetconf.integrations._bridge import (
     BridgeResult,
     bridge_budget,
     refuse_conflicting,
+    refuse_stream_keyword,
     refuse_streaming,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
@@ -133,13 +134,12 @@ def stream(
     context ``stream`` is called in), its requests streamed with their usage;
     iterating the stream yields the text as ``agent.start(stream=True)`` yields
     it, and ends without raising at a stop, where ``result`` is the result `run`
-    gives. The keywords and refusals are
-    `run`'s, ``stream=`` the bridge's own; a keyword ``start`` does not take is
-    raised here, the run begins at the first item. Closing the stream before
-    its end abandons the request streaming and ends the run ``cancelled``.
+    gives. The keywords and refusals are `run`'s, ``stream=`` the bridge's own; a
+    keyword ``start`` does not take is raised here, the run begins at the first
+    item. Closing the stream before its end abandons the request streaming and
+    ends the run ``cancelled``.
     """
-    if "stream" in framework_kwargs:
-        raise UsageError("stream=: stream() streams the run itself; leave it out")
+    refuse_stream_keyword(framework_kwargs)
     refuse_conflicting(FRAMEWORK, framework_kwargs)
     checked, model = _checked(agent, input, budget, unenforced, framework_kwargs)
     from budgetconf.integrations._praisonai_stream import Streamed

@@ -87,6 +87,7 @@ from budgetconf.integrations._bridge import (
     BridgeResult,
     bridge_budget,
     refuse_conflicting,
+    refuse_stream_keyword,
     refuse_streaming,
 )
 from budgetconf.integrations._frameworks import FRAMEWORKS
@@ -185,8 +186,7 @@ def stream(
     Closing the stream before its end closes smolagents' and ends the run
     ``cancelled``.
     """
-    if "stream" in framework_kwargs:
-        raise UsageError("stream=: stream() streams the run itself; leave it out")
+    refuse_stream_keyword(framework_kwargs)
     opened = _opener(agent, task, budget, unenforced, on_event, name, framework_kwargs)
     streamed = _Streamed(agent, opened)
     return BridgeStream(streamed.items(task, framework_kwargs), streamed.finish)
