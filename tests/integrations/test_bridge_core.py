@@ -8,7 +8,8 @@ import pytest
 
 import budgetconf
 from budgetconf.integrations._bridge import AgentModel, bridge_budget, refuse_conflicting
-from budgetconf.integrations._frameworks import FRAMEWORKS, framework_named, verdicts
+from budgetconf.integrations._frameworks import FRAMEWORKS, framework_named
+from budgetconf.integrations._verdicts import verdicts
 from budgetconf.loop import Budget
 
 from conftest import Place
@@ -97,7 +98,7 @@ def test_no_framework_is_imported_to_describe_them() -> None:
     import sys
 
     code = (
-        "import sys, budgetconf.integrations._frameworks, budgetconf.integrations._bridge;"
+        "import sys, budgetconf.integrations._verdicts, budgetconf.integrations._bridge;"
         "print(sorted(m for m in ('agents','langgraph','smolagents','pydantic_ai',"
         "'praisonaiagents') if m in sys.modules))"
     )

@@ -907,6 +907,7 @@ def test_the_bridge_imports_nothing_beyond_smolagents_and_budgetconf() -> None:
         "budgetconf.integrations._bridge",
         "budgetconf.integrations._stream",  # a leaf: the streamed run stream() returns
         "budgetconf.integrations._frameworks",
+        "budgetconf.integrations._verdicts",
         "budgetconf.integrations._install",
         "budgetconf.integrations._smolagents_run",
         "budgetconf.integrations.smolagents",

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 
 from budgetconf.cli._output import say
 from budgetconf.errors import PresetError, SourceError
-from budgetconf.integrations._frameworks import describe, framework_named
+from budgetconf.integrations._frameworks import framework_named
+from budgetconf.integrations._verdicts import describe
 from budgetconf.loop._budget import Budget
 
 TYPE_CHECKING = False

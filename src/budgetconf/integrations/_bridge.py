@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from budgetconf._record import Record, set_field
 from budgetconf.errors import BudgetConfWarning, UsageError
-from budgetconf.integrations._frameworks import verdicts
+from budgetconf.integrations._verdicts import verdicts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing a bridge
