@@ -23,7 +23,7 @@ def test_there_are_exactly_two_set_up_commands() -> None:
     """The Set up section holds one command to run explain and one to run the tests."""
     run, test = _blocks("sh")
     assert run.strip().endswith("budgetconf explain")
-    assert test.strip().endswith("pytest")
+    assert test.strip().endswith("nox")
 
 
 def test_ci_installs_the_readme_s_packages_then_runs_its_test_command() -> None:

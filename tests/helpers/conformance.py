@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -256,19 +257,25 @@ DIFFERENCES: dict[str, dict[str, tuple[Outcome, str]]] = {}
 
 def driver(
     name: str,
+    *,
+    needs: str,
     refuses: dict[str, str] | None = None,
     differs: dict[str, tuple[Outcome, str]] | None = None,
     uncached: bool = False,
     prices_itself: bool = False,
     streams: bool = False,
 ) -> Callable[[Driver], Driver]:
-    """Register a bridge's driver under ``name``; ``refuses`` names the scenarios its bridge
-    refuses (a `UsageError` matching the text), ``differs`` those where its framework does
-    otherwise, each with the framework's reason, which docs/frameworks.md gives; ``uncached``
-    says its framework reports no cached input tokens, ``prices_itself`` that it prices its
-    responses by genai-prices, ``streams`` that it streams each model request."""
+    """Register a bridge's driver under ``name``, where its framework (the module ``needs``)
+    is installed: each test environment plays the bridges it has (noxfile.py). ``refuses``
+    names the scenarios its bridge refuses (a `UsageError` matching the text), ``differs``
+    those where its framework does otherwise, each with the framework's reason, which
+    docs/frameworks.md gives; ``uncached`` says its framework reports no cached input
+    tokens, ``prices_itself`` that it prices its responses by genai-prices, ``streams`` that
+    it streams each model request."""
 
     def register(fn: Driver) -> Driver:
+        if find_spec(needs) is None:
+            return fn
         DRIVERS[name] = fn
         if streams:
             STREAMS.add(name)

@@ -7,7 +7,7 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, REFUSALS, Adder, drained, driver
+from helpers.conformance import KEY, MODEL, Adder, drained, driver
 
 
 def _agent(
@@ -33,7 +33,7 @@ def _agent(
     return create_agent(model, [add], middleware=middleware)
 
 
-@driver("langgraph_middleware")
+@driver("langgraph_middleware", needs="langgraph")
 def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import langgraph
 
@@ -41,19 +41,20 @@ def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder, model: s
     return langgraph.run(agent, {"messages": [{"role": "user", "content": "Add."}]}, res)
 
 
-@driver(
-    "langgraph",
-    refuses={
-        # BRIDGES.md: a graph without middleware() cannot answer a call in its tool node's place
-        "three calls a response, two allowed": r"loop\.max_tool_calls_per_turn = 2 from"
-        r" env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN cannot be enforced by langgraph;",
-        # nor reserve on the shared ledger before a model call it sees only once it is made
-        "100 tokens a reply, a ledger's maximum": r"ledger\.url = sqlite:.* cannot be drawn on"
-        r" by langgraph: the shared ledger is drawn on before each model call",
-        "a ledger's cost maximum at the fields' price": r"ledger\.url = sqlite:.* cannot be"
-        r" drawn on by langgraph: the shared ledger is drawn on before each model call",
-    },
-)
+#: what the bridge refuses a graph without middleware(), run and streamed
+WITHOUT_MIDDLEWARE = {
+    # BRIDGES.md: a graph without middleware() cannot answer a call in its tool node's place
+    "three calls a response, two allowed": r"loop\.max_tool_calls_per_turn = 2 from"
+    r" env:BUDGETCONF_MAX_TOOL_CALLS_PER_TURN cannot be enforced by langgraph;",
+    # nor reserve on the shared ledger before a model call it sees only once it is made
+    "100 tokens a reply, a ledger's maximum": r"ledger\.url = sqlite:.* cannot be drawn on"
+    r" by langgraph: the shared ledger is drawn on before each model call",
+    "a ledger's cost maximum at the fields' price": r"ledger\.url = sqlite:.* cannot be"
+    r" drawn on by langgraph: the shared ledger is drawn on before each model call",
+}
+
+
+@driver("langgraph", needs="langgraph", refuses=WITHOUT_MIDDLEWARE)
 def without_middleware(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:
@@ -67,7 +68,7 @@ def without_middleware(
 _ASKED = {"messages": [{"role": "user", "content": "Add."}]}
 
 
-@driver("langgraph_middleware, streamed", streams=True)
+@driver("langgraph_middleware, streamed", needs="langgraph", streams=True)
 def with_middleware_streamed(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:
@@ -77,7 +78,7 @@ def with_middleware_streamed(
     return drained(langgraph.stream(agent, _ASKED, res, stream_mode=["messages", "updates"]))
 
 
-@driver("langgraph, streamed", streams=True, refuses=REFUSALS["langgraph"])
+@driver("langgraph, streamed", needs="langgraph", streams=True, refuses=WITHOUT_MIDDLEWARE)
 def without_middleware_streamed(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:

@@ -37,14 +37,14 @@ def _agent(url: str, adder: Adder, model: str) -> Any:
     return Agent(name="adder", model=chat, tools=[add])
 
 
-@driver("openai_agents", differs=DIFFERS)
+@driver("openai_agents", needs="agents", differs=DIFFERS)
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import openai_agents
 
     return openai_agents.run(_agent(url, adder, model), "Add.", res)
 
 
-@driver("openai_agents, streamed", streams=True, differs=DIFFERS)
+@driver("openai_agents, streamed", needs="agents", streams=True, differs=DIFFERS)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import openai_agents
 

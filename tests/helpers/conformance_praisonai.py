@@ -22,14 +22,14 @@ _ENV = {
 }
 
 
-@driver("praisonai")
+@driver("praisonai", needs="praisonaiagents")
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import praisonai
 
     return within(url, adder, model, lambda agent: praisonai.run(agent, "Add.", res))
 
 
-@driver("praisonai, streamed", streams=True)
+@driver("praisonai, streamed", needs="praisonaiagents", streams=True)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import praisonai
 

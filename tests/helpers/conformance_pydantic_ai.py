@@ -29,14 +29,14 @@ def _agent(url: str, adder: Adder, model: str) -> Any:
     return agent
 
 
-@driver("pydantic_ai", prices_itself=True)
+@driver("pydantic_ai", needs="pydantic_ai", prices_itself=True)
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import pydantic_ai
 
     return pydantic_ai.run(_agent(url, adder, model), "Add.", res)
 
 
-@driver("pydantic_ai, streamed", streams=True, prices_itself=True)
+@driver("pydantic_ai, streamed", needs="pydantic_ai", streams=True, prices_itself=True)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import pydantic_ai
 

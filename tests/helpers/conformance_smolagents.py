@@ -32,7 +32,7 @@ def agent(url: str, adder: Adder, model: str, **options: Any) -> Any:
     return ToolCallingAgent(tools=[add], model=chat, verbosity_level=LogLevel.OFF, **options)
 
 
-@driver("smolagents")
+@driver("smolagents", needs="smolagents")
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import smolagents
 
@@ -40,7 +40,7 @@ def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) 
 
 
 #: smolagents' stream deltas carry a response's input and output tokens only (docs)
-@driver("smolagents, streamed", streams=True, uncached=True)
+@driver("smolagents, streamed", needs="smolagents", streams=True, uncached=True)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import smolagents
 
