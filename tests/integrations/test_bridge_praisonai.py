@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ from budgetconf.integrations._praisonai_run import Watch
 from budgetconf.loop import Budget, Call, RunStatus, StopReason, Usage, current_run
 
 from helpers import BENCH
+from helpers.bridged import loopback_only
 from helpers.chat_server import ChatServer, Failure, Reply, reply, serving
 from helpers.ledgers import MOST, PER_CALL, assert_stopped_before_the_third_call, sqlite_url
 from helpers.ledgers import budget as ledger_budget
@@ -50,16 +50,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
     monkeypatch.setenv("OPENAI_MODEL_NAME", "test-model")
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     monkeypatch.delenv("OPENAI_MAX_RETRIES", raising=False)
-    dialled: list[object] = []
-    connect = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] != "127.0.0.1":
-            dialled.append(address)
-            raise OSError(f"test is offline: refused {address!r}")
-        return connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded)
+    dialled = loopback_only(monkeypatch)
     yield dialled
     assert dialled == []
 

@@ -9,7 +9,9 @@ A bridge makes one `Bridged` per run and calls it where its framework lets it:
 - `tool` (or `atool`) around each tool call the framework makes, through the
   wrapper the bridge put in the tool's place: it runs the tool when the plan
   says so, else returns the plan's answer (not executed, rejected, skipped)
-  without running it; the tool sees the bridged run as ``current_run()``;
+  without running it; the tool sees the bridged run as ``current_run()``
+  (`tool_started` and `tool_ended`, where the framework's hooks come before
+  and after the call);
 - `result`, `failed`, `stopped` when the framework's run ends (`cancelled` when the
   caller closed its stream first).
 
@@ -21,8 +23,11 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import NAMELESS, AgentModel, BridgeResult
 from budgetconf.integrations._stream import Closed
 from budgetconf.loop import Call, Meter, Plan, RunResult, StopReason, Usage, meter_for, running
@@ -36,6 +41,34 @@ if TYPE_CHECKING:
 
 #: the answer of a call the framework makes that no response the bridge saw asked for
 UNSEEN = "not executed: no model response this run has seen asked for this call"
+
+
+#: the agents in a bridged run now (by id), of every framework
+_claimed: set[int] = set()
+_claims = threading.Lock()
+
+
+@contextmanager
+def claimed(agent: object, name: object, why: str) -> Iterator[None]:
+    """While the block runs, ``agent`` (``name``, as its framework names it) is in this bridged
+    run: a second run of it is refused (a `UsageError` saying ``why``), since the first lends
+    it what the budget needs for the whole run."""
+    with _claims:
+        if id(agent) in _claimed:
+            raise UsageError(f"the agent {name!r} is in a bridged run already: {why}")
+        _claimed.add(id(agent))
+    try:
+        yield
+    finally:
+        with _claims:
+            _claimed.discard(id(agent))
+
+
+#: why a bridge that lends an agent its model for a run refuses a second run of it
+LENT = (
+    "run() lends it the budget's {} for the whole run, so one agent runs one at a time (make"
+    " another Agent for a run that overlaps)"
+)
 
 
 def instrumented(framework: Framework) -> bool:
@@ -136,40 +169,43 @@ class Bridged:
     def tool(self, call_id: str | None, name: str, invoke: Callable[[], Any]) -> Any:
         """Run ``invoke`` (the tool the framework called) if the plan runs the call, else its
         answer; what the tool returns or raises is the framework's."""
-        call = self._decided(call_id, name)
+        call = self.tool_started(call_id, name)
         if isinstance(call, str):
             return call
         try:
             with running(self.meter):
                 value = invoke()
         except BaseException as exc:
-            self._returned(call, exc)
+            self.tool_ended(call, exc)
             raise
-        self._returned(call, None)
+        self.tool_ended(call, None)
         return value
 
     async def atool(
         self, call_id: str | None, name: str, invoke: Callable[[], Awaitable[Any]]
     ) -> Any:
         """`tool`, awaiting an async tool."""
-        call = self._decided(call_id, name)
+        call = self.tool_started(call_id, name)
         if isinstance(call, str):
             return call
         try:
             with running(self.meter):
                 value = await invoke()
         except BaseException as exc:
-            self._returned(call, exc)
+            self.tool_ended(call, exc)
             raise
-        self._returned(call, None)
+        self.tool_ended(call, None)
         return value
 
-    def _returned(self, call: Call, error: BaseException | None) -> None:
+    def tool_ended(self, call: Call, error: BaseException | None) -> None:
+        """The call `tool_started` started returned, or raised ``error``."""
         with self.lock:
             self.meter.tool_returned(call, error)
 
-    def _decided(self, call_id: str | None, name: str) -> Call | str:
-        """The call to run, started; or the answer to give the framework in its place."""
+    def tool_started(self, call_id: str | None, name: str) -> Call | str:
+        """The call to run, started; or the answer to give the framework in its place: what
+        `tool` does before the tool runs, for a framework whose hooks come before and after
+        a tool call rather than around it (`tool_ended` after)."""
         with self.lock:
             plan = self.plan
             decided = None if plan is None else plan.decide(call_id, name)

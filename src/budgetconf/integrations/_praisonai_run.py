@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from budgetconf._loop_table import StopReason
 from budgetconf._usage import Unreadable, reported_tokens
-from budgetconf.errors import UsageError
 from budgetconf.integrations._bridge import NAMELESS
 from budgetconf.integrations._frameworks import FRAMEWORKS
 from budgetconf.integrations._metered import Bridged
@@ -55,28 +54,6 @@ _FRAMEWORK: Final = FRAMEWORKS["praisonai"]
 
 #: the agent's attributes a run lends over: its client, its dispatcher, its tool execution
 _LENT: Final = ("_Agent__openai_client", "_unified_dispatcher", "execute_tool")
-#: the agents in a bridged run now (by id): one agent, one run at a time
-_running: set[int] = set()
-_running_lock = threading.Lock()
-
-
-@contextmanager
-def claimed(agent: Any) -> Iterator[None]:
-    """While the block runs, ``agent`` is in this run: a second run of it is refused, before
-    it makes a Meter, since the first lends the agent its client and tools."""
-    with _running_lock:
-        if id(agent) in _running:
-            raise UsageError(
-                f"the agent {agent.name!r} is in a bridged run already: run() lends it the"
-                " budget's client and tools for the whole run, so one agent runs one at a"
-                " time (make another Agent for a run that overlaps)"
-            )
-        _running.add(id(agent))
-    try:
-        yield
-    finally:
-        with _running_lock:
-            _running.discard(id(agent))
 
 
 class Stop(BaseException):

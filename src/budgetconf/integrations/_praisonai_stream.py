@@ -2,9 +2,8 @@
 
 praisonaiagents' own ``start(stream=True)`` is another loop than ``start()``'s: one
 round of tools and one more request, whatever the step budget says. So the bridge
-streams ``start()``'s own loop instead. It runs on a thread of its own (in a copy of
-the caller's context, so ``current_run()`` and a parent's budget are the caller's),
-exactly as `run()` runs it, but the lent ``acreate_completion`` asks for each response
+streams ``start()``'s own loop instead, on a thread of its own (`budgetconf.integrations
+._threaded`), exactly as `run()` runs it, but the lent ``acreate_completion`` asks for each response
 streamed, with its usage (`Relay.completion`): each piece of text is handed to the
 caller's thread as it arrives, as ``start(stream=True)`` yields it, and the chunks make
 the one chat completion the loop reads (`_Assembled`), so the Meter decides on it as in
@@ -18,28 +17,20 @@ run ends ``cancelled`` on its thread, which the close waits for.
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import queue
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from budgetconf.integrations._bridge import BridgeResult
+from budgetconf.integrations import _threaded as threaded
 from budgetconf.integrations._stream import Closed
 
-#: what the run's thread puts last on the queue
-_END: Final = object()
 
+class Relay(threaded.Relay):
+    """`threaded.Relay`, whose close also abandons the request in flight (`close`)."""
 
-class Relay:
-    """What passes between a streamed run's thread and its caller's: the text as it comes,
-    the run's end (`_END`), and the caller's close (`close`)."""
-
-    __slots__ = ("_in_flight", "_lock", "closed", "pieces")
+    __slots__ = ("_in_flight", "_lock")
 
     def __init__(self) -> None:
-        self.pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self.closed = threading.Event()
+        super().__init__()
         self._lock = threading.Lock()
         #: the task streaming a request, and its loop
         self._in_flight: tuple[asyncio.Task[Any], asyncio.AbstractEventLoop] | None = None
@@ -161,53 +152,3 @@ class _Assembled:
                 "usage": None if self.usage is None else self.usage.model_dump(),
             }
         )
-
-
-class Streamed:
-    """A streamed run: ``run(relay)`` (the bridge's run, on a thread) and what it yields."""
-
-    __slots__ = ("context", "outcome", "relay", "run", "thread")
-
-    def __init__(self, run: Callable[[Relay], BridgeResult]) -> None:
-        self.run = run
-        self.context = contextvars.copy_context()  # stream()'s: a parent run there is its
-        self.relay = Relay()
-        self.thread: threading.Thread | None = None
-        self.outcome: BridgeResult | BaseException | None = None
-
-    def _work(self) -> None:
-        try:
-            self.outcome = self.run(self.relay)
-        except BaseException as exc:  # the caller's mistake, raised on the caller's thread
-            self.outcome = exc
-        finally:
-            self.relay.pieces.put(_END)
-
-    def items(self) -> Iterator[str]:
-        """The run's text as it streams; the run's own exception, raised, at its end."""
-        thread = self.thread = threading.Thread(
-            target=self.context.run, args=(self._work,), name="budgetconf-praisonai", daemon=True
-        )
-        thread.start()
-        pieces = self.relay.pieces
-        try:
-            while (piece := pieces.get()) is not _END:
-                yield str(piece)
-        finally:  # closed or interrupted: the run ends cancelled, on its thread
-            self.relay.close()
-            thread.join()
-        if isinstance(self.outcome, BaseException):
-            raise self.outcome
-
-    def finish(self, exc: BaseException | None) -> BridgeResult:
-        """The run's result; the caller's own mistake, raised again."""
-        if exc is not None and not isinstance(exc, Closed):
-            raise exc
-        if self.thread is None:  # closed before its first item: the run ends on turn 0
-            self.relay.close()
-            self.context.run(self._work)
-        outcome = self.outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome

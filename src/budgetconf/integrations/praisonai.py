@@ -142,10 +142,13 @@ def stream(
     refuse_stream_keyword(framework_kwargs)
     refuse_conflicting(FRAMEWORK, framework_kwargs)
     checked, model = _checked(agent, input, budget, unenforced, framework_kwargs)
-    from budgetconf.integrations._praisonai_stream import Streamed
+    from budgetconf.integrations._praisonai_stream import Relay
+    from budgetconf.integrations._threaded import Streamed
 
     streamed = Streamed(
-        lambda relay: _run(agent, input, checked, model, on_event, name, framework_kwargs, relay)
+        lambda relay: _run(agent, input, checked, model, on_event, name, framework_kwargs, relay),
+        Relay(),
+        "budgetconf-praisonai",
     )
     return BridgeStream(streamed.items(), streamed.finish)
 
@@ -180,9 +183,10 @@ def _run(
 ) -> BridgeResult:
     """One run of ``agent.start(input)`` through the Meter (its requests streamed through
     ``relay``, for `stream`)."""
-    from budgetconf.integrations._praisonai_run import Stop, Watch, claimed
+    from budgetconf.integrations._metered import LENT, claimed
+    from budgetconf.integrations._praisonai_run import Stop, Watch
 
-    with claimed(agent):
+    with claimed(agent, agent.name, LENT.format("client and tools")):
         theirs = framework_kwargs.pop("cancel_token", None)
         watch = Watch(agent, checked, theirs, on_event, name, model, relay)
         framework_kwargs["cancel_token"] = watch  # set once the Meter ends the run, or theirs is

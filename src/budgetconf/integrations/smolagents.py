@@ -65,10 +65,9 @@ time: smolagents keeps a run's memory and steps on the agent.
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import cast
 
@@ -107,9 +106,6 @@ if TYPE_CHECKING:  # the loop is loaded by the first run, not by importing the b
 __all__ = ["limits", "run", "stream"]
 
 _FRAMEWORK: Final = FRAMEWORKS["smolagents"]
-#: the agents in a bridged run in this process, by id: smolagents keeps a run on its agent
-_RUNNING: set[int] = set()
-_RUNNING_LOCK = threading.Lock()
 #: ``run``'s signature, by agent class: a keyword it does not take is the caller's mistake
 _SIGNATURES: dict[type, Signature] = {}
 
@@ -292,23 +288,16 @@ def _bind(agent: Any, task: str, kwargs: dict[str, Any]) -> None:
         raise UsageTypeError(f"agent.run: {exc}") from None
 
 
-@contextmanager
-def _alone(agent: Any) -> Iterator[None]:
+def _alone(agent: Any) -> AbstractContextManager[None]:
     """Within: ``agent`` is in this bridged run, and in no other (a `UsageError` if it is)."""
-    key = id(agent)
-    with _RUNNING_LOCK:
-        if key in _RUNNING:
-            raise UsageError(
-                f"the agent {agent.name or type(agent).__name__!r} is in a bridged run already:"
-                " smolagents keeps a run's memory and steps on its agent, so two runs of one"
-                " agent cannot overlap; run another agent, or wait for that run to end"
-            )
-        _RUNNING.add(key)
-    try:
-        yield
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING.discard(key)
+    from budgetconf.integrations._metered import claimed
+
+    return claimed(
+        agent,
+        agent.name or type(agent).__name__,
+        "smolagents keeps a run's memory and steps on its agent, so two runs of one agent cannot"
+        " overlap; run another agent, or wait for that run to end",
+    )
 
 
 def _refuse_unseen(agent: Any, budget: Budget, gated: bool, unenforced: Unenforced) -> None:
