@@ -4,8 +4,9 @@
   ``.venv``, with the dev extras: every framework but CrewAI);
 - ``crewai``: CrewAI pins versions of pydantic and openai below the other
   frameworks', so its bridge is tested in an environment of its own, made here
-  with the test extras and CrewAI: the conformance suite (the executor and the
-  CrewAI bridge) and every test module named for CrewAI;
+  with the test extras and CrewAI: the conformance suite and the bridges'
+  spans (the executor and the CrewAI bridge), docs/frameworks.md's CrewAI
+  examples and every test module named for CrewAI;
 - ``coverage``: both runs' coverage, combined, held to the floor.
 
 Each session takes pytest's arguments after ``--`` (``nox -s crewai -- -x``).
@@ -21,8 +22,9 @@ nox.options.sessions = ["tests", "crewai", "coverage"]
 
 #: the combined coverage below which the suite fails; it only rises
 FLOOR = "98.99"
-#: each session's coverage data, combined by the coverage session
-DATA = {"tests": ".coverage.tests", "crewai": ".coverage.crewai"}
+#: each session's coverage data, combined by the coverage session (under .nox: a plain pytest
+#: run's own .coverage is left alone)
+DATA = {"tests": ".nox/coverage.tests", "crewai": ".nox/coverage.crewai"}
 #: pytest's options in a session: its coverage is combined and judged once, after both
 PYTEST = ("--cov-report=", "--cov-fail-under=0")
 #: the framework's own telemetry, off in its tests (budgetconf's spans stay on)
@@ -44,6 +46,8 @@ def crewai(session: nox.Session) -> None:
         "pytest",
         *PYTEST,
         "tests/integrations/test_conformance.py",
+        "tests/docs/test_docs_frameworks.py",
+        "tests/telemetry/test_bridge_spans.py",
         *modules,
         *session.posargs,
         env={"COVERAGE_FILE": DATA["crewai"], **QUIET},

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-NAMES = ("openai_agents", "langgraph", "smolagents", "pydantic_ai", "praisonai")
+NAMES = ("openai_agents", "langgraph", "smolagents", "pydantic_ai", "praisonai", "crewai", "agno")
 
 
 def _load(name: str) -> ModuleType:

@@ -183,7 +183,7 @@ def test_an_unknown_framework_or_toml_is_a_usage_error(
     assert code == 64
     assert err.endswith(
         "argument --for: unknown framework 'crew': one of openai-agents, langgraph,"
-        " smolagents, pydantic-ai, praisonai\n"
+        " smolagents, pydantic-ai, praisonai, crewai, agno\n"
     )
     code, _, err = run(["explain", "--for", "langgraph", "--format", "toml"], capsys)
     assert (code, err) == (

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -288,6 +289,13 @@ def driver(
         return fn
 
     return register
+
+
+def register_every_driver() -> None:
+    """Import every bridge's drivers (tests/helpers/conformance_NAME.py): each registers where
+    its framework is installed, so this environment plays the bridges it has (noxfile.py)."""
+    for module in sorted(Path(__file__).parent.glob("conformance_*.py")):
+        import_module(f"helpers.{module.stem}")
 
 
 def drained(stream: Any) -> Any:

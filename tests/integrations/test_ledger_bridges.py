@@ -39,7 +39,15 @@ REFUSING = sorted(name for name, f in FRAMEWORKS.items() if f.ledger is None)
 
 
 def test_the_bridges_that_see_each_model_call_draw() -> None:
-    assert DRAWING == ["langgraph", "openai_agents", "praisonai", "pydantic_ai", "smolagents"]
+    assert DRAWING == [
+        "agno",
+        "crewai",
+        "langgraph",
+        "openai_agents",
+        "praisonai",
+        "pydantic_ai",
+        "smolagents",
+    ]
     assert REFUSING == []
 
 

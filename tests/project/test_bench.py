@@ -141,12 +141,16 @@ def test_the_bridges_benchmark_reports_every_bridge(
     rows = json.loads(out.read_text())["rows"]
     scripts = {p.stem.removeprefix("bridge_"): p.read_text() for p in BENCH.glob("bridge_*.py")}
     streamed = [f"{n}, streamed" for n, text in scripts.items() if "def streamed_rows(" in text]
-    assert sorted(rows) == sorted([*scripts, *streamed])
     assert len(streamed) == len(scripts)  # every bridge has a stream()
+    # a framework installed in another environment (CrewAI's: noxfile.py) is said to be absent
+    absent = {n for n, row in rows.items() if "skipped" in row}
+    measured = [s for s in streamed if s.removesuffix(", streamed") not in absent]
+    assert sorted(rows) == sorted([*scripts, *measured])
     for name, row in rows.items():
         assert f"| {name} |" in printed
-        assert row["alone_us"] > 0
-        assert row["bridged_us"] > 0
+        if name not in absent:
+            assert row["alone_us"] > 0
+            assert row["bridged_us"] > 0
 
 
 def test_the_report_benchmark_measures_the_command_and_the_page(

@@ -176,5 +176,5 @@ def test_a_scripts_turn_shows_its_response_and_an_unknown_model_is_no_attribute(
     first, second = script.next(), script.next()
     assert repr(first) == ("Turn(1, content=None, calls=[('c1', 'echo', '{\"text\": \"again\"}')])")
     assert repr(second) == "Turn(2, content='done', calls=[])"
-    with pytest.raises(AttributeError, match="has no attribute 'crewai_llm'"):
-        _ = budgetconf.testing.crewai_llm
+    with pytest.raises(AttributeError, match="has no attribute 'autogen_model'"):
+        _ = budgetconf.testing.autogen_model

@@ -14,6 +14,7 @@ enforced at.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 from budgetconf._loop_table import BudgetName
@@ -140,6 +141,20 @@ def _praisonai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
         "max_tool_calls_per_turn": budget.value(_B.MAX_TOOL_CALLS_PER_TURN),
     }
     return {"execution": {k: v for k, v in execution.items() if v is not None}}
+
+
+def _crewai(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    steps = _steps(budget)  # at max_iter CrewAI makes one more, tool-less, call
+    keywords: dict[str, Any] = {"max_iter": None if steps is None else steps - 1}
+    timeout = budget.value(_B.TIMEOUT_SECONDS)
+    if timeout is not None:
+        keywords["max_execution_time"] = math.ceil(timeout)  # whole seconds, never shorter
+    return {k: v for k, v in keywords.items() if v is not None}
+
+
+def _agno(budget: Budget, options: Mapping[str, Any]) -> dict[str, Any]:
+    calls = budget.value(_B.MAX_TOOL_CALLS)
+    return {} if calls is None else {"tool_call_limit": int(calls)}
 
 
 FRAMEWORKS: Final[Mapping[str, Framework]] = {
@@ -284,6 +299,70 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             keywords=_praisonai,
             ledger="its OpenAI client, lent for the run, reserves before each model request (a"
             " refusal stops the run before it) and settles with the tokens the response reports",
+        ),
+        Framework(
+            "crewai",
+            package="crewai",
+            extra="crewai",
+            knobs={
+                _B.MAX_STEPS: "Agent(max_iter=…), as max_steps - 1 (at max_iter CrewAI makes one"
+                " more, tool-less, call); in run(), its before_llm_call hook asks the Meter"
+                " before each model call and the last turn's calls are answered as not executed",
+                _B.TIMEOUT_SECONDS: "Agent(max_execution_time=…), in whole seconds, for each task"
+                " the agent runs in a Crew (Agent.kickoff does not read it); in run(), the"
+                " Meter's deadline, which abandons the run in flight",
+            },
+            bridged={
+                _B.MAX_TOOL_CALLS_PER_TURN: "its before_tool_call and after_tool_call hooks: a"
+                " response over it is rejected (or truncated) with the executor's answers",
+                _B.MAX_TOOL_CALLS: "its before_tool_call and after_tool_call hooks answer the"
+                " calls past it as not executed, and the run stops at the next model call",
+                _B.MAX_TOKENS: "the usage of each response the agent's LLM reports (a copy of it,"
+                " lent for the run)",
+                _B.MAX_COST_USD: "the usage of each response the agent's LLM reports (a copy of"
+                " it, lent for the run), priced at {price}",
+            },
+            conflicting=("max_iter", "max_execution_time"),
+            keywords=_crewai,
+            fewest_steps=(
+                2,
+                "max_iter is max_steps - 1, and a max_iter of 0 makes its flow refuse its first"
+                " step",
+            ),
+            ledger="its before_llm_call hook reserves before each model call (a refusal stops"
+            " the run before it); the lent LLM's report of the completed call settles with the"
+            " response's usage",
+        ),
+        Framework(
+            "agno",
+            package="agno",
+            extra="agno",
+            knobs={
+                _B.MAX_TOOL_CALLS: "Agent(tool_call_limit=…), which agno keeps soft (it answers"
+                " the calls past it with an error and calls the model again); in run(), the"
+                " bridge's tool hook answers them as not executed and StopAgentRun ends agno's"
+                " loop: a hard limit"
+            },
+            bridged={
+                _B.MAX_STEPS: "the agent's model, lent for the run, asks the Meter before each"
+                " model call, and the last permitted response's calls are answered as not"
+                " executed (agno has no step limit of its own)",
+                _B.MAX_TOOL_CALLS_PER_TURN: "the bridge's tool hook, first on each of the run's"
+                " tools: a response over it is rejected (or truncated) with the executor's"
+                " answers, and the run goes on",
+                _B.MAX_TOKENS: "the metrics agno reads from each response; a spent budget stops"
+                " the next model call",
+                _B.MAX_COST_USD: "the cost agno reports for each response (metrics.cost){price};"
+                " a spent budget stops the next model call",
+                _B.TIMEOUT_SECONDS: "a deadline that abandons a model call in flight (not a"
+                " streamed one), checked too before each model call and each response's tools",
+            },
+            conflicting=("tool_call_limit",),
+            keywords=_agno,
+            ledger="the agent's model, lent for the run, reserves before each model call (a"
+            " refusal stops the run before it) and settles with the response's usage and the"
+            " cost agno reports, else at the model's price",
+            reports_cost=True,
         ),
     )
 }

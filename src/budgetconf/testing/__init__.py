@@ -4,7 +4,8 @@
 serves the same script as an OpenAI-compatible API on 127.0.0.1, for any
 client and any framework that talks to one; and each bridged framework has a
 model of its own kind playing it in process (`openai_agents_model`,
-`langchain_model`, `smolagents_model`, `pydantic_ai_model`), imported with its
+`langchain_model`, `smolagents_model`, `pydantic_ai_model`, `crewai_llm`,
+`agno_model`), imported with its
 framework when first named. The script is ``budgetconf run --model``'s:
 ``{"responses": [{"content": ..., "tool_calls": [...], "usage": {...}}]}``, the
 last response repeating.
@@ -19,6 +20,8 @@ from budgetconf.loop import ScriptedModel
 from budgetconf.testing._loopback import LoopbackServer
 
 if TYPE_CHECKING:  # each framework's model is imported with its framework, when first named
+    from budgetconf.testing._agno import agno_model
+    from budgetconf.testing._crewai import crewai_llm
     from budgetconf.testing._langchain import langchain_model
     from budgetconf.testing._openai_agents import openai_agents_model
     from budgetconf.testing._pydantic_ai import pydantic_ai_model
@@ -27,6 +30,8 @@ if TYPE_CHECKING:  # each framework's model is imported with its framework, when
 __all__ = [
     "LoopbackServer",
     "ScriptedModel",
+    "agno_model",
+    "crewai_llm",
     "langchain_model",
     "openai_agents_model",
     "pydantic_ai_model",
@@ -39,6 +44,8 @@ _MODELS = {
     "langchain_model": "budgetconf.testing._langchain",
     "smolagents_model": "budgetconf.testing._smolagents",
     "pydantic_ai_model": "budgetconf.testing._pydantic_ai",
+    "crewai_llm": "budgetconf.testing._crewai",
+    "agno_model": "budgetconf.testing._agno",
 }
 
 

@@ -1,0 +1,186 @@
+"""Per-turn overhead of the CrewAI bridge against the same Agent run without it.
+
+Both runs drive the same fake model, a chat-completions server on 127.0.0.1
+that asks for a tool on every call offering tools (and answers a call offering
+none with text), so each run makes ``TURNS`` model calls: ``agent.kickoff``
+under ``max_iter = TURNS - 1`` alone (what `limits()` gives: CrewAI's forced
+final call is the last), and `budgetconf.integrations.crewai.run` with a step
+budget of ``TURNS``, whose hooks ask the Meter before each call and decide each
+tool call (the last turn's call is answered without running, as in the
+executor). Repetitions run in alternating pairs (`_paired`): the rows are the
+medians of each (ns a turn) and of the pairs' differences. The loopback round
+trip is in both.
+
+`streamed_rows` times the same two runs with every call streamed: an LLM made
+with ``stream=True`` alone, and the bridge's ``stream(agent, task, budget)``
+iterated to its end.
+
+    python bench/bridge_crewai.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from _paired import paired
+
+TURNS = 5
+ALONE = "crewai: framework alone, per turn"
+BRIDGED = "crewai: through the bridge, per turn"
+COST = "crewai: the bridge's cost per turn"
+STREAMED = (
+    "crewai, streamed: framework alone, per turn",
+    "crewai, streamed: through the bridge, per turn",
+    "crewai, streamed: the bridge's cost per turn",
+)
+
+_USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+class _Model(BaseHTTPRequestHandler):
+    served = 0
+
+    def do_POST(self) -> None:
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Model.served += 1  # new arguments each call: identical ones trip its repeat check
+        message: dict[str, Any] = {"role": "assistant", "content": "adding"}
+        if asked.get("tools"):
+            args = json.dumps({"a": _Model.served, "b": 1})
+            call = {"id": f"c{_Model.served}", "type": "function"}
+            message["tool_calls"] = [{**call, "function": {"name": "add", "arguments": args}}]
+        finish = "tool_calls" if "tool_calls" in message else "stop"
+        data = {"id": "x", "created": 0, "model": "fake"}
+        if asked.get("stream"):
+            self._events(data, message, finish)
+            return
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        completion = {**data, "object": "chat.completion", "choices": [choice], "usage": _USAGE}
+        body = json.dumps(completion).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _events(self, data: dict[str, Any], message: dict[str, Any], finish: str) -> None:
+        head = {**data, "object": "chat.completion.chunk"}
+        delta = dict(message)
+        if "tool_calls" in delta:
+            delta["tool_calls"] = [{"index": 0, **delta["tool_calls"][0]}]
+        chunks = [
+            {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+            {**head, "choices": [], "usage": _USAGE},
+        ]
+        sent = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(f"{sent}data: [DONE]\n\n".encode())
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def rows(quick: bool) -> dict[str, float]:
+    """Nanoseconds per turn: the framework alone, through the bridge, and the bridge's cost."""
+    with served() as url:
+        alone, bridged = sides(url, stream=False).values()
+        found = paired(alone, bridged, 3 if quick else 41, TURNS)
+    return dict(zip((ALONE, BRIDGED, COST), found, strict=True))
+
+
+def streamed_rows(quick: bool) -> dict[str, float]:
+    """`rows`, of the two runs streamed."""
+    with served() as url:
+        alone, bridged = sides(url, stream=True).values()
+        found = paired(alone, bridged, 3 if quick else 41, TURNS)
+    return dict(zip(STREAMED, found, strict=True))
+
+
+@contextlib.contextmanager
+def served() -> Iterator[str]:
+    """The fake model on a loopback port (its base URL), CrewAI's telemetry off, and its own
+    warnings (deprecated fields it reads itself) and console logging quiet."""
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    quiet = logging.getLogger("crewai")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module="crewai")
+            warnings.filterwarnings("ignore", "Cannot set an attribute on 'crewai", ImportWarning)
+            yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        quiet.setLevel(level)
+        server.shutdown()
+        server.server_close()
+
+
+def sides(url: str, *, stream: bool) -> dict[str, Callable[[], int]]:
+    """One run alone and one through the bridge, each timed (ns), of one agent each."""
+    from crewai import LLM, Agent
+    from crewai.tools import tool
+
+    from budgetconf.integrations import crewai
+
+    budget = {"loop.max_steps": TURNS}
+
+    def agent() -> Any:
+        llm = LLM(model="fake", provider="openai", base_url=url, api_key="sk-bench", stream=stream)
+        return Agent(
+            role="b", goal="Add.", backstory="Adds.", llm=llm, tools=[tool("add")(add)], cache=False
+        )
+
+    mine, theirs = agent(), agent()
+    theirs.max_iter = TURNS - 1  # what limits() gives for the step budget
+    mine.kickoff("warm up")  # first use loads its client
+
+    def timed(run: Callable[[], object]) -> int:
+        served = _Model.served
+        began = time.perf_counter_ns()
+        run()
+        elapsed = time.perf_counter_ns() - began
+        assert _Model.served - served == TURNS, _Model.served - served
+        return elapsed
+
+    def alone() -> int:
+        return timed(lambda: theirs.kickoff("add"))
+
+    def bridged() -> int:
+        if stream:
+            return timed(lambda: list(crewai.stream(mine, "add", budget)))
+        return timed(lambda: crewai.run(mine, "add", budget))
+
+    return {"alone": alone, "bridged": bridged}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions")
+    quick = parser.parse_args().quick
+    found = {**rows(quick), **streamed_rows(quick)}
+    for name, ns in found.items():
+        print(f"{name:50} {ns / 1e6:9.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
