@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import logging
 import os
@@ -152,13 +153,16 @@ def sides(url: str, *, stream: bool) -> dict[str, Callable[[], int]]:
 
     mine, theirs = agent(), agent()
     theirs.max_iter = TURNS - 1  # what limits() gives for the step budget
-    mine.kickoff("warm up")  # first use loads its client
+    with contextlib.redirect_stdout(io.StringIO()):
+        mine.kickoff("warm up")  # first use loads its client
 
     def timed(run: Callable[[], object]) -> int:
         served = _Model.served
-        began = time.perf_counter_ns()
-        run()
-        elapsed = time.perf_counter_ns() - began
+        # CrewAI draws its panels whatever verbose says: into a buffer, on both sides
+        with contextlib.redirect_stdout(io.StringIO()):
+            began = time.perf_counter_ns()
+            run()
+            elapsed = time.perf_counter_ns() - began
         assert _Model.served - served == TURNS, _Model.served - served
         return elapsed
 

@@ -29,6 +29,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
         ("smolagents", "max_steps=6"),
         ("pydantic-ai", 'usage_limits={"request_limit": 7}'),
         ("praisonai", 'execution={"max_steps": 7, "max_tool_calls_per_turn": 10}'),
+        ("crewai", "max_iter=6"),
     ],
 )
 def test_the_table_ends_with_the_keywords_limits_passes(
@@ -66,7 +67,9 @@ FIELDS = {"BUDGETCONF_PRICE_INPUT_PER_MTOK": "0.15", "BUDGETCONF_PRICE_OUTPUT_PE
 LOCATORS = "env:BUDGETCONF_PRICE_INPUT_PER_MTOK, env:BUDGETCONF_PRICE_OUTPUT_PER_MTOK"
 
 
-@pytest.mark.parametrize("name", ["openai-agents", "langgraph", "smolagents", "praisonai"])
+@pytest.mark.parametrize(
+    "name", ["openai-agents", "langgraph", "smolagents", "praisonai", "crewai", "agno"]
+)
 def test_a_cost_budget_is_shown_enforced_at_the_models_price(
     place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
@@ -228,6 +231,8 @@ BRIDGES = {
     "smolagents": "smolagents",
     "pydantic_ai": "pydantic_ai",
     "praisonai": "praisonaiagents",
+    "crewai": "crewai",
+    "agno": "agno",
 }
 
 
