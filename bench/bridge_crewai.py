@@ -1,6 +1,6 @@
 """Per-turn overhead of the CrewAI bridge against the same Agent run without it.
 
-Both runs drive the same fake model, a chat-completions server on 127.0.0.1
+Both runs drive the same fake model (`_fake_model`), a chat-completions server on 127.0.0.1
 that asks for a tool on every call offering tools (and answers a call offering
 none with text), so each run makes ``TURNS`` model calls: ``agent.kickoff``
 under ``max_iter = TURNS - 1`` alone (what `limits()` gives: CrewAI's forced
@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import logging
 import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from _fake_model import FakeModel, fake_model
 
 from _paired import paired
 
@@ -44,54 +43,6 @@ STREAMED = (
     "crewai, streamed: through the bridge, per turn",
     "crewai, streamed: the bridge's cost per turn",
 )
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-
-
-class _Model(BaseHTTPRequestHandler):
-    served = 0
-
-    def do_POST(self) -> None:
-        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Model.served += 1  # new arguments each call: identical ones trip its repeat check
-        message: dict[str, Any] = {"role": "assistant", "content": "adding"}
-        if asked.get("tools"):
-            args = json.dumps({"a": _Model.served, "b": 1})
-            call = {"id": f"c{_Model.served}", "type": "function"}
-            message["tool_calls"] = [{**call, "function": {"name": "add", "arguments": args}}]
-        finish = "tool_calls" if "tool_calls" in message else "stop"
-        data = {"id": "x", "created": 0, "model": "fake"}
-        if asked.get("stream"):
-            self._events(data, message, finish)
-            return
-        choice = {"index": 0, "message": message, "finish_reason": finish}
-        completion = {**data, "object": "chat.completion", "choices": [choice], "usage": _USAGE}
-        body = json.dumps(completion).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _events(self, data: dict[str, Any], message: dict[str, Any], finish: str) -> None:
-        head = {**data, "object": "chat.completion.chunk"}
-        delta = dict(message)
-        if "tool_calls" in delta:
-            delta["tool_calls"] = [{"index": 0, **delta["tool_calls"][0]}]
-        chunks = [
-            {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-            {**head, "choices": [], "usage": _USAGE},
-        ]
-        sent = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        self.wfile.write(f"{sent}data: [DONE]\n\n".encode())
-        self.close_connection = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def add(a: int, b: int) -> int:
@@ -120,20 +71,16 @@ def served() -> Iterator[str]:
     """The fake model on a loopback port (its base URL), CrewAI's telemetry off, and its own
     warnings (deprecated fields it reads itself) and console logging quiet."""
     os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     quiet = logging.getLogger("crewai")
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), fake_model() as url:
             warnings.filterwarnings("ignore", category=DeprecationWarning, module="crewai")
             warnings.filterwarnings("ignore", "Cannot set an attribute on 'crewai", ImportWarning)
-            yield f"http://127.0.0.1:{server.server_port}/v1"
+            yield url
     finally:
         quiet.setLevel(level)
-        server.shutdown()
-        server.server_close()
 
 
 def sides(url: str, *, stream: bool) -> dict[str, Callable[[], int]]:
@@ -157,13 +104,13 @@ def sides(url: str, *, stream: bool) -> dict[str, Callable[[], int]]:
         mine.kickoff("warm up")  # first use loads its client
 
     def timed(run: Callable[[], object]) -> int:
-        served = _Model.served
+        served = FakeModel.served
         # CrewAI draws its panels whatever verbose says: into a buffer, on both sides
         with contextlib.redirect_stdout(io.StringIO()):
             began = time.perf_counter_ns()
             run()
             elapsed = time.perf_counter_ns() - began
-        assert _Model.served - served == TURNS, _Model.served - served
+        assert FakeModel.served - served == TURNS, FakeModel.served - served
         return elapsed
 
     def alone() -> int:

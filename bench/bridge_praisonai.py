@@ -1,7 +1,7 @@
 """Per-turn overhead of the praisonaiagents bridge against the same Agent run without it.
 
-Both runs drive the same fake model, a chat-completions server on 127.0.0.1
-that asks for a tool on every call, so each run ends at its step budget of
+Both runs drive the same fake model (`_fake_model`), a chat-completions server
+on 127.0.0.1 that asks for a tool on every call offering one, so each run ends at its step budget of
 ``TURNS`` model calls: ``agent.start`` under ``ExecutionConfig(max_steps=…)``
 alone, and `budgetconf.integrations.praisonai.run` with the same budget, whose
 Meter asks before each request and decides each tool call (the last turn's
@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from _fake_model import FakeModel, fake_model
 
 from _paired import paired
 
@@ -46,57 +44,6 @@ STREAMED = (
 )
 #: the requests of agent.start(stream=True) when every response asks for a tool
 STREAMED_TURNS = 2
-
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-
-
-class _Model(BaseHTTPRequestHandler):
-    served = 0
-
-    def do_POST(self) -> None:
-        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Model.served += 1  # new arguments each call: identical ones trip its doom-loop check
-        args = json.dumps({"a": _Model.served, "b": 1})
-        call = {
-            "id": f"c{_Model.served}",
-            "type": "function",
-            "function": {"name": "add", "arguments": args},
-        }
-        message = {"role": "assistant", "content": "adding", "tool_calls": [call]}
-        data = {"id": "x", "created": 0, "model": "fake"}
-        if asked.get("stream"):  # server-sent events, the usage only if asked for
-            self._events(
-                data, message, (asked.get("stream_options") or {}).get("include_usage") is True
-            )
-            return
-        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
-        completion = {**data, "object": "chat.completion", "choices": [choice], "usage": _USAGE}
-        body = json.dumps(completion).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _events(self, data: dict[str, Any], message: dict[str, Any], usage: bool) -> None:
-        head = {**data, "object": "chat.completion.chunk"}
-        delta = {**message, "tool_calls": [{"index": 0, **message["tool_calls"][0]}]}
-        chunks = [
-            {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-        ]
-        if usage:
-            chunks.append({**head, "choices": [], "usage": _USAGE})
-        sent = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        self.wfile.write(f"{sent}data: [DONE]\n\n".encode())
-        self.close_connection = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def add(a: int, b: int) -> int:
@@ -135,23 +82,20 @@ def served() -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in names}
     quiet = [logging.getLogger("praisonaiagents"), logging.getLogger()]
     levels = [each.level for each in quiet]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    os.environ.update(
-        OPENAI_BASE_URL=f"http://127.0.0.1:{server.server_port}/v1",
-        OPENAI_API_KEY="sk-bench",
-        OPENAI_MODEL_NAME="fake",
-        PRAISONAI_TELEMETRY_DISABLED="true",
-    )
     for each in quiet:
         each.setLevel(logging.ERROR)
     try:
-        yield
+        with fake_model() as url:
+            os.environ.update(
+                OPENAI_BASE_URL=url,
+                OPENAI_API_KEY="sk-bench",
+                OPENAI_MODEL_NAME="fake",
+                PRAISONAI_TELEMETRY_DISABLED="true",
+            )
+            yield
     finally:
         for each, level in zip(quiet, levels, strict=True):
             each.setLevel(level)
-        server.shutdown()
-        server.server_close()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -201,11 +145,11 @@ def streamed_sides() -> dict[str, Callable[[], int]]:
 
     def timed(run: Callable[[], object]) -> int:
         agent.clear_history()
-        served = _Model.served
+        served = FakeModel.served
         began = time.perf_counter_ns()
         run()
         elapsed = time.perf_counter_ns() - began
-        assert _Model.served - served == STREAMED_TURNS, _Model.served - served
+        assert FakeModel.served - served == STREAMED_TURNS, FakeModel.served - served
         return elapsed
 
     def alone() -> int:

@@ -244,6 +244,21 @@ def _instead(framework: Framework, budget: Budget, refused: list[dict[str, Any]]
     return "unset it"
 
 
+#: the step limit lent to a framework for a budget that sets none: more than any run makes
+_NO_STEP_BUDGET = 2**31 - 1
+
+
+def lent_steps(budget: Budget) -> int:
+    """The step limit a bridge lends the framework's own knob for a run within ``budget``:
+    one above its step budget, as the Meter ends the run first (so the framework's limit, and
+    whatever the framework does there, is never reached); for a budget that sets none, one
+    no run reaches, so that the framework's own default does not end the run either."""
+    from budgetconf._loop_table import BudgetName
+
+    steps = budget.value(BudgetName.MAX_STEPS)
+    return _NO_STEP_BUDGET if steps is None else int(steps) + 1
+
+
 def refuse_conflicting(framework: Framework, kwargs: Mapping[str, Any]) -> None:
     """Refuse a keyword of the framework's run call that would set a limit budgetconf sets."""
     taken = [k for k in framework.conflicting if k in kwargs]

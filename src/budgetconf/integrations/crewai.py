@@ -53,6 +53,7 @@ from budgetconf.integrations._bridge import (
     AgentModel,
     BridgeResult,
     bridge_budget,
+    lent_steps,
     refuse_conflicting,
     refuse_stream_keyword,
     refuse_streaming,
@@ -78,8 +79,6 @@ except ImportError:
 __all__ = ["limits", "run", "stream"]
 
 FRAMEWORK: Final = FRAMEWORKS["crewai"]
-#: the iterations lent for a budget that sets no step budget: more than any run makes
-_NO_STEP_BUDGET: Final = 2**31 - 1
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -186,16 +185,13 @@ def _run(
 
     from budgetconf.integrations._crewai_run import Watch
     from budgetconf.integrations._metered import LENT, claimed
-    from budgetconf.loop import BudgetName
 
     with claimed(agent, agent.role, LENT.format("LLM")):
         watch = Watch(agent, checked, _tool_names(agent), on_event, name, model, relay)
-        steps = checked.value(BudgetName.MAX_STEPS)
-        # past the budget: the Meter ends the run first, so CrewAI's forced final call (at its
-        # max_iter, which limits() gives as max_steps - 1) is never made
-        lent = _NO_STEP_BUDGET if steps is None else int(steps) + 1
+        # past the budget: CrewAI's forced final call (at its max_iter, which limits() gives
+        # as max_steps - 1) is never made
         own = agent.max_iter
-        object.__setattr__(agent, "max_iter", lent)
+        object.__setattr__(agent, "max_iter", lent_steps(checked))
         try:
             with watch.lent():
                 threaded = watch.seconds_left() is not None or is_inside_event_loop()

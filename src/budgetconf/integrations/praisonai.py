@@ -52,6 +52,7 @@ from budgetconf.integrations._bridge import (
     AgentModel,
     BridgeResult,
     bridge_budget,
+    lent_steps,
     refuse_conflicting,
     refuse_stream_keyword,
     refuse_streaming,
@@ -77,8 +78,6 @@ except ImportError:
 __all__ = ["limits", "run", "stream"]
 
 FRAMEWORK: Final = FRAMEWORKS["praisonai"]
-#: the steps lent for a budget that sets none: more than any run makes
-_NO_STEP_BUDGET: Final = 2**31 - 1
 
 
 def limits(budget: object = None, **resolve_kwargs: Any) -> dict[str, Any]:
@@ -243,16 +242,11 @@ def _config(values: Mapping[str, Any], own: Any = None) -> Any:
 
 
 def _execution(agent: Any, budget: Budget) -> Any:
-    """The agent's own `ExecutionConfig` with the budget's values, one step more (the Meter
-    stops the run first), and no continuation calls.
-
-    A budget without a step budget sets no step limit, so the framework's own (its
-    ``max_iter``, 20 by default, which ``max_steps=None`` falls back to) must not end the run
-    either: it is lent one that no run reaches, as the Meter's own is.
-    """
-    values = FRAMEWORK.keywords(budget, {})["execution"]
-    steps = values.get("max_steps")
-    values["max_steps"] = _NO_STEP_BUDGET if steps is None else steps + 1
+    """The agent's own `ExecutionConfig` with the budget's values, its steps lent (`lent_steps`:
+    for a budget without a step budget, the framework's own, its ``max_iter``, 20 by default,
+    which ``max_steps=None`` falls back to, must not end the run either), and no continuation
+    calls."""
+    values = {**FRAMEWORK.keywords(budget, {})["execution"], "max_steps": lent_steps(budget)}
     return _config({**values, "output_continuation": False}, getattr(agent, "execution", None))
 
 
