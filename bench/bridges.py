@@ -28,8 +28,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from budgetconf.integrations._frameworks import FRAMEWORKS
+
 HERE = Path(__file__).resolve().parent
-NAMES = ("openai_agents", "langgraph", "smolagents", "pydantic_ai", "praisonai", "crewai", "agno")
+NAMES = tuple(FRAMEWORKS)  # every bridge, in the table's order
 
 
 def _load(name: str) -> ModuleType:

@@ -22,16 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from budgetconf.integrations._frameworks import FRAMEWORKS as TABLE
+
 #: each bridge -> the module its framework imports as
-FRAMEWORKS = {
-    "openai_agents": "agents",
-    "langgraph": "langgraph",
-    "smolagents": "smolagents",
-    "pydantic_ai": "pydantic_ai",
-    "praisonai": "praisonaiagents",
-    "crewai": "crewai",
-    "agno": "agno",
-}
+FRAMEWORKS = {name: framework.imports for name, framework in TABLE.items()}
 #: the child: the bridge's import timed after budgetconf's and the framework's
 PROBE = (
     "import time, budgetconf, {framework}\n"

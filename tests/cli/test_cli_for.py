@@ -10,6 +10,7 @@ import pytest
 
 import budgetconf
 from budgetconf.cli import main
+from budgetconf.integrations._frameworks import FRAMEWORKS
 
 from conftest import Place
 
@@ -225,15 +226,7 @@ SETTINGS = [
     {"BUDGETCONF_MAX_STEPS": "7"},
 ]
 #: each bridge module, and the package its framework imports as
-BRIDGES = {
-    "openai_agents": "agents",
-    "langgraph": "langgraph",
-    "smolagents": "smolagents",
-    "pydantic_ai": "pydantic_ai",
-    "praisonai": "praisonaiagents",
-    "crewai": "crewai",
-    "agno": "agno",
-}
+BRIDGES = {name: framework.imports for name, framework in FRAMEWORKS.items()}
 
 
 @pytest.mark.parametrize("module", sorted(BRIDGES))

@@ -40,6 +40,7 @@ class Framework:
         "conflicting",
         "extra",
         "fewest_steps",
+        "imports",
         "instrumented_by",
         "keywords",
         "knobs",
@@ -63,9 +64,11 @@ class Framework:
         fewest_steps: tuple[int, str] = (1, ""),
         reports_cost: bool = False,
         instrumented_by: tuple[str, ...] = (),
+        imports: str | None = None,
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
+        self.imports = imports or name  # the module the framework imports as
         self.extra = extra  # budgetconf's extra that installs it
         self.knobs = knobs  # budget -> the framework keyword that carries it
         self.bridged = bridged  # budget -> how the bridge enforces it in run()
@@ -162,6 +165,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
     for f in (
         Framework(
             "openai_agents",
+            imports="agents",
             package="openai-agents",
             extra="openai-agents",
             knobs={
@@ -276,6 +280,7 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
         ),
         Framework(
             "praisonai",
+            imports="praisonaiagents",
             package="praisonaiagents",
             extra="praisonai",
             knobs={
