@@ -63,7 +63,10 @@ def _given_action() -> type[argparse.Action]:
         ) -> None:
             given = _Given(values)
             given.flag = option_string or self.option_strings[0]
-            setattr(namespace, self.dest, given)
+            if self.nargs is None and self.const == "table":  # a table's flag: KEY=VALUE each
+                setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or ()), given])
+            else:
+                setattr(namespace, self.dest, given)
 
     return Given
 
@@ -72,6 +75,8 @@ def flag_metavar(f: Field) -> str:
     """A flag's metavar in help: its type, or its choices."""
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
+    if f.kind is Kind.TABLE:
+        return "KEY=" + flag_metavar(f.entry())
     return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL", Kind.TEXT: "TEXT"}[f.kind]
 
 
@@ -112,6 +117,7 @@ def add_arguments(
             action=action,
             dest=_dest(flag),
             default=None,
+            const="table" if first.kind is Kind.TABLE else None,  # repeatable: KEY=VALUE each
             metavar=flag_metavar(first),
             help=flag_help(first, env=has_env).replace("%", "%%"),
         )
@@ -130,6 +136,7 @@ def argv_from(
     attributes: dict[str, Any] = vars(namespace)
     for flag in _flags(_preset(preset)):
         value = attributes.get(_dest(flag))
-        if value is not None:  # the flag as typed, so the locator is the one the user wrote
-            argv.append(f"{getattr(value, 'flag', flag)}={value}")
+        for given in value if isinstance(value, list) else () if value is None else (value,):
+            # the flag as typed, so the locator is the one the user wrote
+            argv.append(f"{getattr(given, 'flag', flag)}={given}")
     return argv

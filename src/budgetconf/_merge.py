@@ -33,7 +33,8 @@ from budgetconf._description import Description, MergeMode, Policy, SourceKind, 
 from budgetconf._record import MASK, Unusable
 from budgetconf._resolution import Resolution
 from budgetconf._schema import Field, Invalid, Kind, Schema
-from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
+from budgetconf._table import entries
+from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status, unset_trace
 from budgetconf._values import Value, show_value
 from budgetconf.errors import ConfigError
 from budgetconf.ledger._address import has_masked_password
@@ -82,11 +83,15 @@ def merge(preset: Description, sources: Sequence[Source], ctx: Context) -> Resol
 class _Merging:
     """The stack merged so far: every candidate of every field, and what was found on the way."""
 
-    __slots__ = ("errors", "merge_of", "preset", "reports", "rules", "warnings", "work")
+    __slots__ = ("errors", "keys", "merge_of", "preset", "reports", "rules", "warnings", "work")
 
     def __init__(self, preset: Description) -> None:
         self.preset = preset
         self.work: dict[str, list[_Work]] = {path: [] for path in preset.schema.by_path}
+        # each table's keys as first offered (each key's candidates are under its entry's path)
+        self.keys: dict[str, dict[str, None]] = {
+            f.path: {} for f in preset.schema if f.kind is Kind.TABLE
+        }
         self.merge_of: dict[tuple[str, str], MergeMode] = {}
         self.reports: list[SourceReport] = []
         self.warnings: list[str] = []
@@ -128,18 +133,56 @@ class _Merging:
             self.merge_of[(spec.kind, section)] = mode
             if mode is MergeMode.REPLACE:
                 why = f"section {section} replaced whole by {spec.kind} {where}"
-                _replace([item for f in schema.sections[section] for item in work[f.path]], why)
+                paths = [path for f in schema.sections[section] for path in self._paths(f)]
+                _replace([item for path in paths for item in work[path]], why)
+
+    def _paths(self, field: Field) -> list[str]:
+        """The paths ``field`` is resolved at: its own, or each offered key's of a table."""
+        keys = self.keys.get(field.path)
+        return [field.path] if keys is None else [f"{field.path}.{key}" for key in keys]
 
     def _check_offers(self, spec: SourceSpec, layer: Layer) -> None:
         """Each offer checked against its field and added to its candidates; one the field
         cannot take is an error under the source's policy."""
-        schema, work = self.preset.schema, self.work
+        schema = self.preset.schema
         for offer in layer.offers:
             field = schema.by_path[offer.field]
-            value, reason = _check(field, offer)
-            if reason is not None and _policy(spec, schema, field.path) is Policy.ERROR:
-                self.errors.append(_value_error(field, offer, spec.kind, reason))
-            work[offer.field].append(_Work(offer, spec.kind, spec.invalid, value, reason))
+            if field.kind is not Kind.TABLE:
+                self._check_offer(spec, field, offer)
+            elif offer.entry is not None:
+                self._check_offer(spec, self._entry(field, offer.entry), offer)
+            elif not offer.empty:  # an empty variable names no key to be empty for
+                self._check_table(spec, field, offer)
+
+    def _check_offer(self, spec: SourceSpec, field: Field, offer: Offer) -> None:
+        value, reason = _check(field, offer)
+        if reason is not None and _policy_of(spec, field) is Policy.ERROR:
+            self.errors.append(_value_error(field, offer, spec.kind, reason))
+        self.work[field.path].append(_Work(offer, spec.kind, spec.invalid, value, reason))
+
+    def _check_table(self, spec: SourceSpec, table: Field, offer: Offer) -> None:
+        """A whole table's value, taken apart: each key an offer of its own; a key the table
+        cannot take, or a value that is no table, is refused under the source's policy."""
+        found, problems = entries(table, offer.value, offer.text)
+        if offer.refused is not None:
+            found, problems = [], [offer.refused]
+        for reason in problems:
+            if _policy_of(spec, table) is Policy.ERROR:
+                self.errors.append(_value_error(table, offer, spec.kind, reason))
+            else:
+                self.warnings.append(
+                    f"{_located(table.path, offer.locator, spec.kind)}: {reason}; ignored"
+                )
+        for key, raw in found:
+            self._check_offer(spec, self._entry(table, key), offer.replace(value=raw, entry=key))
+
+    def _entry(self, table: Field, key: str) -> Field:
+        """The entry of ``table`` at ``key``, whose candidates are gathered from now on."""
+        entry = self.preset.schema.at(f"{table.path}.{key}")
+        if key not in self.keys[table.path]:
+            self.keys[table.path][key] = None
+            self.work[entry.path] = []
+        return entry
 
     def resolution(self) -> Resolution:
         """Every field settled: its winner, and what became of each other candidate."""
@@ -147,17 +190,18 @@ class _Merging:
         settled: dict[str, FieldTrace] = {}
         # a field that defaults to another is settled after it (the reader refuses chains)
         for field in sorted(schema, key=lambda f: f.default_from is not None):
-            trace = _settle(field, self.work[field.path], self.merge_of, settled)
-            rule = self.rules.get(field.path)
-            if rule is not None:
-                from budgetconf._policing import police  # only a policy with rules needs it
+            for entry in self._resolved(field):
+                trace = _settle(entry, self.work[entry.path], self.merge_of, settled)
+                rule = self.rules.get(entry.path) or self.rules.get(entry.table or "")
+                if rule is not None:
+                    from budgetconf._policing import police  # only a policy with rules needs it
 
-                trace = police(trace, rule)
-            settled[field.path] = trace
-        for field in schema:
-            self._warn_fallbacks(field, settled[field.path])
-            self._warn_masks(settled[field.path])
-        traces = {f.path: settled[f.path] for f in schema}
+                    trace = police(trace, rule)
+                settled[entry.path] = trace
+        traces = {path: settled[path] for f in schema for path in self._paths(f)}
+        for trace in traces.values():
+            self._warn_fallbacks(trace.field, trace)
+            self._warn_masks(trace)
         return Resolution(
             self.preset,
             traces,
@@ -166,6 +210,20 @@ class _Merging:
             tuple(self.errors),
             _notes(schema, traces.values()),
         )
+
+    def _resolved(self, field: Field) -> list[Field]:
+        """The fields ``field`` is settled as: itself, or a table's entries, in the order of
+        their keys. A key the policy names with a locked value, a default or a ceiling is one
+        even when no source set it: unset, it takes the ceiling, as any field does."""
+        keys = self.keys.get(field.path)
+        if keys is None:
+            return [field]
+        prefix = field.path + "."
+        for path, rule in self.rules.items():
+            if path.startswith(prefix) and (rule.value or rule.default or rule.max) is not None:
+                self._entry(field, path[len(prefix) :])
+        self.keys[field.path] = dict.fromkeys(sorted(keys))
+        return [self.preset.schema.at(path) for path in self._paths(field)]
 
     def _warn_fallbacks(self, field: Field, trace: FieldTrace) -> None:
         for item in self.work[field.path]:
@@ -176,9 +234,10 @@ class _Merging:
             ):
                 where = _located(field.path, item.offer.locator, item.source)
                 using = field.mask(show_value(trace.value))
-                self.warnings.append(
-                    f"{where}: {item.reason}; ignored, using {using} from {trace.winner.where}"
-                )
+                instead = f"using {using} from {trace.winner.where}"
+                if field.table is not None and trace.value is None:
+                    instead = "the key stays unset"  # no source set it otherwise
+                self.warnings.append(f"{where}: {item.reason}; ignored, {instead}")
 
     def _warn_masks(self, trace: FieldTrace) -> None:
         """A warning for each value of the field that is `MASK` where a secret was shown: a
@@ -231,7 +290,11 @@ def _settle(
     When the winner leaves a ``default_from`` field unset, the other field's
     trace, in ``settled``, gives the value.
     """
-    winner = next(i for i in reversed(items) if i.status is Status.WON)
+    winner = next((i for i in reversed(items) if i.status is Status.WON), None)
+    if winner is None:  # a table's key that no source left set: unset, as its default is
+        unset = unset_trace(field).winner
+        rest = (_candidate(i, field.secret) for i in items)
+        return FieldTrace(field, unset, (unset, *rest), MergeMode.FIELD)
     for item in items:
         if item.status is Status.WON and item is not winner:
             item.status = Status.SHADOWED
@@ -270,13 +333,22 @@ def _notes(schema: Schema, traces: Iterable[FieldTrace]) -> tuple[str, ...]:
         for candidate in trace.candidates:
             if candidate.alias is None:
                 continue
-            others = schema.namesakes(field, candidate.alias)
+            others = _namesakes(schema, field, candidate.alias)
             if others:
                 other = " or ".join(f.path for f in others)
                 alias, section = candidate.alias, field.section
                 note = f"{alias} under {section} is an alias of {field.path}, not {other}"
                 notes[f"{candidate.where}: {note}"] = None
     return tuple(notes)
+
+
+def _namesakes(schema: Schema, field: Field, key: str) -> tuple[Field, ...]:
+    """The fields of other sections whose own name is ``key``, an alias of ``field``.
+
+    In the default preset ``max_tool_calls`` under ``loop`` is the per-response
+    cap's alias, while under ``limits`` it is the whole run's total.
+    """
+    return tuple(f for f in schema if f.name == key and f.section != field.section)
 
 
 def _report(spec: SourceSpec, layer: Layer, kind: SourceKind) -> SourceReport:
@@ -326,7 +398,11 @@ def _policy(spec: SourceSpec, schema: Schema, path: str | None) -> Policy:
     """The source's invalid policy for the field at ``path``: ``error`` for a strict one
     (a `ledger-url` one), whatever the source's."""
     field = None if path is None else schema.by_path.get(path)
-    return Policy.ERROR if field is not None and field.strict else spec.invalid
+    return spec.invalid if field is None else _policy_of(spec, field)
+
+
+def _policy_of(spec: SourceSpec, field: Field) -> Policy:
+    return Policy.ERROR if field.strict else spec.invalid
 
 
 def _candidate(item: _Work, secret: bool) -> Candidate:

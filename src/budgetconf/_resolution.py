@@ -11,9 +11,9 @@ from types import MappingProxyType
 
 from budgetconf._description import Description
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._schema import Schema
-from budgetconf._trace import FieldTrace, SourceReport
-from budgetconf._values import Value
+from budgetconf._schema import Field, Kind, Schema
+from budgetconf._trace import FieldTrace, SourceReport, unset_trace
+from budgetconf._values import Scalar, Value
 from budgetconf.errors import ConfigError
 
 TYPE_CHECKING = False
@@ -87,7 +87,7 @@ class Resolution(ReadOnly):
         errors: tuple[ConfigError, ...],
         notes: tuple[str, ...] = (),
     ) -> None:
-        values = MappingProxyType({p: t.winner.value for p, t in traces.items()})
+        values = MappingProxyType(_values(preset.schema, traces))
         set_field(self, "preset", preset.name)
         set_field(self, "schema", preset.schema)
         set_field(self, "loop", preset.loop)  # how the preset bounds a loop, for the executor
@@ -113,7 +113,12 @@ class Resolution(ReadOnly):
         try:
             return self.values[path]
         except KeyError:
-            return self.values[self._path(path)]
+            pass
+        found = self._path(path)
+        trace = self._traces.get(found)
+        if trace is not None:
+            return trace.value
+        return self.values.get(found)  # a table's, or None: a key of one that no source set
 
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str):
@@ -125,7 +130,7 @@ class Resolution(ReadOnly):
         return True
 
     def __repr__(self) -> str:
-        shown = {p: t.field.public(t.winner.value) for p, t in self._traces.items()}
+        shown = {f.path: _public(f, self.values[f.path]) for f in self.schema}
         return f"Resolution(preset={self.preset!r}, values={shown!r})"
 
     def _path(self, path: str) -> str:
@@ -134,8 +139,23 @@ class Resolution(ReadOnly):
         return self.schema.lookup(path).path  # an alias, or a KeyError with a suggestion
 
     def trace(self, path: str) -> FieldTrace:
-        """Every candidate for the field at ``path``, and the one that won."""
-        return self._traces[self._path(path)]
+        """Every candidate for the field at ``path``, and the one that won; a table's key is
+        a field of its own (``tools.max_calls.web_search``), unset when no source set it."""
+        found = self._path(path)
+        trace = self._traces.get(found)
+        if trace is not None:
+            return trace
+        field = self.schema.at(found)
+        if field.kind is Kind.TABLE:
+            raise KeyError(f"{field.path} is a table: trace one of its keys, {field.path}.KEY")
+        return unset_trace(field)  # a key no source set
+
+    def _chosen(self, path: str) -> list[str]:
+        """The traces a document of the field at ``path`` shows: a table's, each of its keys."""
+        found = self._path(path)
+        if found in self._traces or self.schema.at(found).table is not None:
+            return [found]  # a field's, or a key's: unset when no source set it
+        return [p for p, t in self._traces.items() if t.field.table == found]
 
     def traces(self) -> tuple[FieldTrace, ...]:
         """The traces of all fields, in schema order."""
@@ -144,16 +164,19 @@ class Resolution(ReadOnly):
     def sections(self) -> dict[str, dict[str, Value]]:
         """The values nested by section: ``{"loop": {"max_steps": 40, ...}, ...}``."""
         nested: dict[str, dict[str, Value]] = {}
-        for trace in self._traces.values():
-            nested.setdefault(trace.field.section, {})[trace.field.name] = trace.winner.value
+        for path, value in self.values.items():
+            section, _, name = path.partition(".")
+            nested.setdefault(section, {})[name] = (
+                dict(value) if isinstance(value, Mapping) else value
+            )
         return nested
 
     def to_dict(self, fields: Sequence[str] | None = None) -> dict[str, Any]:
         """The version-1 explain document, for all fields or the ones named."""
-        chosen = [self._path(f) for f in fields] if fields else list(self._traces)
+        chosen = [p for f in fields for p in self._chosen(f)] if fields else list(self._traces)
         return explain_document(
             self.preset,
-            {path: self._traces[path].to_dict() for path in chosen},
+            {path: self.trace(path).to_dict() for path in chosen},
             [s.to_dict() for s in self.sources],
             list(self.warnings),
             [str(e) for e in self.errors],
@@ -170,3 +193,26 @@ class Resolution(ReadOnly):
         from budgetconf._structure import structure
 
         return structure(self.sections(), cls)
+
+
+def _public(field: Field, value: object) -> object:
+    """``value`` as a repr may show it: a table's keys as they are, each value as its field
+    allows (`MASK` for a secret's)."""
+    if isinstance(value, Mapping):
+        return {key: field.public(item) for key, item in value.items()}
+    return field.public(value)
+
+
+def _values(schema: Schema, traces: Mapping[str, FieldTrace]) -> dict[str, Value]:
+    """Each field's value by its path; a table's is a mapping of its keys that are set."""
+    values: dict[str, Value] = {}
+    tables: dict[str, dict[str, Scalar]] = {f.path: {} for f in schema if f.kind is Kind.TABLE}
+    for path, trace in traces.items():
+        field, value = trace.field, trace.winner.value
+        if field.table is None:
+            values[path] = value
+        elif value is not None and not isinstance(value, Mapping):  # a key's value: a scalar
+            tables[field.table][path[len(field.table) + 1 :]] = value
+    for path, table in tables.items():
+        values[path] = MappingProxyType(table)
+    return {f.path: values[f.path] for f in schema}

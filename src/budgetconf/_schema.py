@@ -16,7 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from budgetconf._record import MASK, ReadOnly, Record, Unusable, set_field
-from budgetconf._spelling import did_you_mean, edits
+from budgetconf._spelling import did_you_mean
 from budgetconf._text import clipped, listed
 from budgetconf._text_formats import FORMATS, text_problem
 from budgetconf._values import Value, plain_number, show_text, show_typed, show_value, type_name
@@ -45,6 +45,11 @@ class Kind(StrEnum):
     BOOL = "bool"
     ENUM = "enum"
     TEXT = "text"
+    TABLE = "table"
+
+
+class BadKey(KeyError):
+    """A table's key that the table's rule refuses; its message (``args[0]``) says why."""
 
 
 class Invalid(Exception):
@@ -68,6 +73,12 @@ class Field(Record):
     ``default_from`` names another field whose resolved value this one takes
     when it is left unset; ``format`` names the rule of `FORMATS` a ``text``
     field's values follow (``ledger-url``), or None for any text.
+
+    A ``table`` field's keys are free and its values share one type: ``item``
+    is that type (the bounds, choices and format are its values'), ``keys``
+    the rule of `FORMATS` every key follows (``tool-name``). Each key is
+    resolved as a field of its own, its `entry` (``tools.max_calls.web_search``),
+    whose ``table`` names the table it belongs to.
     """
 
     __module__ = "budgetconf"
@@ -82,12 +93,15 @@ class Field(Record):
         "ge",
         "gt",
         "help",
+        "item",
+        "keys",
         "kind",
         "le",
         "lt",
         "optional",
         "path",
         "secret",
+        "table",
     )
 
     path: str
@@ -106,6 +120,9 @@ class Field(Record):
     help: str
     default_from: str | None
     format: str | None
+    item: Kind | None
+    keys: str | None
+    table: str | None
 
     def __init__(
         self,
@@ -125,6 +142,9 @@ class Field(Record):
         help: str = "",
         default_from: str | None = None,
         format: str | None = None,
+        item: Kind | None = None,
+        keys: str | None = None,
+        table: str | None = None,
     ) -> None:
         set_field(self, "path", path)
         set_field(self, "kind", kind)
@@ -142,6 +162,9 @@ class Field(Record):
         set_field(self, "help", help)
         set_field(self, "default_from", default_from)
         set_field(self, "format", format)
+        set_field(self, "item", item)
+        set_field(self, "keys", keys)
+        set_field(self, "table", table)
 
     def __repr__(self) -> str:
         default = MASK if self.secret else repr(self.default)
@@ -158,6 +181,29 @@ class Field(Record):
         return self.path.partition(".")[2]
 
     @property
+    def key(self) -> str | None:
+        """``web_search`` of the entry ``tools.max_calls.web_search``; None for any other field."""
+        return None if self.table is None else self.path[len(self.table) + 1 :] or None
+
+    def entry(self, key: str | None = None) -> Field:
+        """The field of a table's value at ``key``; with no key, the field every value of the
+        table is judged by (its rules, under the table's own path)."""
+        assert self.item is not None, "only a table has entries"
+        return Field(
+            self.path if key is None else f"{self.path}.{key}",
+            self.item,
+            ge=self.ge,
+            gt=self.gt,
+            le=self.le,
+            lt=self.lt,
+            choices=self.choices,
+            secret=self.secret,
+            help=self.help,
+            format=self.format,
+            table=self.path,
+        )
+
+    @property
     def noun(self) -> str:
         """What a value of this field is, for messages: 'an integer'."""
         return {
@@ -166,6 +212,7 @@ class Field(Record):
             Kind.BOOL: "a boolean",
             Kind.ENUM: "one of " + ", ".join(self.choices),
             Kind.TEXT: "text",
+            Kind.TABLE: f"a table of {self.keys or 'text'} keys",
         }[self.kind]
 
     def mask(self, shown: str) -> str:
@@ -202,16 +249,8 @@ class Field(Record):
         way), and a number must be finite, so each says so when its own
         bounds leave a side open.
         """
-        lows = [
-            f"{op} {plain_number(v)}"
-            for op, v in ((">=", self.ge), (">", self.gt))
-            if v is not None
-        ]
-        highs = [
-            f"{op} {plain_number(v)}"
-            for op, v in (("<=", self.le), ("<", self.lt))
-            if v is not None
-        ]
+        lows = _shown_bounds((">=", self.ge), (">", self.gt))
+        highs = _shown_bounds(("<=", self.le), ("<", self.lt))
         if self.kind is Kind.INT:
             lows = lows or [f">= {-MAX_INT}"]
             highs = highs or [f"<= {MAX_INT}"]
@@ -346,6 +385,11 @@ class Field(Record):
         return f" (did you mean {hint!r}?)" if hint else ""
 
 
+def _shown_bounds(*bounds: tuple[str, float | None]) -> list[str]:
+    """``[">= 1"]`` of ``(">=", 1), (">", None)``: the bounds that are set, for a message."""
+    return [f"{op} {plain_number(v)}" for op, v in bounds if v is not None]
+
+
 _BOUNDS: Final = (
     ("ge", operator.ge, ">="),
     ("gt", operator.gt, ">"),
@@ -394,43 +438,42 @@ class Schema(ReadOnly):
     def __repr__(self) -> str:
         return f"Schema({list(self.by_path)!r})"
 
+    def at(self, path: str) -> Field:
+        """The field at a resolved path: a field, or a table's entry (made afresh: no cache)."""
+        found = self.by_path.get(path)
+        if found is not None:
+            return found
+        section, _, rest = path.partition(".")
+        name, _, key = rest.partition(".")
+        table = self.by_key.get((section, name))
+        if table is None or table.kind is not Kind.TABLE or not key:
+            raise KeyError(path)
+        problem = text_problem(table.keys, key)
+        if problem is not None:
+            raise BadKey(f"{table.path}: {problem}: {show_text(key)}")
+        return table.entry(key)
+
     def __iter__(self) -> Iterator[Field]:
         return iter(self.fields)
 
     def lookup(self, path: str) -> Field:
-        """The field at ``path`` (an alias such as ``loop.max_turns`` works too).
-
-        Raises `KeyError` whose message suggests the nearest field.
-        """
-        found = self.by_path.get(path)
-        if found is None:
-            section, _, key = path.partition(".")
-            found = self.by_key.get((section, key))
+        """The field at ``path`` (an alias such as ``loop.max_turns`` works too, and a table's
+        key, ``tools.max_calls.web_search``). Raises `KeyError` suggesting the nearest field,
+        `BadKey` for a table's key its rule refuses."""
+        section, _, key = path.partition(".")
+        found = self.by_path.get(path) or self.by_key.get((section, key))
+        if found is None and path.count(".") > 1:
+            try:
+                found = self.at(path)
+            except BadKey:  # a table's key its rule refuses: why is said
+                raise
+            except KeyError:  # not a table's key either
+                pass
         if found is None:
             hint = self.suggest(path)
             suggestion = f"; did you mean {hint!r}?" if hint else ""
             raise KeyError(f"unknown field {clipped(path, repr)}{suggestion}")
         return found
-
-    def namesakes(self, field: Field, key: str) -> tuple[Field, ...]:
-        """The fields of other sections whose own name is ``key``, an alias of ``field``.
-
-        In the default preset ``max_tool_calls`` under ``loop`` is the per-response
-        cap's alias, while under ``limits`` it is the whole run's total.
-        """
-        return tuple(f for f in self.fields if f.name == key and f.section != field.section)
-
-    def near_section(self, key: str) -> str | None:
-        """The section ``key`` is a slip for, if it is within two edits of one.
-
-        A short name is more easily near another word: a section of five letters
-        or fewer takes one edit (``lop`` is ``loop``, but ``log`` is an
-        application's own table).
-        """
-        for section in self.sections:
-            if edits(key, section) <= (1 if len(section) <= 5 else 2):
-                return section
-        return None
 
     def suggest(self, key: str, *, sections: bool = False) -> str | None:
         """The field (or, with ``sections``, the section) ``key`` was most likely meant to be.
@@ -438,24 +481,20 @@ class Schema(ReadOnly):
         A field's name or alias written without its section is the likeliest
         slip (``max_steps`` for ``loop.max_steps``), a name before an alias
         (``max_tool_calls`` is ``limits.max_tool_calls``, though it is an alias
-        under ``loop``); otherwise the closest name.
+        under ``loop``); otherwise the closest name, or a near miss of a name without
+        its section (``max_step``).
         """
-        for f in self.fields:
-            if key == f.name:
-                return f"{f.section}.{key}"
-        for f in self.fields:
-            if key in f.aliases:
-                return f"{f.section}.{key}"
-        names = list(self.by_path)
-        hint = did_you_mean(key, [*names, *self.sections] if sections else names)
-        if hint is not None or "." in key:
-            return hint
-        # a near miss of a name without its section (``max_step``) is its field's
         leaves: dict[str, str] = {}
         for f in self.fields:
             leaves.setdefault(f.name, f.path)
         for f in self.fields:
             for alias in f.aliases:
                 leaves.setdefault(alias, f"{f.section}.{alias}")
+        if key in leaves:
+            return leaves[key]
+        names = list(self.by_path)
+        hint = did_you_mean(key, [*names, *self.sections] if sections else names)
+        if hint is not None or "." in key:
+            return hint
         leaf = did_you_mean(key, list(leaves))
         return None if leaf is None else leaves[leaf]

@@ -25,20 +25,29 @@ MAX_TEXT: Final = 4096
 
 class TextFormat(Record):
     """A row of `FORMATS`: ``problem(value)`` is what is wrong with a value, or None;
-    ``example``, a value the rule takes (what ``budgetconf init`` shows of an unset field)."""
+    ``example``, a value the rule takes (what ``budgetconf init`` shows of an unset field);
+    ``pattern``, the regular expression a whole value matches when the rule is one (what
+    ``budgetconf schema`` gives editors), else None."""
 
-    __slots__ = ("example", "problem", "strict")
+    __slots__ = ("example", "pattern", "problem", "strict")
 
     problem: Callable[[str], str | None]
     example: str
     strict: bool
+    pattern: str | None
 
     def __init__(
-        self, problem: Callable[[str], str | None], example: str, *, strict: bool = False
+        self,
+        problem: Callable[[str], str | None],
+        example: str,
+        *,
+        strict: bool = False,
+        pattern: str | None = None,
     ) -> None:
         set_field(self, "problem", problem)
         set_field(self, "example", example)
         set_field(self, "strict", strict)
+        set_field(self, "pattern", pattern)
 
 
 def _ledger_url(value: str) -> str | None:
@@ -55,11 +64,24 @@ def _ledger_scope(value: str) -> str | None:
     )
 
 
+#: a tool's name, as a table of tools' limits keys it (`tools.max_calls`)
+_TOOL_NAME: Final = "[A-Za-z0-9_.-]{1,64}"
+
+
+def _tool_name(value: str) -> str | None:
+    import re  # here, not at import: re caches the pattern
+
+    if re.fullmatch(_TOOL_NAME, value):
+        return None
+    return "not a tool name (1 to 64 ASCII letters, digits and _.-)"
+
+
 #: format name -> its rule
 FORMATS: Final[Mapping[str, TextFormat]] = MappingProxyType(
     {
         "ledger-url": TextFormat(_ledger_url, "sqlite:///ledger.db", strict=True),
-        "ledger-scope": TextFormat(_ledger_scope, "default"),
+        "ledger-scope": TextFormat(_ledger_scope, "default", pattern="[A-Za-z0-9_.:/-]{1,128}"),
+        "tool-name": TextFormat(_tool_name, "web_search", pattern=_TOOL_NAME),
     }
 )
 

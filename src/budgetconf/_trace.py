@@ -15,7 +15,7 @@ from budgetconf._record import MASK, Record, Unusable, set_field
 from budgetconf._schema import Field
 from budgetconf._values import Value
 from budgetconf.ledger._address import conceal
-from budgetconf.sources._records import SourceStatus
+from budgetconf.sources._records import DEFAULT_LOCATOR, SourceStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -239,6 +239,12 @@ class SourceReport(Record):
         if self.error is not None:
             out["error"] = self.error
         return out
+
+
+def unset_trace(field: Field) -> FieldTrace:
+    """The trace of a table's key no source set: unset, as a key's default is."""
+    unset = Candidate("default", DEFAULT_LOCATOR, Status.WON, None, None, secret=field.secret)
+    return FieldTrace(field, unset, (unset,), MergeMode.FIELD)
 
 
 def shown_locator(locator: str, derived_from: str | None) -> str:

@@ -16,9 +16,12 @@ from budgetconf.ledger._address import conceal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import TypeAlias
 
-Value: TypeAlias = int | float | bool | str | None
+#: a field's value; a table's is a mapping of its keys to values of one scalar type
+Scalar: TypeAlias = int | float | bool | str | None
+Value: TypeAlias = "Scalar | Mapping[str, Scalar]"
 
 
 def show_text(raw: str) -> str:

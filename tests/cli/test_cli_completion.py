@@ -59,6 +59,12 @@ CASES = [
     ("budgetconf explain --last-turn ", ["warn", "wrap_up", "none"]),
     ("budgetconf explain --max-steps ", []),  # a number: nothing to offer
     ("budgetconf init --max", []),  # init writes a file and takes no budget flag
+    # --set: a field's name and its `=`; a table's name and its `.`, before one of its keys
+    ("budgetconf explain --set loop.max_s", ["loop.max_steps="]),
+    ("budgetconf check --set tools.m", ["tools.max_calls."]),
+    ("budgetconf explain --set loop.last_turn = ", []),  # bash splits at `=`: a value
+    ("budgetconf explain tools.m", ["tools.max_calls"]),  # a table names all its keys
+    ("budgetconf explain --tools-max-calls ", []),  # KEY=INT: nothing to offer
 ]
 
 
@@ -88,6 +94,34 @@ def test_bash_offers_the_parsers_words(
     """bash, given the line, offers the commands, options, presets and choices of the parser."""
     path = place.write("budgetconf.bash", script("bash", capsys))
     assert bash_offers(path, line) == offered
+
+
+@pytest.mark.parametrize(
+    ("line", "nospace"),
+    [
+        ("budgetconf explain --set tools.m", True),
+        ("budgetconf explain --set loop.max_s", True),
+        ("budgetconf explain --set loop.max", False),  # several: bash adds no space anyway
+        ("budgetconf explain loop.max_s", False),
+    ],
+)
+def test_bash_adds_no_space_after_a_word_that_goes_on(
+    place: Place, capsys: pytest.CaptureFixture[str], line: str, nospace: bool
+) -> None:
+    """``--set loop.max_steps=`` and ``--set tools.max_calls.`` are completed without the
+    space after them, since the value or the key is typed there."""
+    path = place.write("budgetconf.bash", script("bash", capsys))
+    words = " ".join(shlex.quote(w) for w in _words(line))
+    probe = (
+        f"source {shlex.quote(str(path))}\n"
+        'compopt() { echo "compopt $*"; }\n'  # bash's own works only inside a completion
+        f"COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))\n"
+        "_budgetconf"
+    )
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == ("compopt -o nospace\n" if nospace else "")
 
 
 def test_bash_registers_the_function_with_path_completion_as_fallback(

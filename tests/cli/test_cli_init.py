@@ -346,7 +346,7 @@ def test_a_dash_writes_the_file_to_standard_output(
     assert list(place.home.iterdir()) == []
 
 
-_SETTING: Final = re.compile(r"^# (\[\w+\]|\w+ = .*)$", flags=re.MULTILINE)
+_SETTING: Final = re.compile(r'^# (\[[\w.]+\]|(?:\w+|"[^"]+") = .*)$', flags=re.MULTILINE)
 
 
 @pytest.mark.parametrize("preset", ["budgetconf", "app.toml"])
@@ -358,6 +358,8 @@ def test_every_line_uncommented_is_valid_toml_that_check_passes(
         place.work,
         sources=["default", {"kind": "project", "path": "settings.toml"}],
         fields={
+            # a table before the section's other fields: written after them, under its header
+            "agent.calls": {"type": "table", "values": "int", "keys": "tool-name", "ge": 1},
             "agent.turns": {"type": "int", "default": 5},
             "agent.steps": {"type": "int", "optional": True, "default_from": "agent.turns"},
             "agent.share": {"type": "number", "optional": True, "gt": 0, "lt": 0.5},
@@ -367,6 +369,21 @@ def test_every_line_uncommented_is_valid_toml_that_check_passes(
             "agent.name": {"type": "text", "optional": True},
             "agent.token": {"type": "text", "secret": True, "default": "s3cret"},
             "ledger.url": {"type": "text", "default": "redis://agent:hunter2@127.0.0.1:6379/0"},
+            "agent.keys": {
+                "type": "table",
+                "values": "text",
+                "keys": "tool-name",
+                "secret": True,
+                "default": {"api": "s3cret"},
+            },
+            # a section of tables alone; a key TOML quotes
+            "teams.scopes": {
+                "type": "table",
+                "values": "enum",
+                "choices": ["x", "y"],
+                "keys": "ledger-scope",
+                "default": {"team:a/b": "y"},
+            },
         },
     )
     assert main(["init", "--preset", preset, "all.toml"]) == 0
@@ -392,6 +409,32 @@ def test_a_field_without_a_default_shows_an_example_of_its_kind(place: Place) ->
     assert "# max_tool_calls = 100\n" in text
     assert "# max_cost_usd = 10.0\n" in text
     assert '# url = "sqlite:///ledger.db"\n' in text
+
+
+def test_a_table_is_a_commented_table_of_its_own_with_an_example_key(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``# [tools.max_calls]`` / ``# web_search = 100``, the key rule's example: switched on,
+    the key is set at its own line; the JSON files show the same as a ``$comment``."""
+    assert main(["init"]) == 0
+    path = place.work / "settings.toml"
+    text = path.read_text()
+    assert "\n# [tools.max_calls]\n# web_search = 100\n" in text
+    assert "# [tools]\n" not in text  # a section of one table: the table's header is enough
+    prose = " ".join(line.removeprefix("# ") for line in text.splitlines())
+    assert "Takes a table of tool-name keys, each an integer >= 0." in prose
+    path.write_text(
+        text.replace("# [tools.max_calls]\n# web_search = 100", "[tools.max_calls]\nweb_search = 3")
+    )
+    line = path.read_text().splitlines().index("web_search = 3") + 1
+    res = _clean()
+    assert res.sections()["tools"] == {"max_calls": {"web_search": 3}}
+    assert res.trace("tools.max_calls.web_search").locator == f"{path}:{line}"
+
+    assert main(["init", "--kind", "global"]) == 0
+    notes = json.loads((place.home / ".budgetconf/settings.json").read_text())["$comment"]
+    (note,) = [n for n in notes if n.startswith("tools.max_calls: ")]
+    assert note.endswith(' Set as "tools": {"max_calls": {"web_search": 100}}.')
 
 
 TABLE: Final = "[tool.budgetconf.loop]\nmax_steps = 7\n"

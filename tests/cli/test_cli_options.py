@@ -121,7 +121,14 @@ def test_an_empty_prompt_is_a_prompt(place: Place, capsys: pytest.CaptureFixture
 
 # --- FIELD: a field, an alias, or a whole section -----------------------------------------
 
-LOOP = ["loop.max_steps", "loop.max_tool_calls_per_turn", "loop.last_turn", "loop.over_cap"]
+LOOP = [
+    "loop.max_steps",
+    "loop.max_tool_calls_per_turn",
+    "loop.last_turn",
+    "loop.over_cap",
+    "loop.warn_model",
+    "loop.max_repeats",
+]
 
 
 def test_a_section_name_shows_every_field_of_that_section(
@@ -150,9 +157,12 @@ def test_a_section_and_its_fields_are_each_shown_once_in_the_order_asked(
         "limits.max_tool_calls",
         "limits.max_cost_usd",
         "limits.timeout_seconds",
+        "limits.warn_at",
         "loop.max_steps",
         "loop.max_tool_calls_per_turn",
         "loop.over_cap",
+        "loop.warn_model",
+        "loop.max_repeats",
     ]
 
 
@@ -160,7 +170,7 @@ def test_check_and_diff_take_a_section_too(capsys: pytest.CaptureFixture[str]) -
     """check loop counts the section's fields; --diff limits its comparison to the section."""
     assert (
         run(["check", "loop"], capsys)[1]
-        == "ok: 4 fields resolved, no warnings (preset budgetconf)\n"
+        == "ok: 6 fields resolved, no warnings (preset budgetconf)\n"
     )
     code, out, _ = run(["explain", "limits", "--diff", "--set", "loop.max_steps=7"], capsys)
     assert (code, out) == (0, "preset budgetconf: no field differs\n")
@@ -172,11 +182,12 @@ def test_check_and_diff_take_a_section_too(capsys: pytest.CaptureFixture[str]) -
         (
             "lop",
             "unknown field or section 'lop'; did you mean 'loop'?"
-            " (sections: loop, limits, ledger, prices, telemetry)",
+            " (sections: loop, limits, tools, ledger, prices, telemetry)",
         ),
         (
             "zzz",
-            "unknown field or section 'zzz' (sections: loop, limits, ledger, prices, telemetry)",
+            "unknown field or section 'zzz'"
+            " (sections: loop, limits, tools, ledger, prices, telemetry)",
         ),
         ("loop.max_step", "unknown field 'loop.max_step'; did you mean 'loop.max_steps'?"),
     ],

@@ -14,7 +14,9 @@ import jsonschema
 import pytest
 
 import budgetconf
+from budgetconf._text_formats import FORMATS, text_problem
 from budgetconf.cli import main
+from budgetconf.cli._schema import pattern
 
 from conftest import Place
 from helpers import ROOT
@@ -50,7 +52,7 @@ def _settings_examples() -> list[tuple[str, object]]:
 
 def _uncommented(text: str) -> str:
     """A commented settings file with every `# key = value` and `# [section]` line switched on."""
-    pattern = re.compile(r"^# (\[\w+\]|\w+ = .+)$", flags=re.MULTILINE)
+    pattern = re.compile(r"^# (\[[\w.]+\]|\w+ = .+)$", flags=re.MULTILINE)
     return pattern.sub(r"\1", text)
 
 
@@ -114,6 +116,12 @@ def test_the_repositorys_settings_toml_validates_with_every_line_on(
         ({"lop": {"max_steps": 4}}, "'lop' does not match any of the regexes"),
         ({"limits": {"max_cost_usd": 0}}, "0 is less than or equal to the minimum of 0"),
         ({"loop": 7}, "7 is not of type 'object'"),
+        ({"tools": {"max_calls": {"web_search": -1}}}, "-1 is less than the minimum of 0"),
+        ({"tools": {"max_calls": {"web_search": "3"}}}, "'3' is not of type 'integer'"),
+        ({"tools": {"max_calls": {"bad key": 3}}}, "'bad key' does not match '^[A-Za-z0-9_.-]"),
+        ({"tools": {"max_calls": {"x" * 65: 3}}}, "does not match '^[A-Za-z0-9_.-]{1,64}$'"),
+        ({"tools": {"max_calls": 3}}, "3 is not of type 'object'"),
+        ({"tools": {"max_call": {"web_search": 3}}}, "'max_call' was unexpected"),
     ],
 )
 def test_bad_documents_fail(
@@ -123,6 +131,106 @@ def test_bad_documents_fail(
     found = errors(schema_of(capsys), document)
     assert len(found) == 1
     assert message in found[0]
+
+
+def test_a_table_is_an_object_of_keys_by_its_rule_with_values_of_its_type(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``[tools.max_calls]`` / ``web_search = 3`` passes the schema, and budgetconf reads it
+    without a word; the table's description names its variable and flag as text takes them."""
+    schema = schema_of(capsys)
+    spec = schema["properties"]["tools"]["properties"]["max_calls"]
+    assert {k: v for k, v in spec.items() if k != "description"} == {
+        "type": "object",
+        "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+        "additionalProperties": {"type": "integer", "minimum": 0},
+        "default": {},
+    }
+    assert "BUDGETCONF_TOOLS_MAX_CALLS, KEY=VALUE pairs between commas." in spec["description"]
+    assert "--tools-max-calls KEY=VALUE, repeatable." in spec["description"]
+    text = '[tools.max_calls]\nweb_search = 3\n"fetch.v2" = 0\n'
+    assert errors(schema, tomllib.loads(text)) == []
+    place.write("settings.toml", text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = budgetconf.resolve(env={})
+    assert res.sections()["tools"] == {"max_calls": {"fetch.v2": 0, "web_search": 3}}
+
+
+def test_a_tables_values_have_its_entrys_rules_and_a_secret_no_default(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An application's tables: choices for an enum's values, a format's pattern for keys and
+    values, and no default written for a secret table."""
+    preset_file(
+        place.work,
+        sources=["default", {"kind": "project", "path": "settings.toml"}],
+        fields={
+            "agent.modes": {
+                "type": "table",
+                "values": "enum",
+                "choices": ["a", "b"],
+                "keys": "tool-name",
+            },
+            "agent.scopes": {
+                "type": "table",
+                "values": "text",
+                "format": "ledger-scope",
+                "keys": "ledger-scope",
+                "default": {"team:a/b": "x"},
+            },
+            "agent.tokens": {
+                "type": "table",
+                "values": "text",
+                "keys": "tool-name",
+                "secret": True,
+                "default": {"api": "s3cret"},
+            },
+        },
+    )
+    schema = schema_of(capsys, "--preset", "app.toml")
+    agent = schema["properties"]["agent"]["properties"]
+    assert agent["modes"]["additionalProperties"] == {"enum": ["a", "b"]}
+    scope = "^[A-Za-z0-9_.:/-]{1,128}$"
+    assert agent["scopes"]["propertyNames"] == {"pattern": scope}
+    assert agent["scopes"]["additionalProperties"] == {"type": "string", "pattern": scope}
+    assert agent["scopes"]["default"] == {"team:a/b": "x"}
+    assert "default" not in agent["tokens"]
+    assert "s3cret" not in json.dumps(schema)
+    assert errors(schema, {"agent": {"modes": {"web_search": "b"}}}) == []
+    assert errors(schema, {"agent": {"modes": {"web_search": "c"}}}) == [
+        "'c' is not one of ['a', 'b']"
+    ]
+    assert errors(schema, {"agent": {"scopes": {"team:a": "no space"}}}) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "web_search",
+        "a",
+        "A.b-c_9",
+        "x" * 64,
+        "x" * 65,
+        "x" * 128,
+        "x" * 129,
+        "team:a/b",
+        "",
+        "bad key",
+        "tool!",
+        "é",
+        "web_search\t",
+        "-",
+        ".",
+    ],
+)
+@pytest.mark.parametrize("rule", sorted(r for r, f in FORMATS.items() if f.pattern is not None))
+def test_each_pattern_takes_what_its_rule_takes(rule: str, text: str) -> None:
+    """The schema's pattern of a rule and the rule itself agree, one text at a time."""
+    expression = pattern(rule)
+    assert expression is not None
+    matches = re.fullmatch(expression.removeprefix("^").removesuffix("$"), text) is not None
+    assert matches is (text_problem(rule, text) is None), (rule, text)
 
 
 def test_what_the_schema_accepts_budgetconf_reads_without_a_warning(place: Place) -> None:

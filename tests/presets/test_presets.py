@@ -13,6 +13,7 @@ import pytest
 import budgetconf
 from budgetconf._engine import load_preset
 from budgetconf._presets import preset_names
+from budgetconf._schema import Kind
 
 from conftest import Place
 
@@ -102,6 +103,16 @@ def test_the_default_preset_matches_its_documented_table() -> None:
             ("--timeout-seconds",),
             (),
         ),
+        "limits.warn_at": ("number", None, ("BUDGETCONF_WARN_AT",), ("--warn-at",), ()),
+        "tools.max_calls": (
+            "table",
+            {},
+            ("BUDGETCONF_TOOLS_MAX_CALLS",),
+            ("--tools-max-calls",),
+            (),
+        ),
+        "loop.warn_model": ("bool", False, ("BUDGETCONF_WARN_MODEL",), ("--warn-model",), ()),
+        "loop.max_repeats": ("int", None, ("BUDGETCONF_MAX_REPEATS",), ("--max-repeats",), ()),
     }
     policies = {s.kind: s.invalid.value for s in load_preset("budgetconf").description.stack}
     assert policies == {
@@ -116,6 +127,41 @@ def test_the_default_preset_matches_its_documented_table() -> None:
         "explicit": "error",
         "policy": "error",  # fails closed, whatever the others do
     }
+
+
+def test_each_field_of_the_default_preset_is_a_row_of_its_table_in_the_docs() -> None:
+    """docs/presets.md lists the fields above in the preset's order, each with its variable,
+    its flag, its type and its default as the preset file has them."""
+    schema = load_preset("budgetconf").schema
+    documented = _documented_rows("budgetconf")
+    shown = [f.path for f in schema if f.section not in ("ledger", "prices", "telemetry")]
+    assert [row[0] for row in documented] == shown
+    for path, kind, default, env, flags in documented:
+        field = schema.by_path[path]
+        assert env.startswith(f"`{field.env[0]}`"), path
+        assert flags.startswith(f"`{field.flags[0]}"), path
+        words = {"{}": "no keys", "None": "unset"}
+        assert default == words.get(repr(field.default), str(field.default).lower()), path
+        if field.kind is Kind.ENUM:
+            assert set(re.findall(r"\w+", kind)) == set(field.choices), path
+        else:
+            assert kind.startswith("a table" if field.kind is Kind.TABLE else field.kind), path
+    table = schema.by_path["tools.max_calls"]
+    assert (table.item, table.keys, table.ge) == ("int", "tool-name", 0)
+
+
+def _documented_rows(preset: str) -> list[tuple[str, ...]]:
+    """The rows of docs/presets.md's table of ``preset``'s fields: path, type, default, env,
+    flag, each cell as written (the path without its backquotes and alias note)."""
+    page = (Path(__file__).parents[2] / "docs" / "presets.md").read_text(encoding="utf-8")
+    section = page.split(f"## `{preset}`", 1)[1].split("\n\n| |", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        if line.startswith("| `") and len(cells) == 5:
+            path = cells[0].split("`")[1]
+            rows.append((path, *(cell.strip("`") for cell in cells[1:3]), *cells[3:]))
+    return rows
 
 
 def test_an_application_preset_is_loaded_by_path(place: Place) -> None:

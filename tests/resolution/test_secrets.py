@@ -245,8 +245,8 @@ def test_records_of_raw_values_show_no_value() -> None:
     problem = Problem("not a table", "wf.yaml:1", "limits.budget", raw=["sk-secret-cccc"])
     request = Request({"VAULT_BUDGET": "sk-secret-cccc"}, explicit={"x.y": "sk-secret-cccc"})
     assert repr(offer) == (
-        "Offer(empty=False, field='limits.budget', key=None, locator='env:VAULT_BUDGET',"
-        " refused=None, text=True, value=***)"
+        "Offer(empty=False, entry=None, field='limits.budget', key=None,"
+        " locator='env:VAULT_BUDGET', refused=None, text=True, value=***)"
     )
     assert repr(problem) == (
         "Problem(field='limits.budget', locator='wf.yaml:1', message='not a table', raw=***)"

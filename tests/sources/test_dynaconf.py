@@ -358,3 +358,32 @@ def test_an_integer_past_pythons_digit_limit_is_out_of_range_not_a_crash(place: 
         " (too many digits to read; must be between 1 and 9223372036854775807)"
     )
     assert str(caught.value) == f"loop.max_steps from dynaconf:budgets.loop.max_steps: {reason}"
+
+
+def test_a_table_is_read_from_dynaconf_as_its_mapping(place: Place) -> None:
+    """``[default.budgets.tools.max_calls]``: the table's mapping, each key located at the
+    table's dynaconf key, judged like any typed value."""
+    preset = preset_file(
+        place.work,
+        name="app",
+        sources=["default", {"kind": "dynaconf", "key": "budgets"}, "explicit"],
+        fields={
+            "tools.max_calls": {"type": "table", "values": "int", "keys": "tool-name", "ge": 0}
+        },
+    )
+    settings = _settings(place, "[default.budgets.tools.max_calls]\nweb_search = 3\nfetch = 10\n")
+
+    res = budgetconf.resolve(
+        preset, env={}, dynaconf=settings, explicit={"tools.max_calls.fetch": 1}
+    )
+
+    assert res["tools.max_calls"] == {"fetch": 1, "web_search": 3}
+    trace = res.trace("tools.max_calls.web_search")
+    assert (trace.source, trace.locator) == ("dynaconf", "dynaconf:budgets.tools.max_calls")
+    bad = _settings(place, '[default.budgets.tools.max_calls]\nweb_search = "3"\n')
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(preset, env={}, dynaconf=bad)
+    assert str(caught.value) == (
+        'tools.max_calls.web_search from dynaconf:budgets.tools.max_calls: not an integer: "3"'
+        " (a string)"
+    )

@@ -71,3 +71,33 @@ def test_sys_argv_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
     res = budgetconf.resolve(env={})
     assert res["loop.max_steps"] == 40
     assert source_statuses(res)["cli"] == "not configured"
+
+
+def test_a_tables_flag_sets_its_keys_and_may_be_repeated() -> None:
+    """``--tools-max-calls web_search=3``, again with another key, and ``=``-joined: each flag
+    is an offer of the keys it gives, a later one winning a key an earlier one gave."""
+    argv = [
+        "--tools-max-calls",
+        "web_search=3",
+        "--tools-max-calls=fetch=10,web_search=4",
+        "--tools-max-calls",
+        "search=1",
+    ]
+    res = budgetconf.resolve(env={}, argv=argv)
+    assert res["tools.max_calls"] == {"fetch": 10, "search": 1, "web_search": 4}
+    trace = res.trace("tools.max_calls.web_search")
+    assert [(c.locator, c.raw, c.status) for c in trace.candidates] == [
+        ("--tools-max-calls", "3", "shadowed"),
+        ("--tools-max-calls", "4", "won"),
+    ]
+
+
+def test_a_tables_flag_it_cannot_take_is_a_warning() -> None:
+    """Under the flags' fallback policy, a bad key or value is said and the rest kept."""
+    with pytest.warns(budgetconf.BudgetConfWarning) as caught:
+        res = budgetconf.resolve(env={}, argv=["--tools-max-calls", "web_search=-1,fetch=2"])
+    assert res["tools.max_calls"] == {"fetch": 2}
+    assert [str(w.message) for w in caught] == [
+        "tools.max_calls.web_search from --tools-max-calls (cli): must be >= 0, got '-1';"
+        " ignored, the key stays unset"
+    ]

@@ -98,7 +98,7 @@ def test_check_passes_and_the_table_shows_an_empty_variable(
     """`check` is ok with an empty variable; explain's table lists it as empty, quoted."""
     monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "")
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 23 fields resolved, no warnings (preset budgetconf)\n"
+    assert capsys.readouterr().out == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
     assert main(["explain", "loop.max_steps"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:4] == [
@@ -121,3 +121,71 @@ def test_an_empty_first_variable_lets_the_next_one_set_the_field(place: Place) -
         ("env:OLD", "won"),
         ("env:APP_STEPS", "empty"),
     ]
+
+
+# --- A table's variable ------------------------------------------------------------------
+
+
+def test_a_tables_variable_gives_each_key_as_text() -> None:
+    """``web_search=3,fetch=10`` sets two keys, each parsed as its value's type, each located
+    at the variable; white space around a key or a value is no part of it."""
+    res = budgetconf.resolve(env={"BUDGETCONF_TOOLS_MAX_CALLS": "web_search=3, fetch = 10 "})
+    assert res["tools.max_calls"] == {"fetch": 10, "web_search": 3}
+    trace = res.trace("tools.max_calls.fetch")
+    assert (trace.locator, trace.winner.raw, trace.winner.text) == (
+        "env:BUDGETCONF_TOOLS_MAX_CALLS",
+        " 10 ",
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("=3", "not a tool name (1 to 64 ASCII letters, digits and _.-): ''"),
+        (",,", "not KEY=VALUE: ''"),
+        ("web_search", "not KEY=VALUE: 'web_search'"),
+        ("web_search=3,web_search=4", "'web_search' is given twice; the first stands"),
+    ],
+)
+def test_what_a_tables_variable_cannot_take_is_a_warning_said_once(text: str, said: str) -> None:
+    """Under the environment's fallback policy each slip is said once, and ignored."""
+    with pytest.warns(budgetconf.BudgetConfWarning):
+        res = budgetconf.resolve(env={"BUDGETCONF_TOOLS_MAX_CALLS": text})
+    assert res.warnings == (
+        f"tools.max_calls from env:BUDGETCONF_TOOLS_MAX_CALLS: {said}; ignored",
+    )
+    assert res["tools.max_calls"] == ({"web_search": 3} if "web_search=3" in text else {})
+
+
+def test_an_empty_tables_variable_offers_no_key(place: Place) -> None:
+    """BUDGETCONF_TOOLS_MAX_CALLS= is as if unset: the file's keys stand, and no word is said."""
+    place.write("settings.toml", "[tools.max_calls]\nweb_search = 3\n")
+    res = budgetconf.resolve(env={"BUDGETCONF_TOOLS_MAX_CALLS": " "})  # warnings are errors here
+    assert (res["tools.max_calls"], res.warnings) == ({"web_search": 3}, ())
+    assert [c.source for c in res.trace("tools.max_calls.web_search").candidates] == ["project"]
+
+
+def test_a_tables_first_variable_wins_key_by_key(place: Place) -> None:
+    """Of a table's variables the first listed wins each key it gives; the others' keys stay."""
+    preset = preset_file(
+        place.work,
+        sources=["default", {"kind": "env", "invalid": "error"}],
+        fields={
+            "tools.max_calls": {
+                "type": "table",
+                "values": "int",
+                "keys": "tool-name",
+                "env": ["APP_CALLS", "OLD_CALLS"],
+            }
+        },
+    )
+    res = budgetconf.resolve(preset, env={"APP_CALLS": "a=1", "OLD_CALLS": "a=5,b=6"})
+    assert res["tools.max_calls"] == {"a": 1, "b": 6}
+    assert [(c.locator, c.status) for c in res.trace("tools.max_calls.a").candidates] == [
+        ("env:OLD_CALLS", "shadowed"),
+        ("env:APP_CALLS", "won"),
+    ]
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(preset, env={"APP_CALLS": "a=x"})
+    assert str(caught.value) == "tools.max_calls.a from env:APP_CALLS: not an integer: 'x'"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import budgetconf
+from budgetconf.cli import main
 
 
 def test_an_unknown_explicit_field_is_an_error_with_a_suggestion() -> None:
@@ -47,4 +50,48 @@ def test_several_errors_are_raised_together() -> None:
         "2 configuration errors:",
         "  - loop.max_steps from explicit: must be >= 1, got 0",
         '  - limits.max_tokens from explicit: not an integer: "x" (a string)',
+    ]
+
+
+def test_a_table_is_given_in_code_whole_or_key_by_key() -> None:
+    """``{"tools.max_calls": {...}}`` and ``{"tools.max_calls.fetch": 10}`` both set keys, each
+    located at ``explicit``; a key given alone is a field of its own."""
+    res = budgetconf.resolve(
+        env={"BUDGETCONF_TOOLS_MAX_CALLS": "web_search=1,fetch=1,search=1"},
+        explicit={"tools.max_calls": {"web_search": 3}, "tools.max_calls.fetch": 10},
+    )
+    assert res["tools.max_calls"] == {"fetch": 10, "search": 1, "web_search": 3}
+    for key in ("web_search", "fetch"):
+        trace = res.trace(f"tools.max_calls.{key}")
+        assert [(c.source, c.status) for c in trace.candidates] == [
+            ("env", "shadowed"),
+            ("explicit", "won"),
+        ]
+        assert trace.winner.text is False
+
+
+def test_a_key_of_a_table_it_cannot_take_is_refused_saying_why() -> None:
+    """``tools.max_calls.bad key`` names no key the table may have: the table's rule says so."""
+    with pytest.raises(budgetconf.ConfigError) as caught:
+        budgetconf.resolve(env={}, explicit={"tools.max_calls.bad key": 3})
+    assert caught.value.field == "tools.max_calls.bad key"
+    assert str(caught.value) == (
+        "tools.max_calls.bad key from explicit: tools.max_calls: not a tool name (1 to 64"
+        " ASCII letters, digits and _.-): 'bad key'"
+    )
+
+
+def test_set_gives_a_table_as_text_whole_or_key_by_key(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--set tools.max_calls=web_search=3,fetch=10`` and ``--set tools.max_calls.fetch=4``
+    are text, parsed as a variable's."""
+    args = ["--set", "tools.max_calls=web_search=3,fetch=10", "--set", "tools.max_calls.fetch=4"]
+    assert main(["explain", "--format", "json", *args, "tools.max_calls"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["values"] == {"tools.max_calls.fetch": 4, "tools.max_calls.web_search": 3}
+    fetch = document["fields"]["tools.max_calls.fetch"]["candidates"]
+    assert [(c["source"], c["raw"], c["status"]) for c in fetch] == [
+        ("explicit", "10", "shadowed"),
+        ("explicit", "4", "won"),
     ]

@@ -31,3 +31,18 @@ def test_home_in_the_env_mapping_locates_the_user_folder(place: Place) -> None:
     other = place.work / "other-home"
     place.write("other-home/.budgetconf/settings.json", '{"loop": {"max_steps": 5}}')
     assert budgetconf.resolve(env={"HOME": str(other)})["loop.max_steps"] == 5
+
+
+def test_a_table_in_the_global_file_offers_each_key_at_its_own_line(place: Place) -> None:
+    """``{"tools": {"max_calls": {...}}}``: each key is a candidate located at its line."""
+    path = place.write(
+        ".budgetconf/settings.json",
+        '{\n  "tools": {\n    "max_calls": {\n      "web_search": 3,\n      "fetch": 10\n'
+        "    }\n  }\n}\n",
+        base=place.home,
+    )
+    res = budgetconf.resolve(env={})
+    assert res["tools.max_calls"] == {"fetch": 10, "web_search": 3}
+    assert res.trace("tools.max_calls.web_search").locator == f"{path}:4"
+    assert res.trace("tools.max_calls.fetch").locator == f"{path}:5"
+    assert {s.source: s.offered for s in res.sources}["global"] == 2

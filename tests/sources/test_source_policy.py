@@ -23,6 +23,7 @@ from budgetconf.loop import Budget, LoopExecutor, ScriptedModel, current_run
 
 from conftest import Place
 from helpers.presetfiles import preset_file
+from helpers.resolving import quiet, statuses
 
 STEPS_AT_200 = """{
   "loop": {
@@ -42,16 +43,6 @@ def policy(place: Place, document: dict[str, Any]) -> str:
     """The installed policy, written as ``document`` with one key a line; its path."""
     write(place.policy, json.dumps(document, indent=2))
     return str(place.policy)
-
-
-def quiet(**kwargs: Any) -> budgetconf.Resolution:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return budgetconf.resolve(**kwargs)
-
-
-def statuses(res: budgetconf.Resolution, path: str) -> list[tuple[str, str]]:
-    return [(c.source, c.status.value) for c in res.trace(path).candidates]
 
 
 # --- clamp, reject, locked, default --------------------------------------------------------

@@ -72,3 +72,22 @@ def test_a_folder_of_many_profiles_is_looked_at_only_so_far(place: Place) -> Non
     with pytest.raises(budgetconf.SourceError) as caught:
         budgetconf.resolve(env={}, profile="p00x1")
     assert "no such file; did you mean 'p" in str(caught.value)
+
+
+def test_a_profile_sets_a_tables_keys_over_the_global_files(place: Place) -> None:
+    """A profile's key shadows the global file's same key; the global file's other keys stay."""
+    place.write(
+        ".budgetconf/settings.json",
+        '{"tools": {"max_calls": {"web_search": 3, "fetch": 10}}}',
+        base=place.home,
+    )
+    profile = place.write(
+        ".budgetconf/profiles/fast.json",
+        '{\n"tools": {\n"max_calls": {\n"web_search": 1\n}\n}\n}\n',
+        base=place.home,
+    )
+    res = budgetconf.resolve(env={}, profile="fast")
+    assert res["tools.max_calls"] == {"fetch": 10, "web_search": 1}
+    trace = res.trace("tools.max_calls.web_search")
+    assert (trace.source, trace.locator) == ("profile", f"{profile}:4")
+    assert [c.status for c in trace.candidates] == ["shadowed", "won"]

@@ -233,7 +233,7 @@ def test_the_applications_own_tables_are_left_alone(
         "[loop]\nmax_steps = 9\n",
     )
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 23 fields resolved, no warnings (preset budgetconf)\n"
+    assert capsys.readouterr().out == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
     assert budgetconf.resolve(env={})["loop.max_steps"] == 9
 
 
@@ -348,3 +348,36 @@ def test_a_missing_project_file_is_where_it_would_be(place: Place) -> None:
     res = budgetconf.resolve(env={})
     assert source_statuses(res)["project"] == "missing"
     assert _project(res)[1] == f"{place.work}/a/b/settings.toml"
+
+
+# --- A table field ---------------------------------------------------------------------------
+
+
+def test_a_tables_keys_are_located_at_their_own_lines(place: Place) -> None:
+    """``[tools.max_calls]`` / ``web_search = 3``: the key's own line is its locator."""
+    path = place.write(
+        "settings.toml", "[loop]\nmax_steps = 9\n\n[tools.max_calls]\nweb_search = 3\nfetch = 10\n"
+    )
+    res = budgetconf.resolve(env={})
+    assert res["tools.max_calls"] == {"fetch": 10, "web_search": 3}
+    assert res.trace("tools.max_calls.web_search").locator == f"{path}:5"
+    assert res.trace("tools.max_calls.fetch").locator == f"{path}:6"
+    assert res.warnings == ()
+
+
+def test_an_inline_table_locates_its_keys_at_its_line(place: Place) -> None:
+    """``max_calls = { web_search = 3 }`` under ``[tools]``: every key is on the table's line."""
+    path = place.write("settings.toml", "[tools]\nmax_calls = { web_search = 3, fetch = 1 }\n")
+    res = budgetconf.resolve(env={})
+    assert res["tools.max_calls"] == {"fetch": 1, "web_search": 3}
+    assert res.trace("tools.max_calls.fetch").locator == f"{path}:2"
+
+
+def test_a_pyprojects_table_is_read_under_tool_budgetconf(place: Place) -> None:
+    """``[tool.budgetconf.tools.max_calls]`` in a pyproject.toml, each key at its line."""
+    path = place.write(
+        "pyproject.toml", '[project]\nname = "x"\n\n[tool.budgetconf.tools.max_calls]\nfetch = 2\n'
+    )
+    res = budgetconf.resolve(env={})
+    assert res["tools.max_calls"] == {"fetch": 2}
+    assert res.trace("tools.max_calls.fetch").locator == f"{path}:5"

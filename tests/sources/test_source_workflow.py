@@ -108,3 +108,29 @@ def test_a_named_settings_file_that_does_not_exist_suggests_its_neighbour(place:
     place.write("settings.toml", "[loop]\nmax_steps = 3\n")
     with pytest.raises(budgetconf.SourceError, match=r"did you mean '.*/settings\.toml'\?$"):
         budgetconf.resolve(project_file="setings.toml", env={})
+
+
+TABLES = """\
+tools:
+  max_calls:
+    web_search: 3
+    fetch: 10
+steps:
+  - name: review
+    tools:
+      max_calls:
+        web_search: 1
+"""
+
+
+def test_a_workflows_table_and_its_steps_each_set_keys_at_their_lines(place: Place) -> None:
+    """The workflow's keys are the yaml source's; the step's key overrides its own key alone."""
+    path = place.write("wf.yaml", TABLES)
+    res = budgetconf.resolve(env={}, workflow=path, step="review")
+    assert res["tools.max_calls"] == {"fetch": 10, "web_search": 1}
+    web_search = res.trace("tools.max_calls.web_search")
+    assert [(c.source, c.locator, c.status) for c in web_search.candidates] == [
+        ("yaml", f"{path}:3", "shadowed"),
+        ("step", f"step:review ({path}:9)", "won"),
+    ]
+    assert res.trace("tools.max_calls.fetch").locator == f"{path}:4"

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from budgetconf._presets._tables import Bad, check_keys, strings, take
 from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._table import table_value
 from budgetconf._text_formats import FORMAT_BY_PATH, FORMATS
 
 TYPE_CHECKING = False
@@ -37,6 +38,8 @@ _FIELD_KEYS: Final = frozenset(
         "help",
         "default_from",
         "format",
+        "values",
+        "keys",
     }
 )
 
@@ -52,6 +55,7 @@ def read_fields(data: Mapping[str, Any]) -> Schema:
 
 
 def _field(path: str, spec: Any) -> Field:
+    """One field alone: its path and keys, its type and constraints, its names, its default."""
     where = f'fields."{path}".'
     import re  # here, not at import: re caches the patterns
 
@@ -60,44 +64,80 @@ def _field(path: str, spec: Any) -> Field:
     if not isinstance(spec, dict):
         raise Bad(f'fields."{path}": expected a table, got {spec!r}')
     check_keys(spec, _FIELD_KEYS, where)
-    type_name = take(spec, "type", str, where)
-    if type_name not in Kind.__members__.values():
-        raise Bad(f"{where}type: expected one of int, number, bool, enum, text, got {type_name!r}")
-    kind = Kind(type_name)
-    bounds = _bounds(spec, kind, where)
-    choices = _choices(spec, kind, where)
-    flags = _flags(spec, where)
-    text_format = _format(path, spec, kind, where)
-    optional = bool(take(spec, "optional", bool, where))
-    default_from = take(spec, "default_from", str, where)
-    if default_from is not None and "default" in spec:
-        raise Bad(f"{where}default_from: a field has its own default or another's, not both")
-    if default_from is not None and not optional:
-        raise Bad(f"{where}default_from: needs optional = true, as unset is what takes it")
+    kind = _kind(spec, where)
+    item, keys = _table(spec, kind, where)
+    bounds = _bounds(spec, item or kind, where)
     field = Field(
         path=path,
         kind=kind,
         default=None,
-        optional=optional,
-        choices=choices,
+        optional=bool(take(spec, "optional", bool, where)),
+        choices=_choices(spec, item or kind, where),
         env=strings(spec, "env", where),
-        flags=flags,
+        flags=_flags(spec, where),
         aliases=strings(spec, "aliases", where),
         secret=bool(take(spec, "secret", bool, where)),
         help=take(spec, "help", str, where) or "",
-        default_from=default_from,
-        format=text_format,
-        **bounds,
+        default_from=take(spec, "default_from", str, where),
+        format=_format(path, spec, item or kind, where),
+        ge=bounds["ge"],
+        gt=bounds["gt"],
+        le=bounds["le"],
+        lt=bounds["lt"],
+        item=item,
+        keys=keys,
     )
+    return _with_default(field, spec, where)
+
+
+def _kind(spec: Mapping[str, Any], where: str) -> Kind:
+    type_name = take(spec, "type", str, where)
+    if type_name not in Kind.__members__.values():
+        words = ", ".join(k.value for k in Kind)
+        raise Bad(f"{where}type: expected one of {words}, got {type_name!r}")
+    return Kind(type_name)
+
+
+def _with_default(field: Field, spec: Mapping[str, Any], where: str) -> Field:
+    """``field`` with its default: its own, checked by its own rules, or none when it is
+    optional or takes another field's; a table's is no keys when it gives none."""
+    if field.default_from is not None:
+        if "default" in spec:
+            raise Bad(f"{where}default_from: a field has its own default or another's, not both")
+        if not field.optional:
+            raise Bad(f"{where}default_from: needs optional = true, as unset is what takes it")
+        if field.kind is Kind.TABLE:  # each key is settled alone: no table is ever unset
+            raise Bad(f"{where}default_from: a table takes no default from another field")
     if "default" not in spec:
-        if not optional:
+        if field.kind is Kind.TABLE:
+            return field.replace(default={})  # a table with no keys set limits nothing
+        if not field.optional:
             raise Bad(f"{where}default: required unless the field is optional")
         return field
+    raw = spec["default"]
     try:
-        default = field.check_value(spec["default"])
+        if field.kind is Kind.TABLE:
+            return field.replace(default=table_value(field, raw, False))
+        return field.replace(default=field.check_value(raw))
     except Invalid as exc:
         raise Bad(f"{where}default: {exc.reason}") from None
-    return field.replace(default=default)
+
+
+def _table(spec: Mapping[str, Any], kind: Kind, where: str) -> tuple[Kind | None, str | None]:
+    """A table's type of values and rule of keys; None for a field of any other type."""
+    values = take(spec, "values", str, where)
+    keys = take(spec, "keys", str, where)
+    if kind is not Kind.TABLE:
+        given = "values" if values is not None else "keys" if keys is not None else None
+        if given is not None:
+            raise Bad(f"{where}{given}: only a table field takes it, and this one is {kind.value}")
+        return None, None
+    scalar = [k.value for k in Kind if k is not Kind.TABLE]
+    if values not in scalar:
+        raise Bad(f"{where}values: expected one of {', '.join(scalar)}, got {values!r}")
+    if keys not in FORMATS:
+        raise Bad(f"{where}keys: expected one of {', '.join(FORMATS)}, got {keys!r}")
+    return Kind(values), keys
 
 
 def _bounds(spec: Mapping[str, Any], kind: Kind, where: str) -> dict[str, float | None]:

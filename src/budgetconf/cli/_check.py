@@ -93,13 +93,13 @@ def _policy(line: CommandLine, out: TextIO, err: TextIO) -> int:
     assert rules is not None, "a named policy file exists, or reading it fails"
     warnings = _policy_warnings(preset, rules)
     if line.ns.format == "json":
-        secret = {f.path: f.secret for f in preset.schema}
+        schema = preset.schema  # a rule is a field's, or a table's key's
         write_json(
             {
                 "version": 1,
                 "preset": preset.name,
                 "policy": path,
-                "rules": {p: rule.to_dict(secret[p]) for p, rule in rules.items()},
+                "rules": {p: rule.to_dict(schema.at(p).secret) for p, rule in rules.items()},
                 "errors": [] if error is None else [error],
                 "warnings": warnings,
             },

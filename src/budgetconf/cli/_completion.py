@@ -5,7 +5,9 @@ written in the syntax bash and zsh have in common: given the word being
 completed, the one before it and the words between the program name and it,
 it sets ``reply`` to the words to offer. An empty ``reply`` leaves the shell
 to complete a path. Each shell's own function only feeds it and offers the
-result.
+result; a word that ends in ``=`` or ``.`` is offered without the space
+after it, as more is typed there (``--set loop.max_steps=``, and
+``--set tools.max_calls.``, a table's, before one of its keys).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Final, TextIO
 
 from budgetconf._engine import load_preset
 from budgetconf._presets import preset_names
+from budgetconf._schema import Kind, Schema
 from budgetconf.cli._output import EXIT_OK
-from budgetconf.cli._parser import CommandLine, build
+from budgetconf.cli._parser import OPTIONS, CommandLine, build
 
 _BASH: Final = """\
 _budgetconf() {
@@ -26,6 +29,9 @@ _budgetconf() {
     local -a reply
     _budgetconf_candidates "$cur" "$prev" "${COMP_WORDS[@]:1:COMP_CWORD-1}"
     COMPREPLY=($(compgen -W "${reply[*]}" -- "$cur"))
+    if (( ${#COMPREPLY[@]} == 1 )) && [[ ${COMPREPLY[0]} == *[=.] ]]; then
+        compopt -o nospace 2>/dev/null
+    fi
 }
 complete -o default -F _budgetconf budgetconf
 """
@@ -33,7 +39,12 @@ _ZSH: Final = """\
 _budgetconf() {
     local -a reply
     _budgetconf_candidates "${words[CURRENT]}" "${words[CURRENT-1]}" "${(@)words[2,CURRENT-1]}"
-    if (( ${#reply} )); then compadd -- "${reply[@]}"; else _files; fi
+    if (( ${#reply} )); then
+        compadd -S '' -- "${(@M)reply:#*[=.]}"
+        compadd -- "${(@)reply:#*[=.]}"
+    else
+        _files
+    fi
 }
 if (( $+functions[compdef] )); then compdef _budgetconf budgetconf; fi
 """
@@ -89,6 +100,7 @@ def script(shell: str, parser: argparse.ArgumentParser, extra: Mapping[str, Sequ
         "    local cur=$1 prev=$2 command='' word",
         "    shift 2",
         "    reply=()",
+        "    [[ $prev == = ]] && return 0  # a value after OPTION= or FIELD= (bash splits at =)",
         '    for word in "$@"; do',
         "        [[ $word == -- ]] && return 0  # the application's own arguments",
         "        [[ -z $command && $word != -* ]] && command=$word",
@@ -112,5 +124,13 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     preset = load_preset("budgetconf")
     fields = [f.path for f in preset.schema]
     parser = build(line.commands, preset)  # explain, check and run with the preset's flags
-    out.write(script(line.ns.shell, parser, {"preset": preset_names(), "fields": fields}))
+    extra = {"preset": preset_names(), "fields": fields}
+    extra |= {a.name: set_words(preset.schema) for a in OPTIONS if a.pairs}  # --set
+    out.write(script(line.ns.shell, parser, extra))
     return EXIT_OK
+
+
+def set_words(schema: Schema) -> list[str]:
+    """What ``--set`` offers: ``FIELD=`` for each field, and ``TABLE.`` for a table, whose
+    key is typed next (``tools.max_calls.web_search=3``)."""
+    return [f.path + ("." if f.kind is Kind.TABLE else "=") for f in schema]

@@ -4,7 +4,9 @@ The options after ``--diff`` are applied on top of those before it, so the
 second resolution is stated by what changes: ``--profile fast --diff
 --profile slow``, ``--workflow w.yaml --diff --step review``, ``--diff --
 --max-steps 20``. A field differs when its value or the source or locator
-that set it does.
+that set it does; each key of a table is compared as a field of its own (a key
+one side does not set is unset there), and the count is of fields as the
+schema has them, a table once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Final, TextIO
 
 from budgetconf._resolution import Resolution
+from budgetconf._schema import Kind
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
 from budgetconf.cli._flags import given_flags
@@ -72,21 +75,42 @@ def changes(
 ) -> dict[str, tuple[FieldTrace | None, FieldTrace | None]]:
     """The fields whose value, source or locator differ, with each side's trace (None: no field).
 
-    Fields are in the first resolution's order, then any only the second has.
+    Fields are in the first resolution's order, then any only the second has; a
+    table's keys, each by its path (``tools.max_calls.web_search``), where the table is.
     """
-    paths = list(dict.fromkeys(t.field.path for t in (*before.traces(), *after.traces())))
+    tables: dict[str, str | None] = {}  # each path compared -> its table, if a key
+    for trace in (*before.traces(), *after.traces()):
+        tables.setdefault(trace.field.path, trace.field.table)
+    owners = {
+        owner: at for at, owner in enumerate(dict.fromkeys(t or p for p, t in tables.items()))
+    }
     found = {}
-    for path in paths:
-        if fields and path not in fields:
+    # a table's keys together, where the table is first, in the order of their paths
+    for path, table in sorted(tables.items(), key=lambda i: (owners[i[1] or i[0]], i[1] and i[0])):
+        if fields and path not in fields and table not in fields:
             continue
-        pair = (_trace(before, path), _trace(after, path))
+        pair = (_trace(before, path, table), _trace(after, path, table))
         if _key(pair[0]) != _key(pair[1]):
             found[path] = pair
     return found
 
 
-def _trace(res: Resolution, path: str) -> FieldTrace | None:
-    return res.trace(path) if path in res.schema.by_path else None
+def _trace(res: Resolution, path: str, table: str | None) -> FieldTrace | None:
+    """The side's trace of ``path`` (a table's key no source set: unset), or None when its
+    preset has no such field."""
+    owner = res.schema.by_path.get(table or path)
+    if owner is None or (table is not None and owner.kind is not Kind.TABLE):
+        return None
+    return res.trace(path)
+
+
+def _count(found: dict[str, tuple[FieldTrace | None, FieldTrace | None]]) -> int:
+    """How many fields differ, as the schema has them: a table whose keys differ, once."""
+    owners = set()
+    for path, (before, after) in found.items():
+        trace = before or after
+        owners.add(path if trace is None else trace.field.table or path)
+    return len(owners)
 
 
 def _key(trace: FieldTrace | None) -> tuple[object, ...] | None:
@@ -125,7 +149,7 @@ def render(before: Resolution, after: Resolution, fields: list[str], fmt: str, o
 
     short = Shortener()
     preset = before.preset if before.preset == after.preset else f"{before.preset} → {after.preset}"
-    count = len(found)
+    count = _count(found)
     if not count:
         say(out, f"preset {preset}: no field differs")
         return

@@ -7,13 +7,14 @@ rich), the JSON document for tools, and TOML, the values as a project file.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetconf._record import MASK
 from budgetconf._resolution import explain_document
+from budgetconf._schema import Kind
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
-from budgetconf.cli._resolution import PresetFailed, Resolved, resolve
+from budgetconf.cli._resolution import PresetFailed, Resolved, chosen_traces, resolve
 from budgetconf.ledger._address import conceal
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ def explain(found: Resolved, fmt: str, out: TextIO, err: TextIO) -> int:
 
 
 def _toml(res: Resolution, fields: list[str]) -> str:
-    """The resolved values as a project file: a table per section, unset fields left out.
+    """The resolved values as a project file: a table per section, unset fields left out,
+    and a table field's keys under its own header (``[tools.max_calls]``).
 
     A value taken from another field is left out too: written down, it would
     stop following that field. So is every value the file cannot hold as it
@@ -106,34 +108,38 @@ def _toml(res: Resolution, fields: list[str]) -> str:
 
     from budgetconf.cli._output import comment, toml_text
 
-    chosen = set(fields or res.values)
     kinds = {report.source for report in res.sources}
-    sections: dict[str, dict[str, object]] = {}
+    sections: dict[str, dict[str, Any]] = {}
     left_out: list[str] = []
-    for trace in res.traces():
-        f, value = trace.field, trace.value
-        if f.path not in chosen or value is None or trace.winner.derived_from:
-            continue  # unset, or standing in for another field: left to follow that field
-        if f.secret:
-            left_out.append(f"{f.path} is secret and left out; {_how_to_set(f, kinds)}.")
-        elif conceal(value) != value:
-            left_out.append(
-                f"{f.path} is left out: its password would be written as {MASK}, not as"
-                f" itself; {_how_to_set(f, kinds)}."
-            )
-        else:
-            sections.setdefault(f.section, {})[f.name] = value
+    for field, traces in chosen_traces(res, fields):
+        for trace in traces:  # a table's keys, each set on its own
+            f, value = trace.field, trace.value
+            if value is None or trace.winner.derived_from:
+                continue  # unset, or standing in for another field: left to follow that field
+            if f.secret:
+                left_out.append(f"{f.path} is secret and left out; {_how_to_set(field, kinds)}.")
+            elif conceal(value) != value:
+                left_out.append(
+                    f"{f.path} is left out: its password would be written as {MASK}, not as"
+                    f" itself; {_how_to_set(field, kinds)}."
+                )
+            elif f.key is not None:  # under [section.table]
+                sections.setdefault(field.section, {}).setdefault(field.name, {})[f.key] = value
+            else:
+                sections.setdefault(f.section, {})[f.name] = value
     header = [f"Resolved by budgetconf explain, preset {res.preset}.", *left_out]
     return toml_text("\n".join(map(comment, header)) + "\n\n" + tomli_w.dumps(sections))
 
 
 def _how_to_set(f: Field, kinds: set[str]) -> str:
-    """How to set a field the file leaves out: its variable, else its flag, else by hand."""
+    """How to set a field the file leaves out: its variable, else its flag, else by hand (a
+    table's key under the table's own header)."""
     if f.env and "env" in kinds:
         return f"set it with {f.env[0]}"
     if f.flags and "cli" in kinds:
         return f"set it with {f.flags[0]}"
-    return f"write it here under [{f.section}] in full"
+    header = f.path if f.kind is Kind.TABLE else f.section
+    return f"write it here under [{header}] in full"
 
 
 def preset_failed(exc: PresetFailed, fmt: str, out: TextIO, err: TextIO) -> int:

@@ -26,8 +26,9 @@ from typing import Any, Final
 
 from budgetconf._arguments import flag_help, flag_metavar
 from budgetconf._engine import Preset, load_preset
-from budgetconf._schema import Field, Invalid
+from budgetconf._schema import Field, Invalid, Kind
 from budgetconf._spelling import did_you_mean
+from budgetconf._table import table_value
 from budgetconf.errors import PresetError
 
 #: the variable that names the preset when --preset does not
@@ -153,7 +154,7 @@ def refusal(fields: Sequence[Field], text: str) -> str | None:
     refused: dict[str, list[str]] = {}
     for f in fields:
         try:
-            f.parse_text(text)
+            table_value(f, text, True) if f.kind is Kind.TABLE else f.parse_text(text)
         except Invalid as exc:
             refused.setdefault(exc.reason, []).append(f.path)
     if not refused:

@@ -1,9 +1,12 @@
 """``budgetconf init``: a settings file that explains every field and sets none.
 
 A TOML file carries each field as a commented line with its default, so it
-changes nothing until a line is uncommented. JSON has no comments: the file
-holds only a ``$comment`` list (budgetconf skips keys that begin with ``$``)
-that says the same, and ``budgetconf schema`` gives an editor the rest.
+changes nothing until a line is uncommented; a table field, as a commented
+table of its own (``# [tools.max_calls]`` / ``# web_search = 100``), after the
+section's other fields, which the table's header would otherwise take in.
+JSON has no comments: the file holds only a ``$comment`` list (budgetconf
+skips keys that begin with ``$``) that says the same, and ``budgetconf
+schema`` gives an editor the rest.
 
 The file is written whole or not at all: a temporary file in the same folder,
 flushed to disk, then linked into place (which fails if the file exists) or,
@@ -14,9 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import tempfile
 import textwrap
+from collections.abc import Mapping
 from typing import Final, TextIO
 
 from budgetconf._description import SourceSpec
@@ -93,6 +98,24 @@ def example(f: Field, schema: Schema) -> Value:
     raise AssertionError(f"no example for {f.path}")  # pragma: no cover - bounds leave none
 
 
+def shown(f: Field, schema: Schema) -> Value | dict[str, Value]:
+    """The value a settings file shows for ``f``: its default, else an example (`example`).
+
+    A default that shows only in part (a secret, a URL's password) is no value to
+    write: it has an example too. A table with no key set shows one key, its key
+    rule's example (``web_search``), with an example value.
+    """
+    if f.kind is Kind.TABLE:
+        keys: object = f.default  # a mapping, though a field's default is typed as one value
+        if isinstance(keys, Mapping) and keys and all(f.public(v) == v for v in keys.values()):
+            return dict(keys)
+        assert f.keys is not None, "a table has a rule for its keys"
+        return {FORMATS[f.keys].example: example(f.entry(), schema)}
+    if f.default is None or f.public(f.default) != f.default:
+        return example(f, schema)
+    return f.default
+
+
 def _numbers(f: Field) -> list[Value]:
     """The examples of a number field, best first: round, each bound, a narrow range's middle."""
     kind: type[int] | type[float] = int if f.kind is Kind.INT else float
@@ -129,16 +152,20 @@ def toml_file(preset: Preset, kind: str) -> str:
         "schema` gives editors these rules as a JSON Schema.",
     ]
     for section, fields in file_sections(preset, kind).items():
-        lines += [None, f"[{section}]"]
-        for f in fields:
+        # a table's header takes in the lines under it: the tables come last, each under its
+        # own ([tools.max_calls]), and a section of tables alone needs no header of its own
+        ordered = sorted(fields, key=lambda f: f.kind is Kind.TABLE)
+        lines.append(None)
+        if ordered[0].kind is not Kind.TABLE:
+            lines.append(f"[{section}]")
+        for f in ordered:
             # a name longer than the line stays whole: a variable or flag cut in two is no name
             lines += textwrap.wrap(_about(f), 76, break_long_words=False, break_on_hyphens=False)
             # uncommented, every line is TOML that check passes: a field with no default
             # (or one that shows only in part, a secret or a URL's password) has an example
-            shown = f.default
-            if shown is None or f.public(shown) != shown:
-                shown = example(f, preset.schema)
-            lines.append(tomli_w.dumps({f.name: shown}).strip())
+            value = shown(f, preset.schema)
+            setting = {section: {f.name: value}} if f.kind is Kind.TABLE else {f.name: value}
+            lines += tomli_w.dumps(setting).strip().splitlines()
             lines.append("")
         lines.pop()
     text = "\n".join("" if line is None else comment(line) for line in lines)
@@ -152,7 +179,13 @@ def json_file(preset: Preset, kind: str) -> str:
         'Nothing is set. Add a section to set a value: "loop": {"max_steps": 60}.',
         "`budgetconf schema` gives editors the rules as a JSON Schema.",
     ]
-    notes += [f"{f.path}: {_about(f)}" for fs in file_sections(preset, kind).values() for f in fs]
+    for section, fields in file_sections(preset, kind).items():
+        for f in fields:
+            note = f"{f.path}: {_about(f)}"
+            if f.kind is Kind.TABLE:  # its shape is no setting's: an example says it
+                setting = {section: {f.name: shown(f, preset.schema)}}
+                note += f" Set as {json.dumps(setting, ensure_ascii=False)[1:-1]}."
+            notes.append(note)
     return json_text({"$comment": notes})
 
 

@@ -15,8 +15,10 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
-from budgetconf._schema import Schema
+from budgetconf._schema import Field, Kind, Schema
+from budgetconf._table import key_problem
 from budgetconf._text import clipped
+from budgetconf._trace import FieldTrace
 from budgetconf.cli._flags import PRESET_ENV, given_flags, shadowed
 from budgetconf.cli._parser import OPTIONS, CommandLine, Usage
 from budgetconf.errors import PresetError, UsageError
@@ -120,8 +122,10 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
     """The paths of the fields ``names`` asks for, each once: a section stands for its fields.
 
     ``explain loop`` shows every field of ``loop``, as ``explain loop.max_steps
-    loop.max_tool_calls_per_turn ...`` would. Raises `Usage` for a name that is
-    neither a field (nor an alias of one) nor a section, with the nearest of both.
+    loop.max_tool_calls_per_turn ...`` would. A table stands for its keys, and one
+    key may be asked for alone (``tools.max_calls.web_search``). Raises `Usage` for a
+    name that is neither a field (nor an alias of one, nor a table's key) nor a
+    section, with the nearest of both.
     """
     paths: list[str] = []
     for name in names:
@@ -132,6 +136,9 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
         try:
             paths.append(schema.lookup(name).path)
         except KeyError as exc:
+            refused = _bad_key(schema, name)
+            if refused is not None:  # a table's, with a key its rule refuses
+                raise Usage(refused) from None
             if "." in name:  # a field's path, misspelt: the nearest field
                 raise Usage(exc.args[0]) from None
             hint = schema.suggest(name, sections=True)
@@ -141,6 +148,39 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
                 f"unknown field or section {clipped(name, repr)}{suggestion} (sections: {sections})"
             ) from None
     return list(dict.fromkeys(paths))
+
+
+def _bad_key(schema: Schema, name: str) -> str | None:
+    """What is wrong with the key of ``name`` when it names a table's key, or None."""
+    section, _, rest = name.partition(".")
+    table_name, _, key = rest.partition(".")
+    table = schema.by_key.get((section, table_name))
+    if table is None or table.kind is not Kind.TABLE or not key:
+        return None
+    problem = key_problem(table, key)
+    return None if problem is None else f"{table.path}: {problem}"
+
+
+def chosen_traces(res: Resolution, fields: list[str]) -> list[tuple[Field, list[FieldTrace]]]:
+    """Each field ``fields`` asks for (none: every field), in the schema's order, with the
+    traces that show it: its own; a table's keys' (none when no key is set), or those
+    asked for by name, a key no source set shown unset."""
+    keys: dict[str, dict[str, FieldTrace]] = {}
+    for trace in res.traces():
+        keys.setdefault(trace.field.table or trace.field.path, {})[trace.field.path] = trace
+    found: list[tuple[Field, list[FieldTrace]]] = []
+    for f in res.schema:
+        traces = keys.get(f.path, {})
+        asked = [p for p in fields if p.startswith(f.path + ".")] if f.kind is Kind.TABLE else []
+        if fields and f.path not in fields:
+            if not asked:
+                continue
+            traces = {p: traces[p] for p in asked if p in traces}
+        if asked:
+            traces |= {p: res.trace(p) for p in asked if p not in traces}
+            traces = dict(sorted(traces.items()))  # by key, as the merge settles them
+        found.append((f, list(traces.values())))
+    return found
 
 
 def _value(argument: Argument, given: Any) -> Any:

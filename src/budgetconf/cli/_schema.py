@@ -6,7 +6,9 @@ is typed. When a file source of the preset reads only some ``sections``, the
 rest of its file belongs to the application and other top-level keys are
 allowed. budgetconf skips top-level keys that begin with ``$``, and so does
 the schema; it describes ``$schema`` (which names it to editors) and
-``$comment`` (notes, which ``budgetconf init`` writes in JSON files).
+``$comment`` (notes, which ``budgetconf init`` writes in JSON files). A table
+field is an object whose keys follow its key rule (its `pattern`) and
+whose values each have the field's type and bounds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final, TextIO
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
 from budgetconf._schema import Field, Kind, shown_default
+from budgetconf._text_formats import FORMATS
 from budgetconf._values import plain_number
 from budgetconf.cli._output import EXIT_OK, write_json
 from budgetconf.cli._parser import FILE_KINDS, CommandLine, Usage
@@ -44,8 +47,18 @@ _BOUNDS: Final = {
 }
 
 
+def pattern(name: str | None) -> str | None:
+    """The rule of `FORMATS` named ``name`` as the JSON Schema ``pattern`` (ECMA-262) of the
+    text it takes, for a rule one expression states (a ledger URL is judged by parsing it)."""
+    found = None if name is None else FORMATS[name].pattern
+    return None if found is None else f"^{found}$"
+
+
 def rule(f: Field) -> str:
-    """What the field takes, in words: ``an integer >= 1``."""
+    """What the field takes, in words: ``an integer >= 1``; a table, its keys and values
+    (``a table of tool-name keys, each an integer >= 0``)."""
+    if f.kind is Kind.TABLE:
+        return f"{f.noun}, each {rule(f.entry())}"
     bounds = [
         f"{op} {plain_number(getattr(f, bound))}"
         for bound, op in _OPS.items()
@@ -59,16 +72,38 @@ def describe(f: Field, *, with_rule: bool = False) -> str:
     # a help text without a final full stop would run into the next sentence
     about = f.help if not f.help or f.help.endswith((".", "!", "?", ":")) else f.help + "."
     lines = [about, f"Takes {rule(f)}." if with_rule else "", f"Default: {shown_default(f)}."]
+    table = f.kind is Kind.TABLE  # as text, a table is KEY=VALUE pairs
     if f.env:
-        lines.append("Environment: " + ", ".join(f.env) + ".")
+        pairs = ", KEY=VALUE pairs between commas" if table else ""
+        lines.append("Environment: " + ", ".join(f.env) + pairs + ".")
     if f.flags:
-        lines.append("Flags: " + ", ".join(f.flags) + ".")
+        lines.append(
+            "Flags: " + ", ".join(f.flags) + (" KEY=VALUE, repeatable" if table else "") + "."
+        )
     return "\n".join(line for line in lines if line)
 
 
 def field_schema(f: Field) -> dict[str, Any]:
     """The schema of one field's value: its type, bounds or choices, default and description."""
     spec: dict[str, Any] = {"description": describe(f)}
+    if f.kind is Kind.TABLE:
+        # a table's keys are free, but each follows its rule; a value judged as the field's
+        spec["type"] = "object"
+        keys = pattern(f.keys)
+        if keys is not None:
+            spec["propertyNames"] = {"pattern": keys}
+        spec["additionalProperties"] = value_schema(f.entry())
+    else:
+        spec.update(value_schema(f))
+    if f.default is not None and f.public(f.default) == f.default:  # not a secret, nor one's
+        spec["default"] = f.default  # part: an editor would write it in for the value
+    return spec
+
+
+def value_schema(f: Field) -> dict[str, Any]:
+    """A value's type, bounds or choices, and its format's pattern: a field's, or a table's
+    values' (its `entry`)."""
+    spec: dict[str, Any] = {}
     if f.kind is Kind.ENUM:
         spec["enum"] = [*f.choices, *([None] if f.optional else [])]
     else:
@@ -78,8 +113,9 @@ def field_schema(f: Field) -> dict[str, Any]:
         limit = getattr(f, bound)
         if limit is not None:
             spec[keyword] = int(limit) if float(limit).is_integer() else limit
-    if f.default is not None and f.public(f.default) == f.default:  # not a secret, nor one's
-        spec["default"] = f.default  # part: an editor would write it in for the value
+    text = pattern(f.format) if f.kind is Kind.TEXT else None
+    if text is not None:
+        spec["pattern"] = text
     return spec
 
 

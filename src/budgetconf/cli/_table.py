@@ -38,8 +38,10 @@ from budgetconf._text import escape
 from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf._values import show_typed
 from budgetconf.cli._output import styled
+from budgetconf.cli._resolution import chosen_traces
 from budgetconf.ledger._address import conceal
 from budgetconf.sources import SourceStatus
+from budgetconf.sources._records import DEFAULT_LOCATOR
 
 _STYLE: Final = {
     Status.WON: "bold cyan",
@@ -52,6 +54,8 @@ _STYLE: Final = {
 _POLICY_STYLE: Final = "magenta"
 _RAW_WIDTH: Final = 16  # a rejected value is evidence, not the answer: it may be cut
 _UNBOUNDED: Final = 1_000_000  # a width to measure with: wider than anything the table holds
+#: the value shown of a table no source set a key of (its default, ``{}``, had none)
+NO_KEYS: Final = "no keys"
 
 
 def render(res: Resolution, preset: Preset, fields: list[str], out: TextIO) -> None:
@@ -132,8 +136,14 @@ def _parts(res: Resolution, preset: Preset, fields: list[str]) -> list[Renderabl
     grid.add_column("field")
     grid.add_column("value", justify="right")
     grid.add_column("where")
-    for trace in res.traces():
-        if not fields or trace.field.path in fields:
+    for field, traces in chosen_traces(res, fields):
+        if not traces:  # a table with no key set: a line of its own says it has none
+            grid.add_row(
+                _whole(field.path, "bold"),
+                _whole(NO_KEYS, _STYLE[Status.WON]),
+                _whole(DEFAULT_LOCATOR),
+            )
+        for trace in traces:  # a table's keys, each a field of its own
             _add_field(grid, trace, short)
     parts += [grid, None]
 

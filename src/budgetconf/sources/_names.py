@@ -24,19 +24,19 @@ def one_name_each(offers: list[Offer], schema: Schema, *, dotted: bool = False) 
     (``loop.max_turns``); there every offer has the same locator, so the
     reason does not repeat it.
     """
-    by_field: dict[str, list[Offer]] = {}
-    for offer in offers:
-        by_field.setdefault(offer.field, []).append(offer)
+    by_field: dict[tuple[str, str | None], list[Offer]] = {}
+    for offer in offers:  # a table's keys are set each as a field of its own
+        by_field.setdefault((offer.field, offer.entry), []).append(offer)
     if all(len(same) == 1 for same in by_field.values()):
         return offers  # the common case: every field set once
     refused: dict[int, Offer] = {}
-    for path, same in by_field.items():
+    for (path, _), same in by_field.items():
         if len(same) == 1:
             continue
         field = schema.by_path[path]
         standing = min(same, key=lambda offer: _rank(field, offer))
-        for offer in same:
-            if offer is not standing:
+        for offer in same:  # a table's keys it cannot take are offered apart, by one name
+            if offer.key != standing.key:
                 why = _why(field, offer, standing, dotted=dotted)
                 refused[id(offer)] = offer.replace(refused=why)
     return [refused.get(id(offer), offer) for offer in offers]

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from budgetconf._schema import Schema
 
 
+#: where a field's built-in default is set: the default source's locator
+DEFAULT_LOCATOR: Final = "built-in default"
+
+
 class SourceStatus(StrEnum):
     """How a source fared in one resolution."""
 
@@ -190,10 +194,13 @@ class Offer(Record):
     ``refused`` is why the source itself turns the value down (the field is
     set a second time in one place, by another of its names): the trace keeps
     it as ``rejected`` with that reason, judged by the source's policy.
+    ``entry`` is the key of a table field this offer is the value of
+    (``web_search`` of ``tools.max_calls``); None for a scalar field, or for a
+    whole table's value, which the merge takes apart key by key.
     """
 
     __module__ = "budgetconf.sources"
-    __slots__ = ("empty", "field", "key", "locator", "refused", "text", "value")
+    __slots__ = ("empty", "entry", "field", "key", "locator", "refused", "text", "value")
     unshown = ("value",)  # not yet judged by its field, it may be a secret's
 
     field: str
@@ -203,6 +210,7 @@ class Offer(Record):
     key: str | None
     empty: bool
     refused: str | None
+    entry: str | None
 
     def __init__(
         self,
@@ -214,6 +222,7 @@ class Offer(Record):
         *,
         empty: bool = False,
         refused: str | None = None,
+        entry: str | None = None,
     ) -> None:
         set_field(self, "field", field)
         set_field(self, "value", value)
@@ -222,6 +231,7 @@ class Offer(Record):
         set_field(self, "key", key)
         set_field(self, "empty", empty)
         set_field(self, "refused", refused)
+        set_field(self, "entry", entry)
 
 
 class Problem(Record):

@@ -6,8 +6,9 @@ from collections.abc import Callable, Collection
 
 from budgetconf._description import SourceSpec
 from budgetconf._formats import Table, readable
-from budgetconf._schema import Schema
-from budgetconf._spelling import did_you_mean
+from budgetconf._schema import Field, Kind, Schema
+from budgetconf._spelling import did_you_mean, edits
+from budgetconf._table import key_problem
 from budgetconf._text import clipped
 from budgetconf._values import type_name
 from budgetconf.sources._names import one_name_each
@@ -29,6 +30,28 @@ class Sections:
         self.defined: dict[str, str] = {}
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
+
+    def offer(
+        self,
+        target: Field,
+        key: object,
+        value: object,
+        where: str,
+        locate: Callable[[int | None], str],
+    ) -> None:
+        """The offer of ``value`` for ``target``, set by ``key`` at ``where``: a table of a
+        file's, one offer per key, each at its own line."""
+        alias = None if key == target.name else str(key)
+        if target.kind is Kind.TABLE and isinstance(value, Table):
+            for entry, item in value.items():
+                at = locate(value.lines.get(entry))
+                if not isinstance(entry, str) or key_problem(target, entry) is not None:
+                    self.offers.append(Offer(target.path, {entry: item}, at, key=alias))
+                    continue  # the merge says what is wrong with the key
+                offer = Offer(target.path, readable(item), at, key=alias, entry=entry)
+                self.offers.append(offer)
+            return
+        self.offers.append(Offer(target.path, readable(value), where, key=alias))
 
     def layer(self, locator: str) -> Layer:
         return Layer(
@@ -96,8 +119,7 @@ def read_sections(
             if target is None:
                 found.warnings.append(_unknown(f"{section}.{key}", line_where, schema))
                 continue
-            alias = None if key == target.name else str(key)
-            found.offers.append(Offer(target.path, readable(value), line_where, key=alias))
+            found.offer(target, key, value, line_where, locate)
     return found
 
 
@@ -125,8 +147,7 @@ def read_fields(
                 )
             continue
         found.defined.setdefault(section, locate(table.line))
-        alias = None if key == target.name else str(key)
-        found.offers.append(Offer(target.path, readable(value), where, key=alias))
+        found.offer(target, key, value, where, locate)
     return found
 
 
@@ -139,11 +160,24 @@ def _stray(key: str, where: str, schema: Schema, *, shared: bool) -> str | None:
     """
     if not shared:
         return _unknown(key, where, schema, top_level=True)
-    near = schema.near_section(key)
+    near = _near_section(schema, key)
     if near is not None:
         return f"{key} in {where} is not a known key; did you mean {near}?"
     if any(key == f.name or key in f.aliases for f in schema):
         return _unknown(key, where, schema, top_level=True)
+    return None
+
+
+def _near_section(schema: Schema, key: str) -> str | None:
+    """The section ``key`` is a slip for, if it is within two edits of one.
+
+    A short name is more easily near another word: a section of five letters
+    or fewer takes one edit (``lop`` is ``loop``, but ``log`` is an
+    application's own table).
+    """
+    for section in schema.sections:
+        if edits(key, section) <= (1 if len(section) <= 5 else 2):
+            return section
     return None
 
 

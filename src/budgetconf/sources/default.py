@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 from budgetconf._description import SourceKind, SourceSpec
 from budgetconf._schema import Schema
-from budgetconf.sources._records import Context, Layer, Offer, SourceStatus
+from budgetconf.sources._records import DEFAULT_LOCATOR, Context, Layer, Offer, SourceStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DefaultSource"]
 
-LOCATOR: Final = "built-in default"
+LOCATOR: Final = DEFAULT_LOCATOR
 
 
 class DefaultSource:

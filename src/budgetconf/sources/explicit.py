@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
 from budgetconf._formats import readable
-from budgetconf._schema import Schema
+from budgetconf._schema import BadKey, Schema
 from budgetconf._text import clipped
 from budgetconf.errors import ConfigError
 from budgetconf.sources._names import one_name_each
@@ -70,21 +70,35 @@ class ExplicitSource:
         for path, value in given.items():
             try:
                 target = ctx.schema.lookup(path)
-            except KeyError:
-                hint = ctx.schema.suggest(path)
-                why = "unknown field" + (f"; did you mean {hint!r}?" if hint else "")
-                errors.append(
-                    ConfigError(
-                        f"{clipped(path)} from {LOCATOR}: {why}",
-                        field=path,
-                        source="explicit",
-                        locator=LOCATOR,
-                        reason=why,  # no raw: a value of no known field may be a secret
-                    )
-                )
+            except KeyError as exc:
+                errors.append(_unknown(ctx.schema, path, exc))
+                continue
+            text = ctx.request.explicit_is_text
+            if target.table is not None:  # one key of a table: tools.max_calls.web_search
+                table = ctx.schema.by_path[target.table]
+                name = path.split(".")[1]  # the table's name, or an alias of it
+                alias = None if name == table.name else name
+                entry = Offer(table.path, readable(value), LOCATOR, text, alias, entry=target.key)
+                offers.append(entry)
                 continue
             alias = None if path == target.path else path.partition(".")[2]
-            text = ctx.request.explicit_is_text
             offers.append(Offer(target.path, readable(value), LOCATOR, text=text, key=alias))
         settled = one_name_each(offers, ctx.schema, dotted=True)  # loop.max_turns and max_steps
         return Layer(SourceStatus.LOADED, LOCATOR, tuple(settled), errors=tuple(errors))
+
+
+def _unknown(schema: Schema, path: str, exc: KeyError) -> ConfigError:
+    """The error of a path no field has: a typo (the nearest field suggested), or a table's
+    key that its rule refuses (why)."""
+    if isinstance(exc, BadKey):
+        why = str(exc.args[0])
+    else:
+        hint = schema.suggest(path)
+        why = "unknown field" + (f"; did you mean {hint!r}?" if hint else "")
+    return ConfigError(
+        f"{clipped(path)} from {LOCATOR}: {why}",
+        field=path,
+        source="explicit",
+        locator=LOCATOR,
+        reason=why,  # no raw: a value of no known field may be a secret
+    )

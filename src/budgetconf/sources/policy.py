@@ -19,6 +19,7 @@ from budgetconf._files import read_table, source_error, stamp
 from budgetconf._formats import Table
 from budgetconf._rules import Bound, Rule
 from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._table import key_problem
 from budgetconf._text import clipped
 from budgetconf._values import Value, show_value, type_name
 from budgetconf.errors import SourceError
@@ -148,9 +149,42 @@ def _rules(table: Table, path: str, schema: Schema) -> dict[str, Rule]:
                 hint = schema.suggest(f"{section}.{key}")
                 tail = f"; did you mean {hint}?" if hint else ""
                 raise _bad(path, at, f"unknown field {clipped(f'{section}.{key}', repr)}{tail}")
-            if field.path in rules:
+            if field.path in rules or any(p.startswith(f"{field.path}.") for p in rules):
                 raise _bad(path, at, f"{field.path}: a second rule, by another of its names")
-            rules[field.path] = _rule(spec, field, path, at, reject)
+            if field.kind is Kind.TABLE:
+                rules.update(_table_rules(spec, field, path, at, reject))
+            else:
+                rules[field.path] = _rule(spec, field, path, at, reject)
+    return rules
+
+
+def _table_rules(
+    spec: object, table: Field, path: str, line: int | None, reject: bool
+) -> dict[str, Rule]:
+    """A table's rules: one that bounds every key, under the table's path, and under
+    ``keys`` one for each key named, under its entry's path (it stands for the other)."""
+    rules: dict[str, Rule] = {}
+    if not isinstance(spec, Table) or "keys" not in spec:
+        rules[table.path] = _rule(spec, table.entry(), path, line, reject)
+        return rules
+    keys = spec["keys"]
+    at = spec.lines.get("keys")
+    if not isinstance(keys, Table):
+        raise _bad(
+            path, at, f"{table.path}: keys: expected an object of rules, got {type_name(keys)}"
+        )
+    reject = _on_exceed(spec, path, f"{table.path}: ", default=reject)
+    for key, rule in keys.items():
+        problem = key_problem(table, key)
+        if problem is not None:
+            raise _bad(path, keys.lines.get(key), f"{table.path}: keys: {problem}")
+        entry = table.entry(str(key))
+        rules[entry.path] = _rule(rule, entry, path, keys.lines.get(key), reject)
+    rest = Table({k: v for k, v in spec.items() if k != "keys"}, spec.lines, spec.line)
+    if any(k != "on_exceed" for k in rest):
+        rules[table.path] = _rule(rest, table.entry(), path, line, reject)
+    if not rules:
+        raise _bad(path, line, f"{table.path}: a rule needs max, min, value, default or keys")
     return rules
 
 
@@ -258,13 +292,14 @@ def combined(
     Raises `SourceError` for two different locked values of one field, or a
     bound of one file that the other's make impossible.
     """
+    known, added = _keyed(known, added, schema), _keyed(added, known, schema)
     rules = dict(known)
     for path, rule in added.items():
         first = rules.get(path)
         if first is None:
             rules[path] = rule
             continue
-        field = schema.by_path[path]
+        field = schema.at(path)
         value = first.value or rule.value
         if (
             first.value is not None
@@ -290,6 +325,21 @@ def combined(
             )
         rules[path] = both
     return rules
+
+
+def _keyed(rules: Mapping[str, Rule], other: Mapping[str, Rule], schema: Schema) -> dict[str, Rule]:
+    """``rules``, with their table's rule under each key ``other`` has a rule of its own for.
+
+    A key's own rule stands for its table's in the file that writes both; another file's rule
+    for the key is combined with this file's for the table, so that no file loosens a bound
+    another one sets.
+    """
+    keyed = dict(rules)
+    for path in other.keys() - rules.keys():
+        table = schema.at(path).table
+        if table is not None and table in rules:
+            keyed[path] = rules[table]
+    return keyed
 
 
 def _locked_twice(field: Field, first: Bound, second: Bound) -> SourceError:
