@@ -41,6 +41,8 @@ class BudgetName(StrEnum):
     MAX_TOKENS = "max_tokens"
     MAX_COST_USD = "max_cost_usd"
     TIMEOUT_SECONDS = "timeout_seconds"
+    MAX_REPEATS = "max_repeats"
+    MAX_CALLS_BY_TOOL = "max_calls_by_tool"  # a table: each tool's own limit
 
     @property
     def counted(self) -> bool:
@@ -64,6 +66,7 @@ class StopReason(StrEnum):
     CONTENT_FILTERED = "content_filtered"
     REFUSED = "refused"
     LENGTH_TRUNCATED = "length_truncated"
+    NO_PROGRESS = "no_progress"
 
     @property
     def status(self) -> RunStatus:
@@ -87,6 +90,7 @@ _STATUS: Final = {
     StopReason.CONTENT_FILTERED: RunStatus.BLOCKED,
     StopReason.REFUSED: RunStatus.BLOCKED,
     StopReason.LENGTH_TRUNCATED: RunStatus.BLOCKED,
+    StopReason.NO_PROGRESS: RunStatus.TRUNCATED,
 }
 _BUDGET: Final = {
     StopReason.MAX_STEPS: BudgetName.MAX_STEPS,
@@ -94,6 +98,7 @@ _BUDGET: Final = {
     StopReason.MAX_TOKENS: BudgetName.MAX_TOKENS,
     StopReason.MAX_COST: BudgetName.MAX_COST_USD,
     StopReason.TIMEOUT: BudgetName.TIMEOUT_SECONDS,
+    StopReason.NO_PROGRESS: BudgetName.MAX_REPEATS,
 }
 
 
@@ -118,6 +123,8 @@ class OverCap(StrEnum):
 
 #: the loop's behaviours, each set by a field of the preset or one of its words
 BEHAVIOURS: Final[Mapping[str, type[StrEnum]]] = {"last_turn": LastTurn, "over_cap": OverCap}
+#: the loop's warnings before a limit, each set by a field of the preset of this type
+WARNINGS: Final[Mapping[str, str]] = {"warn_at": "number", "warn_model": "bool"}
 
 WARN_MESSAGE: Final = (
     "This is your last turn: tools you call now will not run. "
@@ -137,7 +144,8 @@ class LoopSpec(Record):
     of the field that holds it; a budget with no field is not enforced.
     ``behaviours`` maps ``last_turn`` and ``over_cap`` to a field path or a
     fixed word. ``stop_reasons`` renames budget stops (``max_steps`` ->
-    ``max_turns_exhausted``).
+    ``max_turns_exhausted``). ``warnings`` maps ``warn_at`` and ``warn_model``
+    to the field that holds each (`WARNINGS`); one with no field is off.
     """
 
     __module__ = "budgetconf.loop"
@@ -147,6 +155,7 @@ class LoopSpec(Record):
         "stop_reasons",
         "truncated_warning",
         "warn_message",
+        "warnings",
         "wrap_up_message",
     )
 
@@ -156,6 +165,7 @@ class LoopSpec(Record):
     warn_message: str
     wrap_up_message: str
     truncated_warning: str | None
+    warnings: Mapping[str, str]
 
     def __init__(
         self,
@@ -165,7 +175,9 @@ class LoopSpec(Record):
         warn_message: str = WARN_MESSAGE,
         wrap_up_message: str = WRAP_UP_MESSAGE,
         truncated_warning: str | None = None,
+        warnings: Mapping[str, str] | None = None,
     ) -> None:
+        set_field(self, "warnings", MappingProxyType(dict(warnings or {})))
         set_field(self, "budgets", MappingProxyType(dict(budgets)))
         set_field(self, "behaviours", MappingProxyType(dict(behaviours)))
         set_field(self, "stop_reasons", MappingProxyType(dict(stop_reasons)))

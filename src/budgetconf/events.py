@@ -54,6 +54,7 @@ __all__ = [
     "BATCH_REJECTED",
     "BATCH_TRUNCATED",
     "BUDGET_EXHAUSTED",
+    "BUDGET_WARNING",
     "CALLS_NOT_EXECUTED",
     "CHILD_END",
     "CHILD_START",
@@ -68,6 +69,7 @@ __all__ = [
     "STOPPED",
     "TOOL_ABANDONED",
     "TOOL_EXECUTED",
+    "TOOL_LIMITED",
     "TOOL_REFUSED",
     "TOOL_STARTED",
     "TURN_STARTED",
@@ -119,6 +121,8 @@ TOOL_ABANDONED: Final = "tool_abandoned"
 BATCH_REJECTED: Final = "batch_rejected"
 BATCH_TRUNCATED: Final = "batch_truncated"
 CALLS_NOT_EXECUTED: Final = "calls_not_executed"
+TOOL_LIMITED: Final = "tool_limited"
+BUDGET_WARNING: Final = "budget_warning"
 BUDGET_EXHAUSTED: Final = "budget_exhausted"
 LEDGER_RESERVE: Final = "ledger_reserve"
 LEDGER_SETTLE: Final = "ledger_settle"
@@ -148,6 +152,8 @@ TYPES: Final[Mapping[str, EventType]] = {
                     "budgets",
                     "budget → its limit: `field`, `value`, `source`, `locator`, `raise_with`",
                 ),
+                ("tools", "tool → its own limit (`tools.max_calls`), as in `budgets`"),
+                ("warn_at", "`limits.warn_at`, or null"),
                 ("last_turn", "the preset's last-turn behaviour"),
                 ("over_cap", "the preset's per-response cap behaviour"),
                 (
@@ -220,6 +226,24 @@ TYPES: Final[Mapping[str, EventType]] = {
             CALLS_NOT_EXECUTED,
             "calls were answered without running",
             (("turn", ""), ("ids", ""), ("reason", "")),
+        ),
+        EventType(
+            TOOL_LIMITED,
+            "calls of a tool past its own limit (`tools.max_calls`) were answered without"
+            " running; the run goes on",
+            (("turn", ""), ("name", "the tool's"), ("ids", ""), ("…", _LIMIT)),
+        ),
+        EventType(
+            BUDGET_WARNING,
+            "a run's use of a budget first reached `limits.warn_at` of its limit",
+            (
+                ("turn", ""),
+                ("budget", "the loop table's key: `max_steps`, `max_calls_by_tool`, …"),
+                ("field", "its field: `loop.max_steps`, `tools.max_calls.web_search`, …"),
+                ("used", ""),
+                ("limit", "the limit's value, `***` when its field is secret"),
+                ("fraction", "`used / limit`, null when its field is secret"),
+            ),
         ),
         EventType(
             BUDGET_EXHAUSTED,

@@ -103,6 +103,23 @@ def test_max_steps_3_with_a_model_that_always_calls_a_tool_is_truncated_with_exi
     }
 
 
+def test_a_budget_warning_is_one_line_on_stderr_and_no_progress_stops_with_exit_2(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--warn-at and --max-repeats after --: the warning as it is given, the stop as any."""
+    model = script(place, ECHO)
+    flags = ["--", "--warn-at", "0.5", "--max-steps", "4", "--max-repeats", "3"]
+    assert main(["run", "--model", model, "go", *flags]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "budgetconf: warning: budget warning: 2 of 4 turns used: loop.max_steps = 4 from"
+        " --max-steps",
+        'budgetconf: warning: stopped: no progress: echo({"text":"again"}) ran 3 times in a row'
+        " with the same arguments and the same result: loop.max_repeats = 3 from"
+        " --max-repeats; raise it with --max-repeats",
+    ]
+
+
 @pytest.mark.parametrize(
     ("responses", "files"),
     [

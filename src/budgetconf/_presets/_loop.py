@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from budgetconf._loop_table import BEHAVIOURS, BudgetName, LoopSpec, StopReason
+from budgetconf._loop_table import BEHAVIOURS, WARNINGS, BudgetName, LoopSpec, StopReason
 from budgetconf._presets._tables import Bad, check_keys, take
 from budgetconf._schema import Field, Kind, Schema
 from budgetconf._values import show_typed
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 _STOP_NAMES: Final = frozenset(stop.value for stop in StopReason if stop.budget is not None)
 _LOOP_TEXTS: Final = ("warn_message", "wrap_up_message", "truncated_warning")
-_LOOP_KEYS: Final = frozenset({*BudgetName, *BEHAVIOURS, *_LOOP_TEXTS, "stop_reasons"})
+_LOOP_KEYS: Final = frozenset({*BudgetName, *BEHAVIOURS, *WARNINGS, *_LOOP_TEXTS, "stop_reasons"})
 
 
 def read_loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | None:
@@ -29,7 +29,11 @@ def read_loop(table: Mapping[str, Any] | None, schema: Schema) -> LoopSpec | Non
     check_keys(table, _LOOP_KEYS, "loop.")
     texts = {key: take(table, key, str, "loop.") for key in _LOOP_TEXTS if key in table}
     return LoopSpec(
-        _budgets(table, schema), _behaviours(table, schema), _stop_renames(table), **texts
+        _budgets(table, schema),
+        _behaviours(table, schema),
+        _stop_renames(table),
+        **texts,
+        warnings=_warnings(table, schema),
     )
 
 
@@ -41,7 +45,10 @@ def _budgets(table: Mapping[str, Any], schema: Schema) -> dict[str, str]:
         if path is None:
             continue
         field = _loop_field(path, budget, schema)
-        if field.kind is not Kind.INT and (budget.counted or field.kind is not Kind.NUMBER):
+        if budget is BudgetName.MAX_CALLS_BY_TOOL:
+            if field.kind is not Kind.TABLE or field.item is not Kind.INT:
+                raise Bad(f"loop.{budget}: {path} is {field.noun}, not a table of integers")
+        elif field.kind is not Kind.INT and (budget.counted or field.kind is not Kind.NUMBER):
             wanted = "an integer" if budget.counted else "a number"
             raise Bad(f"loop.{budget}: {path} is {field.noun}, not {wanted}")
         budgets[budget] = field.path
@@ -73,6 +80,20 @@ def _behaviours(table: Mapping[str, Any], schema: Schema) -> dict[str, str]:
             raise Bad(f"loop.{behaviour}: expected a field or one of {', '.join(words)}")
         behaviours[behaviour] = setting
     return behaviours
+
+
+def _warnings(table: Mapping[str, Any], schema: Schema) -> dict[str, str]:
+    """The field of each warning setting the table names, each of its type."""
+    found: dict[str, str] = {}
+    for name, kind in WARNINGS.items():
+        path = take(table, name, str, "loop.")
+        if path is None:
+            continue
+        field = _loop_field(path, name, schema)
+        if field.kind is not Kind(kind):
+            raise Bad(f"loop.{name}: {path} is {field.noun}, not a {kind}")
+        found[name] = field.path
+    return found
 
 
 def _stop_renames(table: Mapping[str, Any]) -> dict[str, str]:

@@ -23,7 +23,7 @@ from budgetconf._text import clipped
 from budgetconf.cli._output import Unwritable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, resolve
-from budgetconf.errors import ConfigError, PresetError, UsageError
+from budgetconf.errors import BudgetConfWarning, ConfigError, PresetError, UsageError
 from budgetconf.events import EventsFile
 from budgetconf.integrations._urls import shown_url
 from budgetconf.loop import Budget, LoopExecutor, RunResult, RunStatus, ScriptedModel, StopReason
@@ -224,13 +224,14 @@ def run(
     except ConfigError as exc:  # a price set by half (docs/prices.md)
         return not_run([str(exc)], output, out, err)
     try:
-        if events_path is None:
-            result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
-            lost = None
-        else:
-            with EventsFile(events_path, label=f"--events {events_path}") as log:
-                result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
-            lost = log.lost
+        with _warnings_said(err):  # a budget warning, a price unknown: one line each
+            if events_path is None:
+                result = LoopExecutor(model, DEMO_TOOLS, budget).run(prompt)
+                lost = None
+            else:
+                with EventsFile(events_path, label=f"--events {events_path}") as log:
+                    result = LoopExecutor(model, DEMO_TOOLS, budget, on_event=log).run(prompt)
+                lost = log.lost
     except ConfigError as exc:  # a price table that cannot be read, before the first call
         return not_run([str(exc)], output, out, err)
     if lost is not None:  # the run stopped when it could not record an event: say where
@@ -245,6 +246,26 @@ def run(
     if written and lost is None:
         return EXIT_BY_STATUS[result.status]
     return EXIT_BY_STATUS["failed"]
+
+
+@contextmanager
+def _warnings_said(err: TextIO) -> Iterator[None]:
+    """Within: each `BudgetConfWarning` the run gives is a line on ``err``, as it is given,
+    ``budgetconf: warning: …`` (never an exception, whatever the warnings filters say)."""
+    import warnings
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kw: Any) -> None:
+        if issubclass(category, BudgetConfWarning):
+            say(err, f"budgetconf: warning: {message}")
+        else:  # another package's: as Python shows it
+            shown(message, category, *args, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", BudgetConfWarning)
+        warnings.showwarning = show  # restored with the filters as the block ends
+        yield
 
 
 def _reported(path: str, result: RunResult, err: TextIO) -> bool:

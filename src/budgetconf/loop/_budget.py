@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, StopReason
@@ -274,6 +274,22 @@ class Budget:
     ledger: LedgerSettings | None = None  # the shared ledger the run draws on, if any
     prices: PriceSettings = NO_PRICES  # what its model's tokens cost (docs/prices.md)
     otel: bool = False  # whether the run goes on the OpenTelemetry trace (docs/telemetry.md)
+    # tools.max_calls: each named tool's own limit, by the tool's name
+    tools: Mapping[str, Limit] = field(default_factory=dict)
+    # limits.warn_at and loop.warn_model, when set (warn_model: only when true), by the loop
+    # table's key: what `warn_at` and `warn_model` read, with where each was set
+    warnings: Mapping[str, Limit] = field(default_factory=dict)
+
+    @property
+    def warn_at(self) -> float | None:
+        """The fraction of a limit whose first reach is warned of; None: no warnings."""
+        found = self.warnings.get("warn_at")
+        return None if found is None else float(found.value)
+
+    @property
+    def warn_model(self) -> bool:
+        """Whether the model is told of a warning too, in the last-turn notice's place."""
+        return "warn_model" in self.warnings
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, command_line: bool = False) -> Budget:
@@ -290,10 +306,24 @@ class Budget:
                 " naming the field that holds the step budget"
             )
         limits = {}
+        tools: dict[str, Limit] = {}
         for budget, path in spec.budgets.items():
+            if budget == BudgetName.MAX_CALLS_BY_TOOL:  # a table: a limit for each key set
+                for trace in res.traces():
+                    limit = None
+                    if trace.field.table == path:
+                        limit = _limit(res, budget, trace.field.path, command_line)
+                    if limit is not None:
+                        tools[str(trace.field.key)] = limit
+                continue
             limit = _limit(res, budget, path, command_line)
             if limit is not None:
                 limits[budget] = limit
+        warnings: dict[str, Limit] = {}
+        for name, path in spec.warnings.items():  # warn_model is a switch, set only when on
+            limit = _limit(res, name, path, command_line, switch=True)
+            if limit is not None and limit.value is not False:
+                warnings[name] = limit
         behaviours = {
             name: str(res[setting]) if "." in setting else setting
             for name, setting in spec.behaviours.items()
@@ -302,7 +332,18 @@ class Budget:
         ledger = LedgerSettings.from_resolution(res, command_line=command_line)
         prices = PriceSettings.from_resolution(res)
         otel = res.values.get(_OTEL_FIELD) is True  # a preset that does not declare it: off
-        return cls(res.preset, limits, last_turn, over_cap, spec, ledger, prices, otel)
+        return cls(
+            res.preset,
+            limits,
+            last_turn,
+            over_cap,
+            spec,
+            ledger,
+            prices,
+            otel,
+            tools,
+            warnings,
+        )
 
     @classmethod
     def of(cls, budget: object) -> Budget:
@@ -362,12 +403,17 @@ def _policed(trace: FieldTrace) -> str | None:
     return f"{trace.ruling}; {asked.where} asked for {trace.field.mask(show_value(asked.value))}"
 
 
-def _limit(res: Resolution, budget: str, path: str, command_line: bool) -> Limit | None:
-    """The limit the field at ``path`` sets on ``budget``, with how to raise it; None unset."""
+def _limit(
+    res: Resolution, budget: str, path: str, command_line: bool, *, switch: bool = False
+) -> Limit | None:
+    """The limit the field at ``path`` sets on ``budget``, with how to raise it; None unset.
+    A ``switch`` may be a boolean field (``loop.warn_model``)."""
     trace = res.trace(path)
     value = trace.value
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+    if value is None or (isinstance(value, bool) and not switch):
         return None  # unset: not enforced
+    if not isinstance(value, int | float):
+        return None  # a preset's own field of another type
     field = trace.field
     ranks = {report.source: rank for rank, report in enumerate(res.sources)}
     # only a source at or above the one that decided the value can raise it; for a
@@ -399,10 +445,12 @@ def _raise_with(
     res: Resolution, field: Field, ranks: Mapping[str, int], floor: int, command_line: bool
 ) -> tuple[str, ...]:
     """What a person types to raise ``field``: its variables and flags that rank at or above
-    ``floor``; on the command line, when there are none, ``--set FIELD=N`` if that does."""
+    ``floor``; on the command line, when there are none, ``--set FIELD=N`` if that does.
+    A table's key is raised by the table's variables and flags."""
+    names = field if field.table is None else res.schema.by_path[field.table]
     found = (
-        *(field.env if ranks.get("env", -1) >= floor else ()),
-        *(field.flags if ranks.get("cli", -1) >= floor else ()),
+        *(names.env if ranks.get("env", -1) >= floor else ()),
+        *(names.flags if ranks.get("cli", -1) >= floor else ()),
     )
     explicit = ranks.get("explicit", -1)
     if found or not command_line or explicit < floor:

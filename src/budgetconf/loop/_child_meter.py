@@ -23,6 +23,7 @@ from budgetconf.loop._meter import Meter
 
 if TYPE_CHECKING:
     from budgetconf._usage import Usage
+    from budgetconf.loop._response import Call
     from budgetconf.loop._result import RunResult
 
 
@@ -126,6 +127,13 @@ class ChildMeter(Meter):
             for r in self.line:
                 r.pending -= 1
                 r.executed += 1
+
+    def _tool_counted(self, call: Call) -> None:
+        Meter._tool_counted(self, call)
+        assert self.lock is not None, "a tree with a child shares a lock"
+        with self.lock:  # each enclosing run's own count of the tool
+            for r in self.chain:
+                r.by_tool[call.name] = r.by_tool.get(call.name, 0) + 1
 
     def _release(self, count: int) -> None:
         assert self.lock is not None, "a tree with a child shares a lock"

@@ -101,7 +101,13 @@ class RunHandle:
         limits = _own_limits(budget, asked)
         shared, inherited = _shared_limits(run, asked)
         limits.update(shared)
+        if "max_repeats" in budget.limits:  # a child that goes nowhere is stopped the same way
+            limits["max_repeats"] = budget.limits["max_repeats"]
         ordered = {name: limits[name] for name in budget.spec.budgets if name in limits}
+        tools = {  # each tool's own limit: what this run has left of it
+            name: replace(limit, value=max(0, int(limit.value) - run.by_tool.get(name, 0)))
+            for name, limit in budget.tools.items()
+        }
         _share_lock(run)
         return ChildBudget(
             budget.preset,
@@ -112,6 +118,8 @@ class RunHandle:
             budget.ledger,  # a child draws on the shared ledger itself, and writes its own record
             budget.prices,
             budget.otel,
+            tools,
+            budget.warnings,
             parent=self,
             inherited=frozenset(inherited),
         )

@@ -39,10 +39,10 @@ from budgetconf.events import (
     VERSION,
     RunInfo,
 )
-from budgetconf.loop._counting import Counting
 from budgetconf.loop._faults import PASSING, describe
 from budgetconf.loop._plan import Planning
 from budgetconf.loop._result import Event, Message, RunResult, Totals
+from budgetconf.loop._watching import Watching
 
 if TYPE_CHECKING:
     import threading
@@ -74,7 +74,7 @@ _CHILD_SLOTS: Final = (
 )
 
 
-class Meter(Counting, Planning):
+class Meter(Watching, Planning):
     """One run's accounting and its rules, for the executor and every bridge (see above).
 
     ``budget`` bounds it; ``steps`` is its step budget (default the budget's
@@ -152,6 +152,7 @@ class Meter(Counting, Planning):
             steps = _NO_STEP_BUDGET if limit is None else int(limit.value)
         self.last_turn = totals.turns + steps  # the last permitted turn
         self.limits = {n: limit.value for n, limit in budget.limits.items()}
+        self._watch(tools)
         timeout = self.limits.get("timeout_seconds")
         self.deadline = None if timeout is None else _monotonic() + timeout
         self.events: list[Event] = []
@@ -205,6 +206,8 @@ class Meter(Counting, Planning):
             framework=framework,
             limits={n: limit.public_value for n, limit in limits},
             budgets={n: limit.to_dict() for n, limit in limits},
+            tools={name: limit.to_dict() for name, limit in budget.tools.items()},
+            warn_at=budget.warn_at,
             last_turn=budget.last_turn,
             over_cap=budget.over_cap,
             carried_over={  # what a resumed run starts from
@@ -265,6 +268,10 @@ class Meter(Counting, Planning):
             stop = self.draw.reserve()
             if stop is not None:
                 return stop
+        if self.unchecked is not None:
+            self._check_tools()
+        if self.warn_at is not None:
+            self._check_warnings()  # the time a run has used is seen before each call
         self.turns = turn = self.turns + 1
         self.noticed = None
         self._record({"type": TURN_STARTED, "run_id": self.run_id, "time": _now(), "turn": turn})
@@ -277,16 +284,20 @@ class Meter(Counting, Planning):
 
     def notice(self, has_tools: bool = True) -> tuple[LastTurn, str] | None:
         """The last-turn notice the current turn's call carries, and its kind; None when it
-        carries none (not the last turn, no tools to warn of, or the preset sends none)."""
+        carries none (not the last turn, no tools to warn of, or the preset sends none).
+
+        With ``loop.warn_model``, the budget warnings since the last call come first in
+        its place; with no last-turn notice, their kind is ``none``."""
         budget = self.budget
+        warned = self._warnings_due() if budget.warn_model else None
         if not (has_tools and self.turns >= self.last_turn) or budget.last_turn is LastTurn.NONE:
-            return None
+            return None if warned is None else (LastTurn.NONE, warned)
         kind = budget.last_turn
         spec = budget.spec
         text = spec.wrap_up_message if kind is LastTurn.WRAP_UP else spec.warn_message
         self.noticed = kind
         self.emit(LAST_TURN_NOTICE, turn=self.turns, kind=kind, content=text)
-        return kind, text
+        return kind, text if warned is None else f"{warned}\n{text}"
 
     # ------------------------------------------------------------------ the checks
 
@@ -340,6 +351,9 @@ class Meter(Counting, Planning):
         if reason is StopReason.CANCELLED:  # handed up by a sub-agent that was interrupted
             return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
+        if reason is StopReason.NO_PROGRESS:  # which call, how often
+            explained = self.budget.limits[reason.budget].explain()  # type: ignore[index]
+            message = f"stopped: no progress: {self.no_progress()}: {explained}"
         if reason is StopReason.MAX_COST:  # how the cost was known
             from budgetconf._prices._pricing import spent
 

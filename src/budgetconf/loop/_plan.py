@@ -12,7 +12,7 @@ the rest run.
 from __future__ import annotations
 
 import time
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING, Any
 
 from budgetconf._loop_table import OverCap, StopReason
@@ -124,6 +124,8 @@ class Planning:
         run_id: str
         draw: Draw | None
         pricing: Pricing | None
+        tool_limits: Mapping[str, Limit]
+        warn_at: float | None
 
         def _record(self, event: Event) -> None: ...
         def emit(self, event_type: str, /, **data: Any) -> None: ...
@@ -131,6 +133,12 @@ class Planning:
         def _over(self) -> StopReason | None: ...
 
         def _admit(self, need: int) -> str | None: ...
+        def _over_tools(
+            self, batch: tuple[Call, ...], turn: int
+        ) -> tuple[tuple[Call, ...], tuple[str | None, ...] | None]: ...
+        def _tool_counted(self, call: Call) -> None: ...
+        def _repeated(self, call: Call, error: str | None, value: object) -> None: ...
+        def _check_warnings(self) -> None: ...
         def _finished(self) -> None: ...
         def _release(self, count: int) -> None: ...
         def _unanswered(self, calls: tuple[Call, ...], answers: tuple[str, ...]) -> None: ...
@@ -159,6 +167,8 @@ class Planning:
                 if priced is not None:
                     cost, source = priced, "priced"
             self._count(usage, cost, source)
+        if self.warn_at is not None:
+            self._check_warnings()  # the turn, and what the response used
         if content:
             self.output = content  # type: ignore[misc]  # a slot of the Meter this half is of
         self._record(
@@ -225,6 +235,16 @@ class Planning:
             shown = per_turn.shown()  # the cap is named, never shown, when its field is secret
             why = f"skipped: only the first {shown} calls of a response run"
             answers = (None,) * cap + (f"{why} ({per_turn.field} = {shown})",) * len(skipped)
+        limited = None
+        if self.tool_limits:
+            batch, limited = self._over_tools(batch, turn)
+        if limited is not None:  # a tool past its own limit: answered, and the run goes on
+            rest = (
+                (None,) * (len(calls) - len(limited))
+                if answers is None
+                else answers[len(limited) :]
+            )
+            answers = (*limited, *rest)
         need = self._runnable(batch)
         full = self._admit(need)
         if full is not None:
@@ -268,6 +288,8 @@ class Planning:
 
     def tool_started(self, call: Call) -> None:
         """A call the plan runs is about to run."""
+        if self.tool_limits:
+            self._tool_counted(call)
         self._record(
             {
                 "type": TOOL_STARTED,
@@ -279,12 +301,18 @@ class Planning:
             }
         )
 
-    def tool_returned(self, call: Call, error: str | BaseException | None = None) -> None:
-        """A call ran: it returned, or raised (``error`` says what, or is what it raised);
-        either way it counts."""
+    def tool_returned(
+        self, call: Call, error: str | BaseException | None = None, value: object = None
+    ) -> None:
+        """A call ran: it returned ``value``, or raised (``error`` says what, or is what it
+        raised); either way it counts."""
         self._finished()
         if isinstance(error, BaseException):
             error = describe(error)
+        if "max_repeats" in self.limits:
+            self._repeated(call, error, value)
+        if self.warn_at is not None:
+            self._check_warnings()
         event = {
             "type": TOOL_EXECUTED,
             "run_id": self.run_id,

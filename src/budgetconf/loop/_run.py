@@ -125,7 +125,7 @@ class Run(Meter):
 
     def _request(self) -> list[Message]:
         """The messages the model receives this turn: the last carries the notice, if any."""
-        if self.turns < self.last_turn:
+        if self.turns < self.last_turn and not self.warnings_due:
             return self.messages
         notice = self.notice(bool(self.specs))
         if notice is None:
@@ -181,7 +181,7 @@ class Run(Meter):
             self.tool_returned(call, error)
             return
         self._answer(call, text)
-        self.tool_returned(call)
+        self.tool_returned(call, None, text)
 
     def _refuse_call(self, call: Call, unknown: bool, turn: int) -> None:
         """Answer a call that cannot run: its tool is ``unknown``, or its arguments unreadable."""
