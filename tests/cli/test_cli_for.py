@@ -47,6 +47,21 @@ def test_the_table_ends_with_the_keywords_limits_passes(
     assert "  run() enforces   loop.max_steps = 7, by the framework: " in out
 
 
+def test_a_tools_limit_repeats_and_warnings_are_shown_enforced_by_run_and_refused_by_limits(
+    place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in (("TOOLS_MAX_CALLS", "web_search=3"), ("MAX_REPEATS", "3"),
+                        ("WARN_AT", "0.5"), ("WARN_MODEL", "1")):  # fmt: skip
+        monkeypatch.setenv(f"BUDGETCONF_{name}", value)
+    code, out, _ = run(["explain", "--for", "smolagents"], capsys)
+    assert code == 0  # run() enforces them all; limits() refuses them: no keyword carries them
+    shown = out.partition("\nfor ")[2]
+    for field in ("tools.max_calls.web_search = 3", "loop.max_repeats = 3",
+                  "limits.warn_at = 0.5", "loop.warn_model = true"):  # fmt: skip
+        assert f"  limits() refuses  {field} from env:" in shown
+        assert f"  run() enforces    {field}, by the bridge: " in shown
+
+
 def test_a_budget_the_framework_cannot_enforce_is_shown_refused_and_fails(
     place: Place, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -39,16 +39,19 @@ class Outcome:
     status: str
     stop_reason: str
     limit_field: str | None
+    warned: tuple[str, ...] = ()  # the BudgetConfWarnings the run gave, in order
 
 
 @dataclass
 class Adder:
-    """The one tool: adds two numbers, counting its runs."""
+    """The one tool: adds two numbers, counting its runs; a negative ``a`` makes it fail."""
 
     runs: int = 0
 
     def __call__(self, a: int, b: int) -> int:
         self.runs += 1
+        if a < 0:
+            raise ValueError("a must not be negative")
         return a + b
 
 
@@ -84,6 +87,37 @@ def asking(calls: int = 1, *, same_id: bool = False) -> Callable[[int, dict[str,
 def once(n: int, body: dict[str, Any]) -> Reply:
     """A tool once, then the answer."""
     return asking()(n, body) if n == 1 else answer(body)
+
+
+def twice_thrice(n: int, body: dict[str, Any]) -> Reply:
+    """Two calls a response for three responses (six calls), then the answer."""
+    return asking(2)(n, body) if n <= 3 else answer(body)
+
+
+def the_same_call(a: int) -> Callable[[int, dict[str, Any]], Reply]:
+    """A model that asks for ``add(a, 1)`` every turn, with a new id each time: the same
+    call, with the same answer (or the same failure: ``add`` refuses a negative ``a``)."""
+
+    def respond(n: int, body: dict[str, Any]) -> Reply:
+        if not offered(body):
+            return reply("done", usage=(60, 40))
+        return reply(f"step {n}", calls=[(f"call_{n}", "add", {"a": a, "b": 1})], usage=(60, 40))
+
+    return respond
+
+
+#: the outcome of a framework whose run ends at a tool's first exception: one request, one run
+ENDS_AT_A_TOOL_ERROR = Outcome(1, 1, "failed", "error", None)
+
+
+def told(body: dict[str, Any]) -> bool:
+    """Whether a request's messages carry a budget warning (``loop.warn_model``)."""
+    return "turns used" in json.dumps(body.get("messages", []))
+
+
+def until_warned(n: int, body: dict[str, Any]) -> Reply:
+    """A tool every turn, until the model is told of a budget warning: then the answer."""
+    return answer(body) if told(body) else asking()(n, body)
 
 
 SERVER_ERROR = Failure(500, {"error": {"message": "the model is down", "type": "server_error"}})
@@ -144,6 +178,31 @@ SCENARIOS = [
     Scenario("2 s a reply", {"BUDGETCONF_TIMEOUT_SECONDS": "3"}, asking(), delay=2.0),
     Scenario(
         "one call id in every response", {"BUDGETCONF_MAX_TOOL_CALLS": "2"}, asking(same_id=True)
+    ),
+    Scenario(
+        "add three times allowed, the model asks six times",
+        {"BUDGETCONF_MAX_STEPS": "5", "BUDGETCONF_TOOLS_MAX_CALLS": "add=3"},
+        twice_thrice,
+    ),
+    Scenario(
+        "the same failing call every turn under max_repeats = 3",
+        {"BUDGETCONF_MAX_STEPS": "6", "BUDGETCONF_MAX_REPEATS": "3"},
+        the_same_call(-1),
+    ),
+    Scenario(
+        "the same call, the same answer every turn under max_repeats = 3",
+        {"BUDGETCONF_MAX_STEPS": "6", "BUDGETCONF_MAX_REPEATS": "3"},
+        the_same_call(1),
+    ),
+    Scenario(
+        "a limit for a tool the run does not have",
+        {"BUDGETCONF_MAX_STEPS": "5", "BUDGETCONF_TOOLS_MAX_CALLS": "serach=2"},
+        once,
+    ),
+    Scenario(
+        "warned at 60 % of the steps, and told",
+        {"BUDGETCONF_MAX_STEPS": "5", "BUDGETCONF_WARN_AT": "0.6", "BUDGETCONF_WARN_MODEL": "1"},
+        until_warned,
     ),
 ]
 
@@ -213,8 +272,9 @@ PRICED = [
 Driver = Callable[[str, budgetconf.Resolution, Adder, str], Any]
 
 
-def outcome(result: Any, requests: int, adder: Adder) -> Outcome:
-    """The `Outcome` of a run's result (a `RunResult` or a `BridgeResult`)."""
+def outcome(result: Any, requests: int, adder: Adder, warned: tuple[str, ...] = ()) -> Outcome:
+    """The `Outcome` of a run's result (a `RunResult` or a `BridgeResult`), which gave the
+    budget warnings ``warned``."""
     limit = result.limit
     return Outcome(
         requests,
@@ -222,6 +282,7 @@ def outcome(result: Any, requests: int, adder: Adder) -> Outcome:
         result.status.value,
         result.stop_reason,
         None if limit is None else limit["field"],
+        warned,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, drained, driver
+from helpers.conformance import ENDS_AT_A_TOOL_ERROR, KEY, MODEL, Adder, drained, driver
 
 
 def _agent(
@@ -33,7 +33,12 @@ def _agent(
     return create_agent(model, [add], middleware=middleware)
 
 
-@driver("langgraph_middleware", needs="langgraph")
+#: langgraph's ToolNode raises a tool's own exception again, which ends the graph's run
+RAISES = "langgraph's tool node raises a tool's exception again, which ends the run"
+DIFFERS = {"the same failing call every turn under max_repeats = 3": (ENDS_AT_A_TOOL_ERROR, RAISES)}
+
+
+@driver("langgraph_middleware", needs="langgraph", differs=DIFFERS)
 def with_middleware(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import langgraph
 
@@ -51,10 +56,19 @@ WITHOUT_MIDDLEWARE = {
     r" by langgraph: the shared ledger is drawn on before each model call",
     "a ledger's cost maximum at the fields' price": r"ledger\.url = sqlite:.* cannot be"
     r" drawn on by langgraph: the shared ledger is drawn on before each model call",
+    # BRIDGES.md: nor a call of a tool past its own limit
+    "add three times allowed, the model asks six times": r"tools\.max_calls\.add = 3 from"
+    r" env:BUDGETCONF_TOOLS_MAX_CALLS cannot be enforced by langgraph;",
+    "a limit for a tool the run does not have": r"tools\.max_calls\.serach = 2 from"
+    r" env:BUDGETCONF_TOOLS_MAX_CALLS cannot be enforced by langgraph;",
+    # nor edit one model call's input, where a warning would go
+    "warned at 60 % of the steps, and told": r"loop\.warn_model = true from"
+    r" env:BUDGETCONF_WARN_MODEL: langgraph gives the bridge no way to edit one model call's"
+    r" input;",
 }
 
 
-@driver("langgraph", needs="langgraph", refuses=WITHOUT_MIDDLEWARE)
+@driver("langgraph", needs="langgraph", refuses=WITHOUT_MIDDLEWARE, differs=DIFFERS)
 def without_middleware(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:
@@ -68,7 +82,7 @@ def without_middleware(
 _ASKED = {"messages": [{"role": "user", "content": "Add."}]}
 
 
-@driver("langgraph_middleware, streamed", needs="langgraph", streams=True)
+@driver("langgraph_middleware, streamed", needs="langgraph", streams=True, differs=DIFFERS)
 def with_middleware_streamed(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:
@@ -78,7 +92,13 @@ def with_middleware_streamed(
     return drained(langgraph.stream(agent, _ASKED, res, stream_mode=["messages", "updates"]))
 
 
-@driver("langgraph, streamed", needs="langgraph", streams=True, refuses=WITHOUT_MIDDLEWARE)
+@driver(
+    "langgraph, streamed",
+    needs="langgraph",
+    streams=True,
+    refuses=WITHOUT_MIDDLEWARE,
+    differs=DIFFERS,
+)
 def without_middleware_streamed(
     url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL
 ) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, drained, driver
+from helpers.conformance import ENDS_AT_A_TOOL_ERROR, KEY, MODEL, Adder, drained, driver
 
 #: what praisonaiagents reads when it makes its OpenAI client, at the run's first request;
 #: OPENAI_MAX_RETRIES=2 is the openai client's own default, as every driver's client has it
@@ -22,14 +22,19 @@ _ENV = {
 }
 
 
-@driver("praisonai", needs="praisonaiagents")
+#: praisonaiagents ends its chat when a tool raises
+RAISES = "praisonaiagents ends its chat when a tool raises"
+DIFFERS = {"the same failing call every turn under max_repeats = 3": (ENDS_AT_A_TOOL_ERROR, RAISES)}
+
+
+@driver("praisonai", needs="praisonaiagents", differs=DIFFERS)
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import praisonai
 
     return within(url, adder, model, lambda agent: praisonai.run(agent, "Add.", res))
 
 
-@driver("praisonai, streamed", needs="praisonaiagents", streams=True)
+@driver("praisonai, streamed", needs="praisonaiagents", streams=True, differs=DIFFERS)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import praisonai
 

@@ -8,7 +8,13 @@ from typing import Any
 
 import budgetconf
 
-from helpers.conformance import KEY, MODEL, Adder, drained, driver
+from helpers.conformance import ENDS_AT_A_TOOL_ERROR, KEY, MODEL, Adder, drained, driver
+
+#: pydantic-ai feeds back only a tool's ModelRetry: any other exception ends the run
+RAISES = (
+    "pydantic-ai feeds a tool's ModelRetry back to the model, and any other exception ends the run"
+)
+DIFFERS = {"the same failing call every turn under max_repeats = 3": (ENDS_AT_A_TOOL_ERROR, RAISES)}
 
 
 def _agent(url: str, adder: Adder, model: str) -> Any:
@@ -29,14 +35,20 @@ def _agent(url: str, adder: Adder, model: str) -> Any:
     return agent
 
 
-@driver("pydantic_ai", needs="pydantic_ai", prices_itself=True)
+@driver("pydantic_ai", needs="pydantic_ai", prices_itself=True, differs=DIFFERS)
 def run(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import pydantic_ai
 
     return pydantic_ai.run(_agent(url, adder, model), "Add.", res)
 
 
-@driver("pydantic_ai, streamed", needs="pydantic_ai", streams=True, prices_itself=True)
+@driver(
+    "pydantic_ai, streamed",
+    needs="pydantic_ai",
+    streams=True,
+    prices_itself=True,
+    differs=DIFFERS,
+)
 def stream(url: str, res: budgetconf.Resolution, adder: Adder, model: str = MODEL) -> Any:
     from budgetconf.integrations import pydantic_ai
 

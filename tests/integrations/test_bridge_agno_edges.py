@@ -221,6 +221,11 @@ def test_a_tool_call_budget_with_a_tool_the_provider_runs_is_refused() -> None:
         hosted.tools = [*own, {"type": "web_search_preview"}]
         with pytest.raises(budgetconf.UsageError, match=r"limits\.max_tool_calls = 2 .*web_search"):
             bridge.run(hosted, "add", env(max_tool_calls="2"))
+        # each budget that needs every call seen: a tool's own limit, the repeats of a call
+        with pytest.raises(budgetconf.UsageError, match=r"tools\.max_calls\.add = 2 .*web_search"):
+            bridge.run(hosted, "add", env(tools_max_calls="add=2"))
+        with pytest.raises(budgetconf.UsageError, match=r"loop\.max_repeats = 3 .*web_search"):
+            bridge.run(hosted, "add", env(max_repeats="3"))
         assert bridge.run(hosted, "add", env(max_steps="1")).stop_reason == "max_steps"
 
 

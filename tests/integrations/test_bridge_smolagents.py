@@ -568,6 +568,10 @@ def test_a_code_agents_tool_calls_are_out_of_sight_and_refused() -> None:
     )
     with pytest.raises(budgetconf.UsageError, match=r"^loop\.max_tool_calls_per_turn = 4 from"):
         run(code, "go", env(max_tool_calls_per_turn="4"))
+    with pytest.raises(budgetconf.UsageError, match=r"^tools\.max_calls\.add = 1 from .*CodeAgent"):
+        run(code, "go", env(tools_max_calls="add=1"))
+    with pytest.raises(budgetconf.UsageError, match=r"^loop\.max_repeats = 2 from .*CodeAgent"):
+        run(code, "go", env(max_repeats="2"))
 
 
 def test_a_code_agents_per_response_cap_set_by_the_policy_is_refused_even_to_warn(

@@ -7,11 +7,14 @@ request."""
 from __future__ import annotations
 
 import re
+import warnings
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from budgetconf.errors import BudgetConfWarning
 
 from helpers import DOCS
 from helpers.chat_server import serving
@@ -57,6 +60,32 @@ EXPECTED = {
     "one call id in every response": Outcome(
         3, 2, "truncated", "max_tool_calls", "limits.max_tool_calls"
     ),
+    "add three times allowed, the model asks six times": Outcome(4, 3, "ok", "completed", None),
+    "the same failing call every turn under max_repeats = 3": Outcome(
+        3, 3, "truncated", "no_progress", "loop.max_repeats"
+    ),
+    "the same call, the same answer every turn under max_repeats = 3": Outcome(
+        3, 3, "truncated", "no_progress", "loop.max_repeats"
+    ),
+    "a limit for a tool the run does not have": Outcome(
+        2,
+        1,
+        "ok",
+        "completed",
+        None,
+        (
+            "tools.max_calls.serach = 2 from env:BUDGETCONF_TOOLS_MAX_CALLS: the run has no"
+            " tool named 'serach' (its tools: add)",
+        ),
+    ),
+    "warned at 60 % of the steps, and told": Outcome(
+        4,
+        3,
+        "ok",
+        "completed",
+        None,
+        ("budget warning: 3 of 5 turns used: loop.max_steps = 5 from env:BUDGETCONF_MAX_STEPS",),
+    ),
 }
 
 
@@ -65,14 +94,19 @@ def run(scenario: Scenario, name: str, tmp_path: Path) -> tuple[Any, Outcome]:
     streams each request (`STREAMS`) streamed every one."""
     adder = Adder()
     drive = executor if name == "executor" else DRIVERS[name]
-    with serving(scenario.respond, delay=scenario.delay) as chat:
+    with (
+        serving(scenario.respond, delay=scenario.delay) as chat,
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always", BudgetConfWarning)
         budget = scenario.budget(tmp_path)
         result = drive(chat.url, budget, adder, scenario.model)
         requests = len(chat.received)
     if name in STREAMS:
         streamed = [r.body.get("stream") for r in chat.received]
         assert all(s is True for s in streamed), streamed
-    return result, outcome(result, requests, adder)
+    warned = tuple(str(w.message) for w in caught if issubclass(w.category, BudgetConfWarning))
+    return result, outcome(result, requests, adder, warned)
 
 
 def play(scenario: Scenario, name: str, tmp_path: Path) -> Outcome:

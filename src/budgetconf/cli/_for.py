@@ -91,4 +91,7 @@ def _table(described: dict[str, Any], out: TextIO) -> None:
 
 
 def _shown(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+    """A keyword's or a budget's value as the explain table shows values (``true``)."""
+    if isinstance(value, dict | bool):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

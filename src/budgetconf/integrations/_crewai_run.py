@@ -118,7 +118,8 @@ class Watch:
         scope.__exit__(None, None, None)
         raw = context.raw_tool_result
         failed = isinstance(raw, str) and raw == context.tool_result and raw.startswith(_ERROR)
-        self.bridged.tool_ended(call, RuntimeError(raw[len(_ERROR) :]) if failed else None)
+        error = RuntimeError(raw[len(_ERROR) :]) if failed else None
+        self.bridged.tool_ended(call, error, context.tool_result)
         return None
 
     # -- what the lent LLM reports ------------------------------------------------------------

@@ -46,6 +46,7 @@ class Framework:
         "knobs",
         "ledger",
         "name",
+        "notices",
         "package",
         "reports_cost",
     )
@@ -65,6 +66,7 @@ class Framework:
         reports_cost: bool = False,
         instrumented_by: tuple[str, ...] = (),
         imports: str | None = None,
+        notices: bool = True,
     ) -> None:
         self.name = name  # the module's last name, and a result's ``framework``
         self.package = package  # on the package index
@@ -85,6 +87,9 @@ class Framework:
         # the instrumentations ("module:Instrumentor") that trace its model and tool calls: while
         # one is active, the run's span is budgetconf's only span (docs/telemetry.md)
         self.instrumented_by = instrumented_by
+        # whether the bridge can edit one model call's input: the last-turn notice, and the
+        # warnings loop.warn_model sends in its place
+        self.notices = notices
 
     def __repr__(self) -> str:
         return f"Framework({self.name!r})"
@@ -184,6 +189,11 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " a spent budget stops the next call",
                 _B.TIMEOUT_SECONDS: "a deadline that cancels the run, and the Meter's checks"
                 " before each call and batch",
+                _B.MAX_CALLS_BY_TOOL: "each function tool's wrapper answers a tool's calls past"
+                " its own limit (tools.max_calls) as not executed, and the run goes on",
+                _B.MAX_REPEATS: "each function tool's wrapper sees each call's result: the same"
+                " call with the same result max_repeats times in a row stops the run before its"
+                " next model call",
             },
             conflicting=("max_turns",),
             keywords=_openai_agents,
@@ -215,6 +225,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " streamed states), priced at {price}; a spent budget stops the next model call",
                 _B.TIMEOUT_SECONDS: "a deadline checked before each model call and each"
                 " response's tools (arun() also cancels a step still running)",
+                _B.MAX_CALLS_BY_TOOL: "with middleware(), its wrap_tool_call answers a tool's"
+                " calls past its own limit (tools.max_calls) as not executed, and the run goes"
+                " on; any other graph refuses it",
+                _B.MAX_REPEATS: "each tool message (middleware(), or the streamed states): the"
+                " same call with the same result max_repeats times in a row stops the run"
+                " before its next model call",
             },
             conflicting=("recursion_limit",),
             keywords=_langgraph,
@@ -244,6 +260,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " at {price}; a spent budget stops the next call",
                 _B.TIMEOUT_SECONDS: "the agent's model, wrapped: checked before each call and"
                 " each response's tools; a call still running at the deadline is abandoned",
+                _B.MAX_CALLS_BY_TOOL: "a ToolCallingAgent's tools, wrapped, answers a tool's"
+                " calls past its own limit (tools.max_calls) as not executed, and the run goes"
+                " on",
+                _B.MAX_REPEATS: "a ToolCallingAgent's tools, wrapped, sees each call's result:"
+                " the same call with the same result max_repeats times in a row stops the run"
+                " before its next model call",
             },
             conflicting=("max_steps",),
             keywords=_smolagents,
@@ -271,6 +293,11 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
             bridged={
                 _B.MAX_TOOL_CALLS_PER_TURN: "the wrapped toolset: a response over it rejected"
                 " whole (or truncated), each call answered, and the run goes on",
+                _B.MAX_CALLS_BY_TOOL: "the wrapped toolset answers a tool's calls past its own"
+                " limit (tools.max_calls) as not executed, and the run goes on",
+                _B.MAX_REPEATS: "the wrapped toolset sees each call's result: the same call with"
+                " the same result max_repeats times in a row stops the run before its next"
+                " model call",
             },
             conflicting=("usage_limits", "timeout"),
             keywords=_pydantic_ai,
@@ -299,6 +326,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " {price}",
                 _B.TIMEOUT_SECONDS: "a deadline that abandons a model request or a tool in"
                 " flight, checked too before each model call",
+                _B.MAX_CALLS_BY_TOOL: "the agent's execute_tool, lent for the run, answers a"
+                " tool's calls past its own limit (tools.max_calls) as not executed, and the"
+                " run goes on",
+                _B.MAX_REPEATS: "the agent's execute_tool, lent for the run, sees each call's"
+                " result: the same call with the same result max_repeats times in a row stops"
+                " the run before its next model call",
             },
             conflicting=("execution",),
             keywords=_praisonai,
@@ -326,6 +359,12 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " lent for the run)",
                 _B.MAX_COST_USD: "the usage of each response the agent's LLM reports (a copy of"
                 " it, lent for the run), priced at {price}",
+                _B.MAX_CALLS_BY_TOOL: "its before_tool_call and after_tool_call hooks answers a"
+                " tool's calls past its own limit (tools.max_calls) as not executed, and the"
+                " run goes on",
+                _B.MAX_REPEATS: "its before_tool_call and after_tool_call hooks sees each call's"
+                " result: the same call with the same result max_repeats times in a row stops"
+                " the run before its next model call",
             },
             conflicting=("max_iter", "max_execution_time"),
             keywords=_crewai,
@@ -361,6 +400,11 @@ FRAMEWORKS: Final[Mapping[str, Framework]] = {
                 " a spent budget stops the next model call",
                 _B.TIMEOUT_SECONDS: "a deadline that abandons a model call in flight (not a"
                 " streamed one), checked too before each model call and each response's tools",
+                _B.MAX_CALLS_BY_TOOL: "the bridge's tool hook answers a tool's calls past its own"
+                " limit (tools.max_calls) as not executed, and the run goes on",
+                _B.MAX_REPEATS: "the bridge's tool hook sees each call's result: the same call"
+                " with the same result max_repeats times in a row stops the run before its next"
+                " model call",
             },
             conflicting=("tool_call_limit",),
             keywords=_agno,

@@ -170,7 +170,7 @@ class GraphRun:
         if name is None or name not in self.tools:
             return
         if getattr(message, "status", None) != "error":
-            self.bridged.tool(call_id, name, _nothing)
+            self.bridged.tool(call_id, name, lambda: text_of(message))  # it has run already
             return
         with contextlib.suppress(ToolFailed):  # it failed in the tool node: so it is told
             self.bridged.tool(call_id, name, _raiser(ToolFailed(text_of(message))))
@@ -198,10 +198,6 @@ def _raiser(exc: BaseException) -> Any:
         raise exc
 
     return invoke
-
-
-def _nothing() -> None:
-    """A call the graph's tool node has run already: nothing is left to run."""
 
 
 def graph_model(bound: list[Any]) -> AgentModel:

@@ -166,9 +166,17 @@ class Bridged:
 
     # -- the tool calls --------------------------------------------------------------------
 
-    def tool(self, call_id: str | None, name: str, invoke: Callable[[], Any]) -> Any:
+    def tool(
+        self,
+        call_id: str | None,
+        name: str,
+        invoke: Callable[[], Any],
+        seen: Callable[[Any], object] | None = None,
+    ) -> Any:
         """Run ``invoke`` (the tool the framework called) if the plan runs the call, else its
-        answer; what the tool returns or raises is the framework's."""
+        answer; what the tool returns or raises is the framework's. ``seen`` gives, of what
+        ``invoke`` returned, what the tool itself returned (without what the framework
+        added), which `loop.max_repeats` compares."""
         call = self.tool_started(call_id, name)
         if isinstance(call, str):
             return call
@@ -178,7 +186,7 @@ class Bridged:
         except BaseException as exc:
             self.tool_ended(call, exc)
             raise
-        self.tool_ended(call, None)
+        self.tool_ended(call, None, value if seen is None else seen(value))
         return value
 
     async def atool(
@@ -194,13 +202,14 @@ class Bridged:
         except BaseException as exc:
             self.tool_ended(call, exc)
             raise
-        self.tool_ended(call, None)
+        self.tool_ended(call, None, value)
         return value
 
-    def tool_ended(self, call: Call, error: BaseException | None) -> None:
-        """The call `tool_started` started returned, or raised ``error``."""
+    def tool_ended(self, call: Call, error: BaseException | None, value: object = None) -> None:
+        """The call `tool_started` started returned ``value``, or raised ``error``."""
+        content = getattr(value, "content", None)  # a message, as LangChain's tool node's
         with self.lock:
-            self.meter.tool_returned(call, error)
+            self.meter.tool_returned(call, error, content if isinstance(content, str) else value)
 
     def tool_started(self, call_id: str | None, name: str) -> Call | str:
         """The call to run, started; or the answer to give the framework in its place: what

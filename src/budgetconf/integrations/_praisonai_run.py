@@ -101,6 +101,12 @@ class Offered:
             return True
         return isinstance(name, str) and self.folded.get(_fold(name)) == 1
 
+    def __iter__(self) -> Iterator[str]:  # the agent's own names, which a run's limits name
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
 
 def _fold(name: str) -> str:
     return name.lower().replace("_", "").replace("-", "").replace(" ", "")
@@ -259,7 +265,7 @@ class Watch:
                 return result
 
             try:
-                return bridged.tool(tool_call_id, function_name, invoke)
+                return bridged.tool(tool_call_id, function_name, invoke, _unguarded)
             except ToolError as failed:
                 return failed.result
             except Deadline as exc:
@@ -408,3 +414,20 @@ def _text(answer: object) -> str:
     if answer is None:
         return ""
     return answer if isinstance(answer, str) else str(answer)
+
+
+#: how praisonaiagents adds its loop guard's notice to a tool's text (tool_execution.py)
+_GUARD_TEXT = "\n\n[loop-guard] "
+
+
+def _unguarded(result: Any) -> Any:
+    """What the tool itself returned, without the notice praisonaiagents' loop guard adds to
+    the result of a call it has seen repeat (a suffix of text, a key of a dict, or a dict
+    around any other value)."""
+    if isinstance(result, str):
+        return result.partition(_GUARD_TEXT)[0]
+    if isinstance(result, dict) and "_loop_guard" in result:
+        if set(result) == {"value", "_loop_guard"}:
+            return result["value"]
+        return {k: v for k, v in result.items() if k != "_loop_guard"}
+    return result

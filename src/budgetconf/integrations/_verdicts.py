@@ -48,11 +48,28 @@ def verdicts(
     ``unpriced`` (``prices.unknown = refuse``: `unenforced=` does not change it).
     """
     costs = _Costs(framework, budget, model, provider) if through == "run" else None
+    limits = [*budget.limits.values(), *budget.tools.values()]  # each tool's own limit too
     found = [
-        {**limit.to_dict(), "budget": name, **_verdict(framework, limit, through, costs)}
-        for name, limit in budget.limits.items()
+        {**limit.to_dict(), "budget": limit.budget, **_verdict(framework, limit, through, costs)}
+        for limit in limits
     ]
+    found += [_warning(framework, limit, through) for limit in budget.warnings.values()]
     return found + _ledger_verdicts(framework, budget, through, costs)
+
+
+def _warning(framework: Framework, limit: Limit, through: str) -> dict[str, Any]:
+    """How ``limit.warn_at`` or ``loop.warn_model`` is taken: by the Meter in `run()`; the
+    model told only where the bridge can edit one call's input."""
+    verdict = {**limit.to_dict(), "budget": limit.budget}
+    if through == "limits":
+        return {**verdict, **_refused(limit, f" cannot be given to {framework.package}'s keywords")}
+    if limit.budget == "warn_model" and not framework.notices:
+        what = f": {framework.package} gives the bridge no way to edit one model call's input"
+        return {**verdict, **_refused(limit, what)}
+    how = "budget_warning events and a BudgetConfWarning, from the Meter's counts"
+    if limit.budget == "warn_model":
+        how = "the warnings go with the next model call, in the last-turn notice's place"
+    return {**verdict, "enforced_by": "bridge", "how": how}
 
 
 def _verdict(

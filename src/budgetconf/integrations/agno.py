@@ -313,13 +313,16 @@ def _refuse_unseen(agent: Any) -> None:
 
 
 def _refuse_hosted(agent: Any, budget: Budget) -> None:
-    """A tool-call budget (set, not by its default) on an agent with a tool its model's
-    provider runs (a dict in ``tools``): refused, as those calls pass no hook of agno's."""
+    """A budget on tool calls (set, not by its default: the tool-call budgets, each tool's
+    own limit, ``loop.max_repeats``) on an agent with a tool its model's provider runs (a
+    dict in ``tools``): refused, as those calls pass no hook of agno's."""
     hosted = [t for t in agent.tools or () if isinstance(t, dict)]
     if not hosted:
         return
-    for field in ("max_tool_calls", "max_tool_calls_per_turn"):
-        cap = budget.limits.get(field)
+    caps = [
+        budget.limits.get(n) for n in ("max_tool_calls", "max_tool_calls_per_turn", "max_repeats")
+    ]
+    for cap in [*caps, *budget.tools.values()]:  # each a budget that needs every call seen
         if cap is not None and cap.source != "default":
             raise UsageError(
                 f"{cap.field} = {cap.shown()} from {cap.locator} cannot be enforced by agno for"

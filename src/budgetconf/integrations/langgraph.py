@@ -118,10 +118,13 @@ _UNDRAWN = Framework(
     extra="langgraph",
     knobs=_FRAMEWORK.knobs,
     bridged={
-        n: how for n, how in _FRAMEWORK.bridged.items() if n != BudgetName.MAX_TOOL_CALLS_PER_TURN
+        n: how
+        for n, how in _FRAMEWORK.bridged.items()
+        if n not in (BudgetName.MAX_TOOL_CALLS_PER_TURN, BudgetName.MAX_CALLS_BY_TOOL)
     },
     conflicting=_FRAMEWORK.conflicting,
     keywords=_FRAMEWORK.keywords,
+    notices=False,
 )
 #: the class attribute that marks a middleware as the bridge's
 _MARK = "budgetconf_meter"
@@ -454,14 +457,16 @@ def _counted(budget: Budget, model: object, unenforced: Unenforced) -> Budget:
 def _unbridged(budget: Budget) -> Budget:
     """The budget a graph without the middleware runs on: without what nothing can enforce
     there and was let through (the default per-response cap; one warned about) or warned
-    about (the shared ledger)."""
+    about (the shared ledger, each tool's own limit, telling the model of a warning)."""
     from dataclasses import replace
 
     cap = BudgetName.MAX_TOOL_CALLS_PER_TURN
-    if cap not in budget.limits and budget.ledger is None:
+    bare = cap not in budget.limits and budget.ledger is None
+    if bare and not budget.tools and not budget.warn_model:
         return budget
     kept = {n: limit for n, limit in budget.limits.items() if n != cap}
-    return replace(budget, limits=kept, ledger=None)
+    warnings = {n: limit for n, limit in budget.warnings.items() if n != "warn_model"}
+    return replace(budget, limits=kept, ledger=None, tools={}, warnings=warnings)
 
 
 def _found(graph: Any) -> tuple[list[Any], set[str], int, list[Any]]:

@@ -304,9 +304,9 @@ def _refuse_unseen(agent: Any, budget: Budget, gated: bool, unenforced: Unenforc
     """Refuse (or warn about) budgets this agent would spend where the bridge cannot see."""
     found = []
     policed = False
-    if not gated:
-        for field in ("max_tool_calls", "max_tool_calls_per_turn"):
-            cap = budget.limits.get(field)
+    if not gated:  # each budget that needs every call seen, a tool's own limit among them
+        fields = ("max_tool_calls", "max_tool_calls_per_turn", "max_repeats")
+        for cap in [*(budget.limits.get(f) for f in fields), *budget.tools.values()]:
             if cap is None or cap.source == "default":
                 continue
             policed = policed or cap.source == "policy"
