@@ -1,16 +1,20 @@
-"""Events files for the report's tests, written from real runs of the executor."""
+"""Events files for the report's tests, written from real runs of the executor, and the page
+read back as a browser's parser reads it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from budgetconf import Resolution, resolve
+import pytest
+
+from budgetconf import BudgetConfWarning, Resolution, resolve
 from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel
 
-from helpers.loops import Echo, answer, budget, calls, usage
+from helpers.loops import Echo, answer, budget, call, calls, usage
 
 #: every budget the executor enforces, each set, so that the page draws each chart
 ALL_BUDGETS = budget(
@@ -94,3 +98,75 @@ def write_events(path: Path, *results: RunResult, extra: str = "") -> Path:
     """The runs' events appended to one file, as `budgetconf run --events` appends them."""
     path.write_text("".join(lines(r.events) for r in results) + extra, encoding="utf-8")
     return path
+
+
+class Page(HTMLParser):
+    """A page's elements (tag and attributes) and its text, as a browser's parser sees them."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.texts: list[str] = []
+        self.feed(markup)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.texts.append(data)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+    def having(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
+        return [
+            a
+            for t, a in self.elements
+            if t == tag and all(a.get(k.rstrip("_")) == v for k, v in attrs.items())
+        ]
+
+    def with_class(self, tag: str, name: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.elements if t == tag and name in (a.get("class") or "").split()]
+
+
+def search(q: str) -> str:
+    """A web search that finds nothing, whatever it is asked."""
+    return f"nothing for {q}"
+
+
+def limited_run() -> RunResult:
+    """Two tools with limits of their own, each asked for every turn: web_search twice a
+    response (3 allowed: turn 2 runs one, turn 3 none), fetch once (3 of 5 run)."""
+    asked = {
+        "tool_calls": [
+            call("web_search", q="budgets"),
+            call("web_search", q="limits"),
+            call("fetch", q="a page"),
+        ]
+    }
+    model = ScriptedModel([asked, asked, asked, answer("nothing found")], record=False)
+    fields = {**budget(max_steps=6), "tools.max_calls": {"web_search": 3, "fetch": 5}}
+    tools: dict[str, Callable[..., Any]] = {"web_search": search, "fetch": search, "echo": Echo()}
+    return LoopExecutor(model, tools, fields).run("go")
+
+
+def watched_run() -> RunResult:
+    """A run that has every watch: web_search's own limit of 2 (reached in turn 2, a call past
+    it in turn 3), warnings at half of each limit (web_search in turn 1; tokens and turns in
+    turn 4), and an echo of the same text that gives the same answer in four turns running:
+    stopped in turn 4, no progress, by loop.max_repeats = 3."""
+    asked = {
+        "tool_calls": [call("web_search", q="budgets"), call("echo", text="again")],
+        "usage": {"total_tokens": 150},
+    }
+    model = ScriptedModel([asked], record=False)
+    fields = {
+        **budget(max_steps=8, max_tokens=1000),
+        "tools.max_calls": {"web_search": 2},
+        "loop.max_repeats": 3,
+        "limits.warn_at": 0.5,
+    }
+    with pytest.warns(BudgetConfWarning, match="budget warning"):
+        return LoopExecutor(model, {"web_search": search, "echo": Echo()}, fields).run("go")

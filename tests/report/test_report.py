@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from budgetconf.loop import LoopExecutor, RunResult, ScriptedModel, current_run
 from conftest import Place
 from helpers.loops import Echo, answer, budget, call, calls
 from helpers.reports import (
+    Page,
     completed_run,
     lines,
     long_run,
@@ -31,37 +31,6 @@ from helpers.reports import (
     stopped_run,
     write_events,
 )
-
-
-class Page(HTMLParser):
-    """A page's elements (tag and attributes) and its text, as a browser's parser sees them."""
-
-    def __init__(self, markup: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.elements: list[tuple[str, dict[str, str | None]]] = []
-        self.texts: list[str] = []
-        self.feed(markup)
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.elements.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.texts.append(data)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.texts)
-
-    def having(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
-        return [
-            a
-            for t, a in self.elements
-            if t == tag and all(a.get(k.rstrip("_")) == v for k, v in attrs.items())
-        ]
-
-    def with_class(self, tag: str, name: str) -> list[dict[str, str | None]]:
-        return [a for t, a in self.elements if t == tag and name in (a.get("class") or "").split()]
 
 
 def report(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -457,6 +426,13 @@ def test_the_report_page_shows_what_the_commands_print(
     cells = re.findall(r"<tr data-part[^>]*>(.*?)</tr>", cost)
     drawn = [[Page(c).text for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in cells]
     assert drawn == table
+    # the tool's bar and the no-progress stop, as "A tool's own limit" quotes them
+    watched = (DOCS / "report.md").read_text(encoding="utf-8").split("## A tool's own limit")[1]
+    quoted = re.findall(r"\*([^*]+)\*", watched.split("## ")[0].split("```")[-1])
+    assert len(quoted) == 2
+    page = Page((place.work / "watched.html").read_text(encoding="utf-8"))
+    for said in quoted:
+        assert " ".join(said.split()) in page.text
 
 
 def test_the_report_knows_the_loop_only_by_its_events() -> None:

@@ -27,7 +27,14 @@ from budgetconf.cli import main
 
 from conftest import Place
 from helpers import DOCS
-from helpers.reports import completed_run, from_environment, stopped_run, write_events
+from helpers.reports import (
+    completed_run,
+    from_environment,
+    limited_run,
+    stopped_run,
+    watched_run,
+    write_events,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -68,8 +75,8 @@ class Opened:
     dialogs: list[str] = field(default_factory=list)
 
 
-def opened(browser: Any, path: Path) -> Opened:
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
+def opened(browser: Any, path: Path, width: int = 1100) -> Opened:
+    context = browser.new_context(viewport={"width": width, "height": 900})
     seen = Opened(context.new_page())
 
     def record(route: Any) -> None:
@@ -171,7 +178,13 @@ def _hostile_lines(good_run: Any) -> str:
         if event["type"] == "run_started":
             event["limits"] = {next(evil): next(evil), "max_tokens": 1e300}
             event["budgets"] = {"max_tokens": {"field": next(evil), "locator": "x" * 100_000}}
+            event["tools"] = {h: {"field": h, "value": 2, "source": h} for h in HOSTILE}
         events.append(json.dumps(event))
+        if event["type"] == "model_response":  # a warning and a tool's calls past its limit
+            stamp = {"run_id": event["run_id"], "time": event["time"], "turn": event["turn"]}
+            for h in HOSTILE:
+                events.append(json.dumps({"type": "budget_warning", **stamp, "field": h}))
+                events.append(json.dumps({"type": "tool_limited", **stamp, "name": h, "ids": [h]}))
     return "\n".join(events) + "\n"
 
 
@@ -182,8 +195,9 @@ def test_a_hostile_events_file_executes_nothing_and_breaks_nothing(
     holds, each bad line is one line on stderr, and the good runs are still shown."""
     good = completed_run()
     hostile = completed_run()
+    held = _hostile_lines(hostile)
     text = (
-        _hostile_lines(hostile)
+        held
         + "<script>window.pwned=5</script>\n"
         + write_events(place.work / "good.jsonl", good).read_text()
         + '{"type": "model_response", "turn": 1, "content": "<script>window.pwned=6</scr'
@@ -193,7 +207,7 @@ def test_a_hostile_events_file_executes_nothing_and_breaks_nothing(
     assert report(events) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2
-    assert err[0].startswith(f"{events}:{len(hostile.events) + 1}: not JSON: ")
+    assert err[0].startswith(f"{events}:{held.count(chr(10)) + 1}: not JSON: ")
     assert err[1].endswith("(the file ends inside the line: cut short?)")
     seen = opened(browser, place.work / "hostile.html")
     page = seen.page
@@ -209,6 +223,10 @@ def test_a_hostile_events_file_executes_nothing_and_breaks_nothing(
     shown = runs.first.locator(".stop .message").inner_text()
     assert shown in [escape(h, keep="") for h in HOSTILE]  # as text, controls visible
     assert page.locator("body").is_visible()
+    assert runs.first.locator("svg.chart.tool").count() == len(HOSTILE)
+    responses = [e for e in hostile.events if e["type"] == "model_response"]
+    warned = runs.first.locator("table.warnings tr[data-field]")
+    assert warned.count() == len(HOSTILE) * len(responses)
     assert page.locator("section.problems li").count() == 2
     assert seen.requests == [(place.work / "hostile.html").as_uri()]
     assert seen.errors == []
@@ -450,3 +468,76 @@ def test_a_priced_runs_cost_section_fits_and_runs_nothing(
     if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
         page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/priced-{width}.png", full_page=True)
     context.close()
+
+
+_TOOL_GEOMETRY = """svg => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width}; };
+  const seen = e => { const r = e.getBoundingClientRect();
+    return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === e; };
+  const ran = svg.querySelector('rect.bar'), past = svg.querySelector('rect.bar-limited');
+  const limit = svg.querySelector('line.limit');
+  return {svg: box(svg), ran: ran && {...box(ran), seen: seen(ran)},
+          past: past && {...box(past), seen: seen(past)},
+          limit: limit && box(limit),
+          label: [...svg.querySelectorAll('text')].map(t => t.textContent)};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_watched_run_shows_its_tool_bars_warnings_and_no_progress_stop(
+    width: int, browser: Any, place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run with a tool's own limit, warnings at half of each limit and a no-progress stop,
+    at a laptop's and a phone's width: the stop names loop.max_repeats, each tool's bar shows
+    what ran and what was answered past the limit side by side, neither hidden, the limit's
+    line where they meet; every timeline chart draws the warnings and the stop; no cell
+    breaks mid-word, the page is no wider than the window, and it asks for nothing."""
+    watched, limited = watched_run(), limited_run()
+    events = write_events(place.work / "watched.jsonl", watched, limited)
+    assert report(events) == 0
+    capsys.readouterr()
+    seen = opened(browser, place.work / "watched.html", width)
+    page = seen.page
+    first = page.locator("section.run").first
+    assert first.locator(".stop .message").inner_text() == watched.message
+    note = first.locator(".stop .no-progress")
+    assert note.is_visible()
+    assert note.inner_text().startswith("No progress (loop.max_repeats = 3): ")
+    timelines = first.locator("svg.chart:not(.tool)")
+    assert timelines.count() == 3  # turns, tokens, calls per response
+    for i in range(timelines.count()):
+        chart = timelines.nth(i)
+        assert chart.locator("line.mark-warning").count() == 2  # turns 1 and 4
+        assert chart.locator("line.mark-stop").count() == 1
+        titles = chart.locator("line.mark-warning title").all_text_contents()
+        assert titles[0] == "turn 1: budget warning: tools.max_calls.web_search: 1 of 2 used (50%)"
+    assert first.locator("table.warnings tr[data-field]").count() == 3
+    second = page.locator("section.run").nth(1)
+    for run, tool, shown in ((first, "web_search", 2), (second, "web_search", 3)):
+        chart = run.locator(f'svg.chart.tool[data-tool="{tool}"]')
+        chart.scroll_into_view_if_needed()
+        box = chart.evaluate(_TOOL_GEOMETRY)
+        assert box["svg"]["width"] > min(300, width - 60)
+        assert box["ran"]["seen"]
+        assert box["past"]["seen"]
+        assert abs(box["past"]["left"] - box["ran"]["right"]) < 1
+        assert abs(box["limit"]["left"] + box["limit"]["width"] / 2 - box["ran"]["right"]) < 2
+        assert f"limit {shown}" in box["label"]
+    caption = second.locator("figure.tool figcaption").nth(1).inner_text()
+    assert (
+        caption
+        == "web_search: 3 of 3 calls ran, 3 not executed past it (tools.max_calls.web_search)"
+    )
+    fetch = second.locator('svg.chart.tool[data-tool="fetch"]').evaluate(_TOOL_GEOMETRY)
+    assert fetch["past"] is None
+    assert fetch["limit"]["left"] > fetch["ran"]["right"] + 10  # 3 of 5: room left
+    breaks = page.evaluate(_BREAKS)
+    mid_word = [pair for pair in breaks["breaks"] if not (pair[0] in " _./-" or pair[1] == " ")]
+    assert mid_word == []
+    assert breaks["wide"] <= breaks["view"]
+    assert seen.requests == [(place.work / "watched.html").as_uri()]
+    assert [m for m in seen.console if m[0] in ("error", "warning")] == []
+    assert seen.errors == []
+    if os.environ.get("REPORT_SHOTS"):  # pragma: no cover - to look at by hand
+        page.screenshot(path=f"{os.environ['REPORT_SHOTS']}/watched-{width}.png", full_page=True)

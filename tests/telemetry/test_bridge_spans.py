@@ -4,6 +4,7 @@ span events and metrics as the executor's in the scenarios of the conformance su
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
+
+from budgetconf import BudgetConfWarning
 
 from .conftest import Traced
 from helpers.chat_server import serving
@@ -32,13 +35,17 @@ if find_spec("agents") is not None:  # its runs leave a loop and tracing to put 
     from helpers.agents_double import _default_loop_closed, _no_tracing  # noqa: F401  (fixtures)
 
 #: the scenarios whose traces differ in kind: a tool, a step stop, calls over the per-turn
-#: cap, a failed run, a ledger's maximum
+#: cap, a failed run, a ledger's maximum, calls past a tool's own limit, a stop for no
+#: progress, a budget warning
 TRACED = (
     "a tool once, then an answer",
     "always a tool",
     "three calls a response, two allowed",
     "server errors from the second",
     "100 tokens a reply, a ledger's maximum",
+    "add three times allowed, the model asks six times",
+    "the same call, the same answer every turn under max_repeats = 3",
+    "warned at 60 % of the steps, and told",
 )
 #: what differs from run to run: the ids
 IDS = {"budgetconf.run.id", "gen_ai.conversation.id", "gen_ai.tool.call.id"}
@@ -126,7 +133,11 @@ def traced_run(
 ) -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[Any, ...]]]]:
     on = replace(scenario, env={**scenario.env, "BUDGETCONF_OTEL": "true"})
     tmp_path.mkdir()
-    with serving(on.respond, delay=on.delay) as chat:
+    with (
+        serving(on.respond, delay=on.delay) as chat,
+        warnings.catch_warnings(),  # a budget warning's, which the conformance suite checks
+    ):
+        warnings.simplefilter("ignore", BudgetConfWarning)
         drive(chat.url, on.budget(tmp_path), Adder(), on.model)
     # the run's span was current in the caller's context, and is no more: a run that ended
     # inside its framework (a hook that decided the stop) gave the context back as it returned

@@ -3,9 +3,11 @@
 A chart is what one budget used turn by turn, against its limit: a line for
 what accumulates (turns, tokens, cost, tool calls, time), bars for the calls
 each response asked for (against the per-response cap). Marks show the turn
-of the last-turn notice and the responses rejected or cut at the cap. A long
-run's series is sampled down to `MAX_POINTS`, and its marks to one per pixel
-column, so the page stays small whatever the run's length.
+of the last-turn notice, of each budget warning and of the stop, and the
+responses rejected or cut at the cap. A long run's series is sampled down to
+`MAX_POINTS`, and its marks to one per pixel column, so the page stays small
+whatever the run's length. A tool with a limit of its own is one bar
+(`ToolBar`): its calls that ran against the limit, then those answered past it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 20, 14, 30
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A turn the chart points out: ``kind`` is notice, rejected, truncated or stop."""
+    """A turn the chart points out: ``kind`` is notice, warning, rejected, truncated or stop."""
 
     turn: int
     kind: str
@@ -192,23 +194,30 @@ def _series(chart: Chart, frame: _Frame) -> str:
     return line
 
 
+#: the marks drawn as a line across the chart, and where in their turn's slot
+_EDGES: Final = {"notice": -0.5, "warning": 0.0, "stop": 0.5}
+
+
 def _marks(marks: list[Mark], frame: _Frame) -> list[str]:
     """The marks, one per kind and pixel column: a long run's thousand rejections draw once."""
     parts: list[str] = []
     seen: set[tuple[str, int]] = set()
     base = HEIGHT - _BOTTOM
     for mark in marks:
-        if not frame.first <= mark.turn <= frame.last:
+        # a notice went with its turn's call, a stop came after its turn: each at that edge;
+        # a warning at its turn's point (one before the first turn: at that turn's start)
+        at = mark.turn + _EDGES.get(mark.kind, 0.0)
+        if mark.kind == "warning":
+            at = max(at, frame.first - 0.5)
+        if not frame.first - 0.5 <= at <= frame.last + 0.5:
             continue  # a turn past the axis: an event the run's turns do not hold
-        # a notice went with its turn's call, a stop came after its turn: each at that edge
-        edge = {"notice": -0.5, "stop": 0.5}.get(mark.kind, 0.0)
-        x = frame.x(mark.turn + edge)
+        x = frame.x(at)
         column = (mark.kind, int(x))
         if column in seen:
             continue
         seen.add(column)
         note = f"<title>{text(mark.note)}</title>"
-        if mark.kind in ("notice", "stop"):
+        if mark.kind in _EDGES:
             parts.append(
                 f'<line class="mark-{mark.kind}" x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}"'
                 f' y2="{base}">{note}</line>'
@@ -218,3 +227,66 @@ def _marks(marks: list[Mark], frame: _Frame) -> list[str]:
                 f'<circle class="mark-{mark.kind}" cx="{x:.1f}" cy="{base}" r="4">{note}</circle>'
             )
     return parts
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBar:
+    """One tool's own limit: the calls that ran against it, and those answered past it."""
+
+    tool: str
+    title: str
+    executed: int
+    limited: int
+    limit: float | None  # None: a secret's, which draws no line
+    show: Callable[[float], str]
+
+
+TOOL_HEIGHT: Final = 64
+_TOOL_LEFT, _TOOL_TOP, _TOOL_BASE = 20, 16, 40
+
+
+def tool_svg(bar: ToolBar) -> str:
+    """The tool's bar as an ``<svg>`` element: what ran in blue, what was answered past the
+    limit after it, the limit a red dashed line; every text in it escaped."""
+    most = max(bar.limit or 0.0, float(bar.executed + bar.limited), 1.0)
+    span = WIDTH - _TOOL_LEFT - _RIGHT
+
+    def x(value: float) -> float:
+        return _TOOL_LEFT + value / (most * 1.08) * span
+
+    height = _TOOL_BASE - _TOOL_TOP
+    parts = [
+        f'<svg class="chart tool" data-budget="max_calls_by_tool" data-tool="{attr(bar.tool)}"'
+        f' viewBox="0 0 {WIDTH} {TOOL_HEIGHT}" width="{WIDTH}" height="{TOOL_HEIGHT}"'
+        f' role="img"><title>{text(bar.title)}</title>',
+        f'<line class="axis" x1="{_TOOL_LEFT}" y1="{_TOOL_BASE}" x2="{WIDTH - _RIGHT}"'
+        f' y2="{_TOOL_BASE}"/>',
+    ]
+    parts.extend(
+        f'<text class="tick" x="{x(tick):.1f}" y="{_TOOL_BASE + 16}" text-anchor="middle">'
+        f"{text(bar.show(tick))}</text>"
+        for tick in ticks(most, integral=True)
+    )
+    if bar.executed:
+        parts.append(
+            f'<rect class="bar" x="{x(0):.1f}" y="{_TOOL_TOP}" width="{x(bar.executed) - x(0):.1f}"'
+            f' height="{height}"><title>{bar.executed:,} ran</title></rect>'
+        )
+    if bar.limited:
+        start, end = x(bar.executed), x(bar.executed + bar.limited)
+        parts.append(
+            f'<rect class="bar-limited" x="{start:.1f}" y="{_TOOL_TOP}" width="{end - start:.1f}"'
+            f' height="{height}"><title>{bar.limited:,} answered as not executed past the'
+            " limit</title></rect>"
+        )
+    if bar.limit is not None:
+        at = x(bar.limit)
+        left = at < WIDTH / 2  # the label on the side with room for it
+        parts.append(
+            f'<line class="limit" x1="{at:.1f}" y1="{_TOOL_TOP - 4}" x2="{at:.1f}"'
+            f' y2="{_TOOL_BASE}"/><text class="limit-label" x="{at + (3 if left else -3):.1f}"'
+            f' y="{_TOOL_TOP - 5}" text-anchor="{"start" if left else "end"}">'
+            f"limit {text(bar.show(bar.limit))}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

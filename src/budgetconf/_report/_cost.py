@@ -17,7 +17,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
 
-from budgetconf._report._read import RunView, Turn
+from budgetconf._report._runs import RunView, Turn
 from budgetconf._report._text import attr, breakable, number, text
 
 #: picodollars in a US dollar

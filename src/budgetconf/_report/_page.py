@@ -4,9 +4,10 @@ The page has no script, loads nothing (its Content-Security-Policy forbids
 every fetch, and it names no external style, font or image), and draws its
 charts as inline SVG, so it opens from disk in any browser and shows the
 same there as in a CI job's artifacts. Each run shows its stop first, then a
-chart per enforced budget, its cost by input, cached input and output at the
-price in force, the budgets with their provenance, its children, its ledger
-and its turns.
+chart per enforced budget and a bar per tool with a limit of its own, its
+cost by input, cached input and output at the price in force, the budgets
+with their provenance, its budget warnings, its children, its ledger and its
+turns.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from datetime import UTC, datetime
 from typing import Final
 
 from budgetconf._report import _cost, _tables
-from budgetconf._report._charts import svg
-from budgetconf._report._read import Bad, Events, RunView
-from budgetconf._report._series import charts
+from budgetconf._report._charts import svg, tool_svg
+from budgetconf._report._read import Bad, Events
+from budgetconf._report._runs import RunView
+from budgetconf._report._series import charts, tool_bars
 from budgetconf._report._text import attr, breakable, text
 
 #: bad lines the page lists (stderr has them all)
@@ -52,6 +54,8 @@ svg .used{fill:none;stroke:#1f6feb;stroke-width:2}svg .bar,svg .point{fill:#1f6f
 svg .limit{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 4}
 svg .mark-notice{stroke:#d08700;stroke-dasharray:3 3}svg .mark-stop{stroke:#c62828}
 svg .mark-rejected{fill:#c62828}svg .mark-truncated{fill:#d08700}
+svg .mark-warning{stroke:#e65100;stroke-width:2;stroke-dasharray:1 3}
+svg .bar-limited{fill:#d08700;fill-opacity:.55;stroke:#d08700}
 .price{overflow-wrap:anywhere}.source{color:#5b6474}
 .children{margin-left:1.5em}.child{border-left:3px solid #d8dde6;padding-left:1em}
 .problems{background:#fdecea;padding:.4em 1em}
@@ -150,6 +154,12 @@ def _run(run: RunView, index: int, known: _tables.Known, parent: int | None) -> 
         f"<figure><figcaption>{breakable(chart.title)}</figcaption>{svg(chart)}</figure>"
         for chart in charts(run)
     )
+    by_id = {ident: found for ident, (_, found) in known.items()}
+    shown += "".join(
+        f'<figure class="tool"><figcaption>{breakable(bar.title)}</figcaption>'
+        f"{tool_svg(bar)}</figure>"
+        for bar in tool_bars(run, by_id)
+    )
     drawn = shown or '<p class="empty">No budget to draw.</p>'
     return (
         f'<section class="run" id="{attr(anchor)}" data-run-id="{attr(run.run_id or "")}">'
@@ -160,7 +170,7 @@ def _run(run: RunView, index: int, known: _tables.Known, parent: int | None) -> 
         f'<section><h3>Budgets used</h3><div class="charts">{drawn}</div></section>'
         f"{_cost.section(run)}"
         f"<section><h3>Budgets and where they were set</h3>{_tables.budgets(run)}</section>"
-        f"{_tables.children(run, known)}{_tables.ledger(run)}"
+        f"{_tables.warnings(run)}{_tables.children(run, known)}{_tables.ledger(run)}"
         f"<section><h3>Turns</h3>{_tables.turns(run)}</section></section>"
     )
 
@@ -194,9 +204,26 @@ def _stop(run: RunView) -> str:
         first: dict[str, object] = {key: limit[key] for key in _LIMIT_KEYS if key in limit}
         rest = {k: v for k, v in limit.items() if k not in first and k not in _NOT_LIMIT}
         parts.append(_tables.fields({**first, **rest}))
+        parts.append(_no_progress(run, limit))
         parts.append(_whose(limit))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _no_progress(run: RunView, limit: dict[str, object]) -> str:
+    """What a ``no_progress`` stop means, naming its setting (``loop.max_repeats``): the stop
+    whose reason says so, or whose field is the one the run's ``max_repeats`` budget names."""
+    entry = run.budgets.get("max_repeats")
+    field = entry.get("field") if isinstance(entry, dict) else None
+    if limit.get("stop_reason") != "no_progress" and (field is None or limit.get("field") != field):
+        return ""
+    setting = f"{limit.get('field', field or 'loop.max_repeats')} = {limit.get('value', '?')}"
+    note = (
+        f"No progress ({setting}): the same tool call, one tool with the same arguments, ran"
+        " that many times in a row with the same result each time, so the run was stopped"
+        " before its next model call."
+    )
+    return f'<p class="note no-progress">{text(note, limit=400)}</p>'
 
 
 def _amount(limit: dict[str, object], key: str, missing: object) -> str:

@@ -1,14 +1,18 @@
-"""A run's charts: what each enforced budget used, turn by turn, against its limit."""
+"""A run's charts: what each enforced budget used, turn by turn, against its limit, and
+what each tool with a limit of its own ran against it."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
-from budgetconf._report._charts import Chart, Mark
-from budgetconf._report._read import RunView, Turn
+from budgetconf._report._charts import Chart, Mark, ToolBar
+from budgetconf._report._runs import RunView, ToolUse, Turn
 from budgetconf._report._text import number
+
+#: the most tools whose bars a run draws (the budgets table lists every one)
+MOST_TOOLS: Final = 40
 
 
 def _count(value: float) -> str:
@@ -144,8 +148,76 @@ def _marks(run: RunView, turns: list[Turn]) -> list[Mark]:
             calls, cap = turn.truncated.get("calls"), turn.truncated.get("cap")
             why = f"turn {turn.number}: response truncated ({calls} calls, cap {cap})"
             marks.append(Mark(turn.number, "truncated", why))
-    stop = (run.exhausted or {}).get("turn")
+    for at, said in warned(run).items():
+        when = f"turn {at}" if at else "before turn 1"
+        marks.append(Mark(at, "warning", f"{when}: budget warning: {'; '.join(said)}"))
+    exhausted = run.exhausted or {}
+    stop = exhausted.get("turn")
     if isinstance(stop, int) and turns:
-        reason = (run.exhausted or {}).get("stop_reason", "a budget")
-        marks.append(Mark(stop, "stop", f"turn {stop}: stopped by {reason}"))
+        reason = exhausted.get("stop_reason", "a budget")
+        field = exhausted.get("field")
+        setting = f" ({field} = {exhausted.get('value', '?')})" if isinstance(field, str) else ""
+        marks.append(Mark(stop, "stop", f"turn {stop}: stopped by {reason}{setting}"))
     return marks
+
+
+def warning(event: Mapping[str, Any]) -> str:
+    """A budget warning in words: ``loop.max_steps: 8 of 10 used (80%)``."""
+    field = event.get("field", event.get("budget", "a budget"))
+    used, limit, fraction = event.get("used"), event.get("limit", "?"), event.get("fraction")
+    shown = "?" if used is None else number(used) if isinstance(used, int | float) else used
+    of = number(limit) if isinstance(limit, int | float) and not isinstance(limit, bool) else limit
+    said = f"{field}: {shown} of {of} used"
+    if isinstance(fraction, int | float) and not isinstance(fraction, bool):
+        said += f" ({number(round(fraction * 100, 2))}%)"
+    return said
+
+
+def warned(run: RunView) -> dict[int, list[str]]:
+    """The run's budget warnings in words, by the turn each came in (0: before the first)."""
+    found: dict[int, list[str]] = {}
+    for event in run.warnings:
+        turn = event.get("turn")
+        if isinstance(turn, int):
+            found.setdefault(turn, []).append(warning(event))
+    return found
+
+
+def tool_bars(run: RunView, runs: Mapping[str, RunView]) -> list[ToolBar]:
+    """A bar for each tool with a limit of its own: its calls that ran against the limit (its
+    children's among them, as the loop counts them), and those answered past it."""
+    bars = []
+    theirs = _children_calls(run, runs, {run.run_id or ""})
+    for tool in run.tools()[:MOST_TOOLS]:
+        by_children = theirs.get(tool.name, 0)
+        bars.append(_bar(tool, tool.executed + by_children, by_children))
+    return bars
+
+
+def _bar(tool: ToolUse, executed: int, by_children: int) -> ToolBar:
+    value = tool.limit.get("value", "?")
+    limit = _limit(value)
+    if limit is not None:
+        ran = f"{_count(executed)} of {_count(limit)} calls ran"
+    else:  # a secret's limit (***): named, never drawn
+        ran = f"{_count(executed)} call{'' if executed == 1 else 's'} ran (limit {value})"
+    if by_children:
+        ran += f" ({_count(by_children)} by its children)"
+    past = f", {_count(tool.limited)} not executed past it" if tool.limited else ""
+    title = f"{tool.name}: {ran}{past} ({tool.field})"
+    return ToolBar(tool.name, title, executed, tool.limited, limit, _count)
+
+
+def _children_calls(run: RunView, runs: Mapping[str, RunView], seen: set[str]) -> dict[str, int]:
+    """Each tool's calls that the run's children ran (and theirs), from the children's own
+    runs the file holds: a child's call counts against every run it was carved from."""
+    found: dict[str, int] = {}
+    for child in run.children:
+        own = runs.get(child.run_id or "")
+        if own is None or child.run_id in seen:
+            continue
+        seen.add(own.run_id or "")
+        for counts in (own.tool_calls, _children_calls(own, runs, seen)):
+            for name, count in counts.items():
+                found[name] = found.get(name, 0) + count
+    return found

@@ -1,4 +1,5 @@
-"""A run's tables: its budgets and their provenance, its turns, its children, its ledger."""
+"""A run's tables: its budgets and their provenance, its budget warnings, its turns, its
+children, its ledger."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from budgetconf._report._cost import NOT_REPORTED
-from budgetconf._report._read import Child, RunView, Turn
-from budgetconf._report._series import summed
+from budgetconf._report._runs import Child, RunView, Turn
+from budgetconf._report._series import summed, warned
 from budgetconf._report._text import attr, breakable, number, text
 
 #: a run longer than this shows its turns folded, to be opened
@@ -43,24 +44,68 @@ def fields(items: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
 
 
 def budgets(run: RunView) -> str:
-    """The budgets the run enforced: value, field, source, locator, what raises each."""
+    """The budgets the run enforced, then each tool's own limit: value, field, source,
+    locator, what raises each; and the fraction of each that was warned of."""
     rows = []
     for name, limit in run.limits.items():
         entry = run.budgets.get(name)
         entry = entry if isinstance(entry, dict) else {}
-        raise_with = entry.get("raise_with", [])
-        rows.append(
-            f'<tr data-budget="{attr(name)}"><td>{breakable(name)}</td>'
-            f"<td>{breakable(entry.get('field', ''))}</td><td class=num>{text(limit)}</td>"
-            f"<td>{breakable(entry.get('source', ''))}</td>"
-            f"<td>{breakable(entry.get('locator', ''))}</td>"
-            f"<td>{value(raise_with) if raise_with else '–'}</td></tr>"
-        )
+        rows.append(_budget_row(f'data-budget="{attr(name)}"', breakable(name), limit, entry))
+    for tool in run.tools():
+        key = f'data-budget="max_calls_by_tool" data-tool="{attr(tool.name)}"'
+        shown = f"calls of {breakable(tool.name)}"
+        rows.append(_budget_row(key, shown, tool.limit.get("value", "–"), tool.limit))
     if not rows:
         return '<p class="empty">The events name no budget (no run_started event).</p>'
     head = "<tr><th>budget</th><th>field</th><th>value</th><th>source</th><th>locator</th>"
     rows_shown = "".join(rows)
-    return scrolled(f'<table class="budgets">{head}<th>raise it with</th></tr>{rows_shown}</table>')
+    table = f'<table class="budgets">{head}<th>raise it with</th></tr>{rows_shown}</table>'
+    return scrolled(table) + _warn_at(run)
+
+
+def _budget_row(key: str, name: str, limit: object, entry: Mapping[str, Any]) -> str:
+    raise_with = entry.get("raise_with", [])
+    return (
+        f"<tr {key}><td>{name}</td>"
+        f"<td>{breakable(entry.get('field', ''))}</td><td class=num>{text(limit)}</td>"
+        f"<td>{breakable(entry.get('source', ''))}</td>"
+        f"<td>{breakable(entry.get('locator', ''))}</td>"
+        f"<td>{value(raise_with) if raise_with else '–'}</td></tr>"
+    )
+
+
+def _warn_at(run: RunView) -> str:
+    """When the run warned of a budget (``limits.warn_at``), if it was asked to."""
+    warn_at = run.warn_at
+    if warn_at is None:
+        return ""
+    share = number(round(warn_at * 100, 2))
+    return (
+        f'<p class="warn-at">Each budget is warned of once, when its use first reaches'
+        f" {share}% of its limit (warn_at {number(warn_at)}).</p>"
+    )
+
+
+def warnings(run: RunView) -> str:
+    """The run's budget warnings, in the order they came: each budget's first reach of
+    ``limits.warn_at`` of its limit."""
+    if not run.warnings:
+        return ""
+    head = "<tr><th>turn</th><th>budget</th><th>field</th><th>used</th><th>limit</th><th>share</th>"
+    rows = []
+    for event in run.warnings[:2000]:
+        fraction = event.get("fraction")
+        share = "–" if fraction is None else number(round(fraction * 100, 2)) + "%"
+        rows.append(
+            f'<tr data-field="{attr(event.get("field", ""))}">'
+            f"<td class=num>{text(event.get('turn', '–'))}</td>"
+            f"<td>{breakable(event.get('budget', ''))}</td>"
+            f"<td>{breakable(event.get('field', ''))}</td>"
+            f"<td class=num>{text(event.get('used', '–'))}</td>"
+            f"<td class=num>{text(event.get('limit', '–'))}</td><td class=num>{share}</td></tr>"
+        )
+    table = scrolled(f'<table class="warnings">{head}</tr>{"".join(rows)}</table>')
+    return f'<section class="warnings"><h3>Budget warnings</h3>{table}</section>'
 
 
 def turns(run: RunView) -> str:
@@ -72,8 +117,9 @@ def turns(run: RunView) -> str:
     totals = summed(run, ordered, "tokens", "tokens")
     # where a response was priced, each cost says how it is known: priced or reported
     sourced = any(turn.cost_source == "priced" for turn in ordered)
+    said = warned(run)
     rows = [
-        _turn_row(turn, so_far, charged.get(turn.number, 0.0), sourced)
+        _turn_row(turn, so_far, charged.get(turn.number, 0.0), sourced, said.get(turn.number, ()))
         for turn, so_far in zip(ordered, totals, strict=True)
     ]
     head = (
@@ -87,7 +133,9 @@ def turns(run: RunView) -> str:
     return f"<details><summary>{len(ordered):,} turns</summary>{table}</details>"
 
 
-def _turn_row(turn: Turn, so_far: float, children: float, sourced: bool) -> str:
+def _turn_row(
+    turn: Turn, so_far: float, children: float, sourced: bool, warnings: Iterable[str]
+) -> str:
     asked = ", ".join(turn.asked[:8])
     if len(turn.asked) > 8:
         asked += f" … and {len(turn.asked) - 8} more"
@@ -97,6 +145,11 @@ def _turn_row(turn: Turn, so_far: float, children: float, sourced: bool) -> str:
     for kind, event in (("rejected", turn.rejected), ("truncated", turn.truncated)):
         if event is not None:
             notes.append(f"{kind}: {event.get('calls')} calls, cap {event.get('cap')}")
+    for event in turn.limited[:8]:
+        setting = f"{event.get('field', 'its limit')} = {event.get('value', '?')}"
+        count = len(event.get("ids", ()))
+        notes.append(f"{event.get('name', '?')}: {count} not executed past its limit ({setting})")
+    notes.extend(f"budget warning: {said}" for said in warnings)
     if not turn.responded:
         notes.append("no response recorded")
     if children:

@@ -29,6 +29,11 @@ TOKEN_USAGE_HELP: Final = "Tokens of each model call, by token type."
 LIMIT_REACHED: Final = "budgetconf.limit_reached"
 TOOL_CALL_REFUSED: Final = "budgetconf.tool_call_refused"
 POLICY_CLAMPED: Final = "budgetconf.policy.clamped"
+BUDGET_WARNING: Final = "budgetconf.budget_warning"
+#: how the run span names each tool's own limit: budgetconf.limit.tools.max_calls.<tool>
+TOOL_LIMIT: Final = "tools.max_calls."
+#: the reason of a call answered as not executed past its tool's own limit
+TOOL_LIMITED: Final = "tool_limited"
 _LEDGER_EVENTS: Final = {
     "ledger_refused": "budgetconf.ledger.refused",
     "ledger_unavailable": "budgetconf.ledger.unavailable",
@@ -44,10 +49,13 @@ _USED: Final = {
 
 
 def _limits(budget: Any) -> Iterator[tuple[str, Any]]:
-    """Each limit in force on ``budget`` by its attribute name: the run's, then the ledger's."""
+    """Each limit in force on ``budget`` by its attribute name: the run's, each tool's own
+    (``tools.max_calls.<tool>``), then the ledger's."""
     if budget is None:
         return
     yield from budget.limits.items()
+    for tool, limit in budget.tools.items():
+        yield TOOL_LIMIT + tool, limit
     ledger = budget.ledger
     if ledger is not None:
         for limit in (ledger.max_tokens, ledger.max_cost_usd):
@@ -135,6 +143,22 @@ def refused(name: str, reason: str) -> Attributes:
     return {"gen_ai.tool.name": name, "budgetconf.reason": reason}
 
 
+def budget_warning(event: Event) -> Attributes:
+    """The ``budgetconf.budget_warning`` event: which budget, its field, what was used of it,
+    its limit and the fraction used; a secret's limit and fraction absent, as the event
+    masks them (``***``, null)."""
+    attributes: Attributes = {
+        "budgetconf.budget": event["budget"],
+        "budgetconf.field": event["field"],
+        "budgetconf.used": event["used"],
+    }
+    for key, value in _stop_value({"value": event["limit"]}).items():
+        attributes[f"budgetconf.{key}"] = value
+    if event.get("fraction") is not None:
+        attributes["budgetconf.fraction"] = float(event["fraction"])
+    return attributes
+
+
 def error_type(text: str) -> str:
     """``error.type`` from a failure's text: ``ValueError`` of ``ValueError: boom``."""
     head, colon, _ = text.partition(":")
@@ -183,18 +207,25 @@ def limit_reached(
     where it was set and how to raise it, and whose it was (``run``, ``parent``, ``ledger``)."""
     scope = stop.get("scope", "run")
     budget = budgets.get(stop["field"], stop["field"].rpartition(".")[2])
+    limit = _stop_value(stop).get("value")
+    used: float | None
     if scope == "ledger":
-        used: float = stop["spent"]
+        used = stop["spent"]
     elif budget == "timeout_seconds":
         used = round(elapsed, 6)
+        if scope == "run" and limit is not None:  # its own deadline passed, by the run's clock,
+            used = max(used, limit)  # which began a little before the sink's
+    elif budget == "max_repeats":
+        used = limit  # the repeats that stop a run: the run reached them (a secret's: absent)
     else:
         used = stopped[_USED.get(budget, "turns")]
     attributes: Attributes = {"budgetconf.field": stop["field"]}
-    for key, value in _stop_value(stop).items():
-        attributes[f"budgetconf.{key}"] = value
+    if limit is not None:
+        attributes["budgetconf.value"] = limit
+    if used is not None:
+        attributes["budgetconf.used"] = used
     attributes.update(
         {
-            "budgetconf.used": used,
             "budgetconf.source": stop["source"],
             "budgetconf.locator": stop["locator"],
             "budgetconf.raise_with": list(stop["raise_with"]),

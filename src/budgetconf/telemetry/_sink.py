@@ -117,6 +117,8 @@ class OtelSink:
             "batch_rejected": self._refused_ids,
             "batch_truncated": self._refused_ids,
             "calls_not_executed": self._refused_ids,
+            "tool_limited": self._limited,
+            "budget_warning": self._warning,
             "budget_exhausted": self._budget_stop,
             "ledger_refused": self._ledger,
             "ledger_unavailable": self._ledger,
@@ -254,6 +256,11 @@ class OtelSink:
         for call_id in event.get("ids") or event.get("skipped") or ():
             self._refuse(run, call_id, run.names.get(call_id, ""), reason)
 
+    def _limited(self, run: _Run, event: Event) -> None:
+        """Calls of a tool past its own limit: each answered as not executed."""
+        for call_id in event["ids"]:
+            self._refuse(run, call_id, event["name"], n.TOOL_LIMITED)
+
     def _refuse(self, run: _Run, call_id: str, name: str, reason: str) -> None:
         """One event per call answered as not executed, however many events name it."""
         if call_id not in run.refused:
@@ -264,6 +271,9 @@ class OtelSink:
 
     def _budget_stop(self, run: _Run, event: Event) -> None:
         run.stop = event
+
+    def _warning(self, run: _Run, event: Event) -> None:
+        run.span.add_event(n.BUDGET_WARNING, n.budget_warning(event))
 
     def _ledger(self, run: _Run, event: Event) -> None:
         name, attributes = n.ledger_event(event)
