@@ -111,7 +111,17 @@ PRICE_DEFAULTS = {
     "prices.unknown": "refuse",
 }
 #: every field the fixture leaves at its default
-DEFAULTS = {**LEDGER_DEFAULTS, **PRICE_DEFAULTS, "telemetry.otel": False}
+DEFAULTS = {
+    **LEDGER_DEFAULTS,
+    **PRICE_DEFAULTS,
+    "telemetry.otel": False,
+    "tools.max_calls": {},
+    "limits.warn_at": None,
+    "loop.warn_model": False,
+    "loop.max_repeats": None,
+}
+#: a table of three keys, for the row that sets one
+TOOL_LIMITS = {"web_search": 3, "fetch": 10, "shell": 1}
 OPENDOT_STEPS = "64"
 OURS = ("BUDGETCONF_", "OPENDOT_")  # the prefixes of variables that would change what is read
 
@@ -341,8 +351,17 @@ def resolve_rows(fx: Fixture) -> dict[str, Take]:
         dict(call_fresh().values),
         {**EXPECTED, **DEFAULTS},
     )
+    tabled = fx.folder / "tabled.toml"  # the project file, and a table of three keys
+    tabled.write_text(tomli_w.dumps({**PROJECT, "tools": {"max_calls": TOOL_LIMITS}}), "utf-8")
+    settle(tabled)
+
+    def call_tabled() -> budgetconf.Resolution:
+        return budgetconf.resolve(env=fx.env, project_file=tabled, workflow=fx.workflow)
+
+    check("the table's keys", dict(call_tabled()["tools.max_calls"]), TOOL_LIMITS)
     return {
         "resolve(), warm": batched(call),
+        "resolve(), warm, with a three-key table set": batched(call_tabled),
         "resolve(), warm, with a policy file": batched(call_policed),
         "resolve(), warm: files written a moment ago": batched(call_fresh),
         "resolve(), cold: project file changed": cold,
@@ -483,6 +502,9 @@ def in_process(fx: Fixture, mode: Mode) -> list[Row]:
     warm = m["resolve(), warm"]
     row = rows["resolve(), warm"]
     row.target, row.holds = "< 100 µs", warm < 100_000
+    tabled = "resolve(), warm, with a three-key table set"
+    rows[tabled].target, rows[tabled].holds = "<= 1.2x the call without", m[tabled] <= 1.2 * warm
+    rows[tabled].reading = f"{times(m[tabled] / warm)} the call without"
     policed = "resolve(), warm, with a policy file"
     rows[policed].target, rows[policed].holds = "<= 100 µs", m[policed] <= 100_000
     rows[policed].reading = f"{times(m[policed] / warm)} the call without"
@@ -536,7 +558,8 @@ def startup_rows(fx: Fixture, mode: Mode) -> list[Row]:
     # as an installed package's are, whether or not the source tree may hold a __pycache__
     env["PYTHONPYCACHEPREFIX"] = str(fx.folder / "pycache")
     env.update(fx.env)
-    expected = dict(budgetconf.resolve(env=fx.env, project_file=fx.project_file).values)
+    # explain's values: a row for each field, and for each key of a table
+    expected = budgetconf.resolve(env=fx.env, project_file=fx.project_file).to_dict()["values"]
 
     def run(name: str, command: list[str]) -> int:
         start = time.perf_counter_ns()

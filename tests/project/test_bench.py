@@ -53,6 +53,7 @@ def test_the_loop_overhead_benchmark_reports_every_row(
 
 IN_PROCESS = [
     "resolve(), warm",
+    "resolve(), warm, with a three-key table set",
     "resolve(), warm, with a policy file",
     "resolve(), warm: files written a moment ago",
     "resolve(), cold: project file changed",
@@ -95,6 +96,7 @@ PRICES = [
 REPORT = ["report: 10,000-turn events file"]
 TARGETS = [  # the rows that carry an issue's target, and say whether it holds
     "resolve(), warm",
+    "resolve(), warm, with a three-key table set",
     "resolve(), warm, with a policy file",
     "resolve(), warm: files written a moment ago",
     'factory("agent.max_steps", preset="opendot")()',
