@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -152,15 +151,12 @@ def test_importing_the_ledger_imports_neither_client() -> None:
     assert done.stdout == "[]\n"
 
 
-def test_a_rediss_url_asks_for_tls(tmp_path: Path) -> None:
+def test_a_rediss_url_asks_for_tls(restartable_redis: RedisServer) -> None:
     """rediss:// connects with TLS: a plain server's refusal to speak it is the cause shown."""
-    server = RedisServer(tmp_path / "plain").start()
-    try:
-        with pytest.raises(LedgerUnavailable) as caught:
-            RedisLedger(parse_url(f"rediss://127.0.0.1:{server.port}/0"), timeout_seconds=0.5)
-        assert str(caught.value).startswith(f"ledger rediss://127.0.0.1:{server.port}/0 ")
-    finally:
-        server.stop()
+    port = restartable_redis.port
+    with pytest.raises(LedgerUnavailable) as caught:
+        RedisLedger(parse_url(f"rediss://127.0.0.1:{port}/0"), timeout_seconds=0.5)
+    assert str(caught.value).startswith(f"ledger rediss://127.0.0.1:{port}/0 ")
 
 
 def test_a_reservation_is_remembered_for_a_day_after_its_lease_then_forgotten(
