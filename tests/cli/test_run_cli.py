@@ -1025,3 +1025,18 @@ def test_output_that_cannot_be_written_in_process_is_one_line(
     assert capsys.readouterr().err == (
         "budgetconf: error: cannot write to standard output: No space left on device\n"
     )
+
+
+def test_another_packages_warning_during_a_run_is_shown_as_python_shows_it() -> None:
+    """Only budgetconf's own warnings become ``budgetconf: warning:`` lines."""
+    from budgetconf.cli._run import _warnings_said
+    from budgetconf.errors import BudgetConfWarning
+
+    err = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _warnings_said(err):
+            warnings.warn("theirs", UserWarning, stacklevel=1)
+            warnings.warn("ours", BudgetConfWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["theirs"]
+    assert err.getvalue() == "budgetconf: warning: ours\n"

@@ -1111,3 +1111,16 @@ def test_limits_warns_nothing_under_warnings_as_errors() -> None:
         warnings.simplefilter("error")
         made = bridge.limits({"loop.max_steps": 3})
     assert made["execution"].max_steps == 3
+
+
+def test_what_the_loop_guard_adds_to_a_result_is_left_out_of_the_repeats_comparison() -> None:
+    """praisonaiagents' loop guard appends to a repeated call's text, adds a key to a dict,
+    or wraps any other value: what the tool itself returned is what loop.max_repeats sees."""
+    from budgetconf.integrations._praisonai_run import _unguarded
+
+    guard = {"message": "Limited progress", "action": "warn"}
+    assert _unguarded("3\n\n[loop-guard] Limited progress") == "3"
+    assert _unguarded({"value": [1, 2], "_loop_guard": guard}) == [1, 2]
+    assert _unguarded({"sum": 3, "_loop_guard": guard}) == {"sum": 3}
+    assert _unguarded({"sum": 3}) == {"sum": 3}
+    assert _unguarded(3) == 3

@@ -370,3 +370,41 @@ def test_a_secret_max_repeats_is_not_told_by_the_count(place: Place) -> None:
         'stopped: no progress: echo({"text":"a"}) ran again and again in a row with the same'
         " arguments and the same result: loop.max_repeats = *** from explicit"
     )
+
+
+def test_a_carved_child_is_stopped_as_going_nowhere_too() -> None:
+    seen: list[RunResult] = []
+
+    def delegate(task: str = "sub") -> str:
+        handle = current_run()
+        assert isinstance(handle, RunHandle)
+        carved = handle.carve()
+        assert carved.limits["max_repeats"].value == 2
+        child = LoopExecutor(ScriptedModel([asks("echo", text="a")]), {"echo": Echo()}, carved)
+        seen.append(child.run(task))
+        return seen[-1].output
+
+    model = ScriptedModel([asks("delegate", task="t"), answer()])
+    LoopExecutor(model, {"delegate": delegate}, {"loop.max_repeats": 2}).run("go")
+    assert [r.stop_reason for r in seen] == ["no_progress"]
+
+
+def test_a_run_with_no_tools_to_name_warns_of_no_tools_limit() -> None:
+    """Tools are known only at run time: a run that gives none has none to check against."""
+    result = LoopExecutor(ScriptedModel([answer()]), {}, {"tools.max_calls.echo": 1}).run("go")
+    assert result.stop_reason == "completed"  # and no warning: the suite makes one an error
+
+
+def test_a_result_or_arguments_that_cannot_be_written_still_compare() -> None:
+    """A bridge may hand the Meter any value: one its text cannot be made of is compared by
+    identity, arguments that are no JSON by their repr."""
+    from budgetconf.loop._watching import _canonical, _outcome
+
+    class Unwritable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    thing = Unwritable()
+    assert _outcome(None, thing) == _outcome(None, thing) != _outcome(None, Unwritable())
+    assert _outcome("ValueError: x", None) == "raised ValueError: x"
+    assert _canonical({"a": {1, 2}}) == repr({"a": {1, 2}})

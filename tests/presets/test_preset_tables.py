@@ -253,3 +253,38 @@ def test_the_json_schema_of_an_applications_table_is_json(
 def test_the_format_pages_table_runs_as_written(session: Session) -> None:
     """docs/presets-format.md's table: its preset, its file and what explain prints of them."""
     session.run_page("presets-format.md")
+
+
+def test_a_whole_table_given_in_code_by_the_name_and_its_alias_is_set_twice(
+    place: Place,
+) -> None:
+    """``{"tools.max_calls": {...}, "tools.calls": {...}}``: the alias's whole table is
+    refused, as any field's second name in one place."""
+    fields = {"tools.max_calls": {**TABLES["tools.max_calls"], "aliases": ["calls"]}}
+    preset = _app(place, fields)
+    given = {"tools.max_calls": {"fetch": 1}, "tools.calls": {"fetch": 2}}
+    with pytest.raises(budgetconf.ConfigError, match=r"tools\.calls is an alias of tools"):
+        budgetconf.resolve(preset, env={}, explicit=given)
+
+
+@pytest.mark.parametrize(
+    ("loop", "message"),
+    [
+        ({"max_calls_by_tool": "loop.max_steps"}, "loop.max_steps is an integer, not a table"),
+        ({"max_calls_by_tool": "tools.share"}, "tools.share is a table of tool-name keys, not a"),
+        ({"warn_at": "loop.max_steps"}, "loop.warn_at: loop.max_steps is an integer, not a number"),
+        ({"warn_model": "loop.max_steps"}, "loop.warn_model: loop.max_steps is an integer, not a"),
+    ],
+)
+def test_the_loop_table_names_a_table_of_integers_and_settings_of_their_type(
+    place: Place, loop: dict[str, object], message: str
+) -> None:
+    """Each tool's own limit is a table of integers; warn_at a number, warn_model a bool."""
+    fields: dict[str, dict[str, object]] = {
+        "loop.max_steps": {"type": "int", "default": 5},
+        "tools.share": TABLES["tools.share"],
+    }
+    path = preset_file(place.work, fields=fields, loop={"max_steps": "loop.max_steps", **loop})
+    with pytest.raises(budgetconf.PresetError) as caught:
+        load_preset(path)
+    assert message in str(caught.value)

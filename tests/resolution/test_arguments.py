@@ -145,3 +145,12 @@ def test_the_example_application_runs(
     )
     assert done.returncode == code, done.stderr
     assert (done.stdout + done.stderr).splitlines() == lines
+
+
+def test_a_tables_flag_is_given_once_per_pair_and_fed_back_as_given() -> None:
+    """``--tools-max-calls`` is repeatable: each pair is one flag of argv, the later winning."""
+    given = ["task", "--tools-max-calls", "web_search=3", "--tools-max-calls=fetch=1"]
+    argv = budgetconf.argv_from(_parser().parse_args(given))
+    assert argv == ["--tools-max-calls=web_search=3", "--tools-max-calls=fetch=1"]
+    res = budgetconf.resolve(env={}, argv=argv)
+    assert res["tools.max_calls"] == {"fetch": 1, "web_search": 3}

@@ -500,3 +500,10 @@ def test_resolve_and_explain_give_one_document(explained: Explain, place: Place)
 def test_the_merge_page_runs_as_written(session: Session) -> None:
     """docs/merge.md's tables, merged key by key and replaced, show what explain prints."""
     session.run_page("merge.md")
+
+
+def test_a_path_past_a_field_that_is_no_table_is_an_unknown_field() -> None:
+    """``loop.max_steps.x`` names no key: only a table has keys."""
+    res = quiet(env={})
+    with pytest.raises(KeyError, match=r"unknown field 'loop\.max_steps\.x'"):
+        res["loop.max_steps.x"]

@@ -461,9 +461,6 @@ def _unbridged(budget: Budget) -> Budget:
     from dataclasses import replace
 
     cap = BudgetName.MAX_TOOL_CALLS_PER_TURN
-    bare = cap not in budget.limits and budget.ledger is None
-    if bare and not budget.tools and not budget.warn_model:
-        return budget
     kept = {n: limit for n, limit in budget.limits.items() if n != cap}
     warnings = {n: limit for n, limit in budget.warnings.items() if n != "warn_model"}
     return replace(budget, limits=kept, ledger=None, tools={}, warnings=warnings)

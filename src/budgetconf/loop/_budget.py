@@ -410,10 +410,8 @@ def _limit(
     A ``switch`` may be a boolean field (``loop.warn_model``)."""
     trace = res.trace(path)
     value = trace.value
-    if value is None or (isinstance(value, bool) and not switch):
+    if not isinstance(value, int | float) or (isinstance(value, bool) and not switch):
         return None  # unset: not enforced
-    if not isinstance(value, int | float):
-        return None  # a preset's own field of another type
     field = trace.field
     ranks = {report.source: rank for rank, report in enumerate(res.sources)}
     # only a source at or above the one that decided the value can raise it; for a
