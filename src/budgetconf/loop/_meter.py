@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, Final
 
-from budgetconf._loop_table import LastTurn, StopReason
+from budgetconf._loop_table import BudgetName, LastTurn, StopReason
 from budgetconf._prices import needs_prices
 from budgetconf.events import (
     BUDGET_EXHAUSTED,
@@ -352,7 +352,7 @@ class Meter(Watching, Planning):
             return self.finish(reason, f"cancelled on turn {self.turns}: a sub-agent was cancelled")
         stop, message, limit = self.budget.stop(reason)
         if reason is StopReason.NO_PROGRESS:  # which call, how often
-            explained = self.budget.limits[reason.budget].explain()  # type: ignore[index]
+            explained = self.budget.limits[BudgetName.MAX_REPEATS].explain()
             message = f"stopped: no progress: {self.no_progress()}: {explained}"
         if reason is StopReason.MAX_COST:  # how the cost was known
             from budgetconf._prices._pricing import spent
