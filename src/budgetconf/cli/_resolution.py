@@ -15,8 +15,7 @@ from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
-from budgetconf._schema import Field, Kind, Schema
-from budgetconf._table import key_problem
+from budgetconf._schema import BadKey, Field, Kind, Schema
 from budgetconf._text import clipped
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._flags import PRESET_ENV, given_flags, shadowed
@@ -135,10 +134,9 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
             continue
         try:
             paths.append(schema.lookup(name).path)
+        except BadKey as exc:  # a table's, with a key its rule refuses
+            raise Usage(exc.args[0]) from None
         except KeyError as exc:
-            refused = _bad_key(schema, name)
-            if refused is not None:  # a table's, with a key its rule refuses
-                raise Usage(refused) from None
             if "." in name:  # a field's path, misspelt: the nearest field
                 raise Usage(exc.args[0]) from None
             hint = schema.suggest(name, sections=True)
@@ -148,17 +146,6 @@ def chosen_fields(schema: Schema, names: list[str]) -> list[str]:
                 f"unknown field or section {clipped(name, repr)}{suggestion} (sections: {sections})"
             ) from None
     return list(dict.fromkeys(paths))
-
-
-def _bad_key(schema: Schema, name: str) -> str | None:
-    """What is wrong with the key of ``name`` when it names a table's key, or None."""
-    section, _, rest = name.partition(".")
-    table_name, _, key = rest.partition(".")
-    table = schema.by_key.get((section, table_name))
-    if table is None or table.kind is not Kind.TABLE or not key:
-        return None
-    problem = key_problem(table, key)
-    return None if problem is None else f"{table.path}: {problem}"
 
 
 def chosen_traces(res: Resolution, fields: list[str]) -> list[tuple[Field, list[FieldTrace]]]:
