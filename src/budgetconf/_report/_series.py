@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from budgetconf._report._charts import Chart, Mark, ToolBar
 from budgetconf._report._runs import RunView, ToolUse, Turn
-from budgetconf._report._text import number
+from budgetconf._report._text import number, percent
 
 #: the most tools whose bars a run draws (the budgets table lists every one)
 MOST_TOOLS: Final = 40
@@ -169,7 +169,7 @@ def warning(event: Mapping[str, Any]) -> str:
     of = number(limit) if isinstance(limit, int | float) and not isinstance(limit, bool) else limit
     said = f"{field}: {shown} of {of} used"
     if isinstance(fraction, int | float) and not isinstance(fraction, bool):
-        said += f" ({number(round(fraction * 100, 2))}%)"
+        said += f" ({percent(fraction)})"
     return said
 
 

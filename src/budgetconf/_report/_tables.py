@@ -9,7 +9,7 @@ from typing import Any, Final
 from budgetconf._report._cost import NOT_REPORTED
 from budgetconf._report._runs import Child, RunView, Turn
 from budgetconf._report._series import summed, warned
-from budgetconf._report._text import attr, breakable, number, text
+from budgetconf._report._text import attr, breakable, number, percent, text
 
 #: a run longer than this shows its turns folded, to be opened
 FOLDED_TURNS: Final = 200
@@ -79,10 +79,9 @@ def _warn_at(run: RunView) -> str:
     warn_at = run.warn_at
     if warn_at is None:
         return ""
-    share = number(round(warn_at * 100, 2))
     return (
         f'<p class="warn-at">Each budget is warned of once, when its use first reaches'
-        f" {share}% of its limit (warn_at {number(warn_at)}).</p>"
+        f" {percent(warn_at)} of its limit (warn_at {number(warn_at)}).</p>"
     )
 
 
@@ -95,7 +94,7 @@ def warnings(run: RunView) -> str:
     rows = []
     for event in run.warnings[:2000]:
         fraction = event.get("fraction")
-        share = "–" if fraction is None else number(round(fraction * 100, 2)) + "%"
+        share = "–" if fraction is None else percent(fraction)
         rows.append(
             f'<tr data-field="{attr(event.get("field", ""))}">'
             f"<td class=num>{text(event.get('turn', '–'))}</td>"

@@ -56,3 +56,8 @@ def number(value: float) -> str:
         shown = f"{value:,}"
         return shown if len(shown) <= 26 else f"a number of {len(str(abs(value)))} digits"
     return f"{value:,.6g}"
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a share for a person: ``0.8`` is ``80%``, to two decimals at most."""
+    return number(round(fraction * 100, 2)) + "%"
