@@ -13,6 +13,7 @@ __all__ = [
     "BudgetConfError",
     "BudgetConfWarning",
     "ConfigError",
+    "LedgerConflict",
     "LedgerUnavailable",
     "ModelError",
     "PresetError",
@@ -132,6 +133,23 @@ class LedgerUnavailable(BudgetConfError):
     """
 
     __module__ = "budgetconf"
+
+
+class LedgerConflict(BudgetConfError, ValueError):
+    """A scope asked for under a window other than the one the shared ledger counts it in.
+
+    A scope has one window, recorded by the first run that draws on it, so that
+    no run's settings can split its counter: ``scope`` names it, ``window`` is
+    the window recorded and ``asked`` the one asked for.
+    """
+
+    __module__ = "budgetconf"
+
+    def __init__(self, message: str, *, scope: str, window: str, asked: str) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.window = window
+        self.asked = asked
 
 
 class BudgetConfWarning(UserWarning):

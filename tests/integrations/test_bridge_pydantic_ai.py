@@ -981,7 +981,8 @@ def test_importing_the_bridge_loads_neither_the_loop_nor_the_ledger() -> None:
     ledger's address rules, which `import budgetconf` loads, are not its records)."""
     code = (
         "import sys, budgetconf.integrations.pydantic_ai;"
-        "print(sorted(m for m in ('budgetconf.loop', 'budgetconf.ledger._base')"
+        "print(sorted(m for m in ('budgetconf.loop', 'budgetconf.ledger._base',"
+        " 'budgetconf.ledger._records')"
         " if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 
-from budgetconf import UsageError
+from budgetconf import BudgetConfError, UsageError
 from budgetconf.ledger import (
     KEPT_RUNS,
     Ledger,
+    LedgerConflict,
     LedgerStatus,
     LedgerUnavailable,
     Reservation,
     open_ledger,
     window_bounds,
 )
+from budgetconf.ledger._base import RUN_KEYS
 
 BACKENDS = ["sqlite", "redis"]
 DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
@@ -191,19 +193,52 @@ def test_a_settle_counts_in_the_reservations_window_after_it_ended(ledger: Ledge
     assert hold(ledger, tokens=1000, max_tokens=1000, at=after) is not None
 
 
-def test_each_window_kind_is_its_own_counter(ledger: Ledger) -> None:
-    """What is spent under day is not seen under hour, month or none, and back."""
-    for window, tokens in (("none", 1), ("hour", 10), ("day", 100), ("month", 1000)):
-        ledger.settle(held(ledger, window=window, at=DAY), tokens=tokens, cost_usd=0)
-    for window, tokens in (("none", 1), ("hour", 10), ("day", 100), ("month", 1000)):
-        assert ledger.status("team-a", window=window, at=DAY).spent_tokens == tokens
-    assert ledger.status("team-a", window="hour", at=DAY + dt.timedelta(hours=1)).spent_tokens == 0
+KINDS = (("none", 1), ("hour", 10), ("day", 100), ("week", 1000), ("month", 10_000))
+
+
+def test_a_scope_counts_in_the_window_its_first_reservation_recorded(ledger: Ledger) -> None:
+    """Each window kind counts in the scope that chose it; status() without a window reads
+    the recorded one, and a later hour is a new counter."""
+    for window, tokens in KINDS:
+        assert ledger.window_of(f"team-{window}") is None
+        reservation = held(ledger, window=window, at=DAY, scope=f"team-{window}")
+        ledger.settle(reservation, tokens=tokens, cost_usd=0)
+    for window, tokens in KINDS:
+        assert ledger.window_of(f"team-{window}") == window
+        status = ledger.status(f"team-{window}", at=DAY)
+        assert (status.window, status.spent_tokens) == (window, tokens)
+        assert ledger.status(f"team-{window}", window=window, at=DAY).spent_tokens == tokens
+    later = DAY + dt.timedelta(hours=1)
+    assert ledger.status("team-hour", at=later).spent_tokens == 0
+    assert ledger.status("team-day", at=later).spent_tokens == 100
+
+
+def test_another_window_for_a_scope_is_a_conflict_naming_both(ledger: Ledger) -> None:
+    """Once a scope counts in day, a reservation or status under hour is refused by name, and
+    nothing is held; a scope nothing drew on reads as day, and records nothing."""
+    assert ledger.status("team-a").window == "day"
+    assert ledger.status("team-a", window="month").window == "month"
+    assert ledger.window_of("team-a") is None  # status records nothing
+    held(ledger, tokens=5, window="day")
+    for call in (
+        lambda: hold(ledger, tokens=7, window="hour"),
+        lambda: ledger.status("team-a", window="hour"),
+    ):
+        with pytest.raises(LedgerConflict) as caught:
+            call()
+        assert str(caught.value) == (
+            "ledger scope team-a counts in the window 'day', recorded by the first run that"
+            " drew on it, not 'hour': a scope has one window"
+        )
+        assert isinstance(caught.value, BudgetConfError)
+    assert reserved(ledger.status("team-a")) == (5, 0.0)
+    assert ledger.window_of("team-a") == "day"
 
 
 def test_the_status_document_names_the_window(ledger: Ledger) -> None:
     """to_dict() is the contract's document: bounds in ISO 8601 UTC with Z, null for none."""
     held(ledger, tokens=5, cost_usd=0.5, window="month", at=DAY)
-    assert ledger.status("team-a", window="month", at=DAY).to_dict() == {
+    assert ledger.status("team-a", at=DAY).to_dict() == {
         "scope": "team-a",
         "window": "month",
         "window_start": "2026-03-01T00:00:00Z",
@@ -211,8 +246,10 @@ def test_the_status_document_names_the_window(ledger: Ledger) -> None:
         "spent": {"tokens": 0, "cost_usd": 0.0},
         "reserved": {"tokens": 5, "cost_usd": 0.5},
         "runs": 0,
+        "reset": None,
     }
-    document = ledger.status("team-a", window="none").to_dict()
+    held(ledger, window="none", scope="team-b")
+    document = ledger.status("team-b").to_dict()
     assert (document["window_start"], document["window_ends"]) == (None, None)
 
 
@@ -226,18 +263,19 @@ def test_scopes_do_not_share_a_budget(ledger: Ledger) -> None:
 def test_a_combined_settle_and_reserve_does_both(ledger: Ledger) -> None:
     """settle_and_reserve settles one call and reserves the next; refused, the settle stands."""
     first = held(ledger, tokens=100, cost_usd=1.0)
-    second = ledger.settle_and_reserve(
+    second, warnings = ledger.settle_and_reserve(
         first, tokens=80, cost_usd=0.8, reserve_tokens=100, reserve_cost_usd=1.0,
         lease_seconds=60, max_tokens=200,
     )  # fmt: skip
     assert second is not None
+    assert warnings == ()
     status = ledger.status("team-a")
     assert (spent(status), reserved(status)) == ((80, 0.8), (100, 1.0))
-    third = ledger.settle_and_reserve(
+    third, warnings = ledger.settle_and_reserve(
         second, tokens=100, cost_usd=1.0, reserve_tokens=100, reserve_cost_usd=1.0,
         lease_seconds=60, max_tokens=200,
     )  # fmt: skip
-    assert third is None
+    assert (third, warnings) == (None, ())
     status = ledger.status("team-a")
     assert (spent(status), reserved(status)) == ((180, 1.8), (0, 0.0))
 
@@ -311,20 +349,24 @@ RECORD = {
     "tokens": 1200,
     "cost_usd": 0.042,
     "stop_reason": "completed",
+    "parents": [],
 }
 
 
 def test_run_records_come_back_newest_first_with_their_keys(ledger: Ledger) -> None:
-    """runs() gives the records as written, the latest first, up to the limit."""
+    """runs() gives the records as written, the latest first, up to the limit; a record
+    given without parents comes back with an empty list of them."""
     for n in range(5):
         ledger.record_run(RECORD | {"run_id": f"r-{n}"})
     ledger.record_run(RECORD | {"run_id": "elsewhere", "scope": "team-b"})
     runs = ledger.runs("team-a", limit=3)
     assert [r["run_id"] for r in runs] == ["r-4", "r-3", "r-2"]
     assert runs[0] == RECORD | {"run_id": "r-4"}
-    assert list(runs[0]) == list(RECORD)
+    assert list(runs[0]) == list(RECORD) == list(RUN_KEYS)
     assert len(ledger.runs("team-a")) == 5
     assert ledger.runs("team-a", limit=0) == []
+    ledger.record_run({key: value for key, value in RECORD.items() if key != "parents"})
+    assert ledger.runs("team-a", limit=1) == [RECORD]
 
 
 def test_a_run_record_counts_in_the_windows_it_ended_in(ledger: Ledger) -> None:
@@ -392,7 +434,7 @@ def test_a_malformed_run_record_is_refused(
         (lambda led: hold(led, lease_seconds=None), "lease_seconds must be a number > 0"),
         (lambda led: hold(led, max_tokens=-5), "max_tokens must be a whole number"),
         (lambda led: hold(led, max_cost_usd=float("inf")), "max_cost_usd must be a finite"),
-        (lambda led: hold(led, window="week"), "unknown ledger window 'week'"),
+        (lambda led: hold(led, window="fortnight"), "unknown ledger window 'fortnight'"),
         (lambda led: hold(led, at=dt.datetime(2026, 1, 1)), "at= must be an aware datetime"),
         (lambda led: led.status("team-a", window="year"), "unknown ledger window 'year'"),
         (lambda led: led.runs("team-a", limit=-1), "limit must be a whole number"),

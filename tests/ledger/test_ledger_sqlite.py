@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import sqlite3
 import subprocess
@@ -14,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from budgetconf.cli import main
-from budgetconf.ledger import Ledger, LedgerUnavailable, Reservation, open_ledger
+from budgetconf.ledger import (
+    Ledger,
+    LedgerConflict,
+    LedgerUnavailable,
+    Reservation,
+    open_ledger,
+    window_bounds,
+)
 from budgetconf.ledger._address import parse_url
 from budgetconf.ledger._sqlite import SQLiteLedger
 from budgetconf.loop import LoopExecutor, ScriptedModel
@@ -115,7 +124,7 @@ def test_a_ledger_of_another_schema_is_not_opened(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE budgetconf_ledger SET value = '9' WHERE name = 'schema'")
     conn.close()
-    with pytest.raises(LedgerUnavailable, match="its schema is '9', not '1'"):
+    with pytest.raises(LedgerUnavailable, match="its schema is '9', not '2'"):
         open_ledger(f"sqlite:///{path}")
 
 
@@ -284,3 +293,144 @@ def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path)
             f"ledger {url} is unavailable: ledger_runs holds a run record that is not a JSON"
             " object ('not json')"
         )
+
+
+# ---------------------------------------------------------------------- schema 1, migrated
+
+#: the tables of schema 1, as the previous version made them
+SCHEMA_1 = (
+    "CREATE TABLE budgetconf_ledger (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE ledger_windows (scope TEXT NOT NULL, window TEXT NOT NULL,"
+    " spent_tokens INTEGER NOT NULL DEFAULT 0, spent_nano INTEGER NOT NULL DEFAULT 0,"
+    " runs INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (scope, window)) WITHOUT ROWID",
+    "CREATE TABLE ledger_leases (id TEXT PRIMARY KEY, scope TEXT NOT NULL,"
+    " window TEXT NOT NULL, tokens INTEGER NOT NULL, nano INTEGER NOT NULL,"
+    " expires REAL NOT NULL, held INTEGER NOT NULL)",
+    "CREATE INDEX ledger_leases_live ON ledger_leases (scope, window, held, expires)",
+    "CREATE INDEX ledger_leases_expires ON ledger_leases (expires)",
+    "CREATE TABLE ledger_runs (scope TEXT NOT NULL, n INTEGER NOT NULL, record TEXT NOT NULL,"
+    " PRIMARY KEY (scope, n)) WITHOUT ROWID",
+)
+DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
+DAY_KEY, HOUR_KEY = "day:2026-03-14T00:00:00Z", "hour:2026-03-14T15:00:00Z"
+#: run records as the previous version wrote them: no parents
+OLD_RUNS = [
+    {"run_id": f"r-{n}", "scope": "team-a", "host": "w-1", "pid": 9, "started": None,
+     "ended": f"2026-03-14T1{n}:00:00Z", "turns": 1, "tokens": 10 * n, "cost_usd": 0.1 * n,
+     "stop_reason": "completed"}
+    for n in (1, 2)
+]  # fmt: skip
+
+
+def _schema_1_ledger(path: Path) -> None:
+    """A ledger of schema 1: team-a spent under day and under hour (the later window), its
+    latest reservation a live one under day; team-b spent under month; two run records."""
+    now = time.time()
+    conn = sqlite3.connect(path)
+    for statement in SCHEMA_1:
+        conn.execute(statement)
+    conn.execute("INSERT INTO budgetconf_ledger VALUES ('schema', '1')")
+    conn.executemany(
+        "INSERT INTO ledger_windows VALUES (?, ?, ?, ?, ?)",
+        [
+            ("team-a", DAY_KEY, 500, 5_000_000_000, 2),
+            ("team-a", HOUR_KEY, 50, 500_000_000, 1),
+            ("team-a", "none", 550, 5_500_000_000, 2),
+            ("team-a", "month:2026-03-01T00:00:00Z", 0, 0, 2),
+            ("team-b", "month:2026-03-01T00:00:00Z", 9, 90_000_000, 0),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            ("old-hour", "team-a", HOUR_KEY, 10, 100_000_000, now - 3600, 0),
+            ("live-day", "team-a", DAY_KEY, 7, 70_000_000, now + 300, 1),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO ledger_runs VALUES ('team-a', ?, ?)",
+        [(n, json.dumps(record)) for n, record in enumerate(OLD_RUNS, 1)],
+    )
+    conn.commit()
+    conn.close()
+
+
+def _reservation(rid: str, window: str, tokens: int, cost_usd: float) -> Reservation:
+    start, ends = window_bounds(window, DAY)
+    return Reservation(
+        id=rid, scope="team-a", window=window, window_start=start, window_ends=ends,
+        tokens=tokens, cost_usd=cost_usd,
+    )  # fmt: skip
+
+
+def test_a_schema_1_ledger_is_migrated_in_place_and_keeps_what_it_held(tmp_path: Path) -> None:
+    """Opened, a ledger of the previous version is schema 2: its spend, live lease and run
+    records are all there; a scope counts in the window of its latest reservation (not of its
+    latest counter), and a reset with window= reaches the counter of the other kind."""
+    path = tmp_path / "ledger.db"
+    _schema_1_ledger(path)
+    with open_ledger(f"sqlite:///{path}") as led:
+        assert (led.window_of("team-a"), led.window_of("team-b")) == ("day", "month")
+        status = led.status("team-a", at=DAY)
+        assert (status.window, status.spent_tokens, status.spent_cost_usd) == ("day", 500, 5.0)
+        assert (status.reserved_tokens, status.reserved_cost_usd, status.runs) == (7, 0.07, 2)
+        assert (status.reset, led.status("team-b", at=DAY).spent_tokens) == (None, 9)
+        assert led.runs("team-a") == [record | {"parents": []} for record in reversed(OLD_RUNS)]
+        # the live lease settles once; the one settled before the migration counts no more
+        for _ in range(2):
+            led.settle(_reservation("live-day", "day", 7, 0.07), tokens=6, cost_usd=0.06)
+        led.settle(_reservation("old-hour", "hour", 10, 0.1), tokens=10, cost_usd=0.1)
+        status = led.status("team-a", at=DAY)
+        assert (status.spent_tokens, status.spent_cost_usd) == (506, 5.06)
+        assert (status.reserved_tokens, status.reserved_cost_usd) == (0, 0.0)
+        with pytest.raises(LedgerConflict, match=r"counts in the window 'day'.* not 'hour'"):
+            led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60, window="hour", at=DAY)
+        assert led.reserve("team-a", tokens=1, cost_usd=0, lease_seconds=60, max_tokens=506,
+                           at=DAY) is None  # fmt: skip
+        # the hour counter, left from schema 1, is reached by reset(window=)
+        record = led.reset("team-a", why="old counter", window="hour", at=DAY)
+        assert record["reset"]["spent"] == {"tokens": 50, "cost_usd": 0.5}
+        again = led.reset("team-a", why="old counter", window="hour", at=DAY)
+        assert again["reset"]["spent"] == {"tokens": 0, "cost_usd": 0.0}
+        assert led.status("team-a", at=DAY).spent_tokens == 506
+        led.record_run({"run_id": "r-3", "scope": "team-a", "ended": DAY})
+        assert [r["run_id"] for r in led.runs("team-a")] == ["r-3", None, None, "r-2", "r-1"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM budgetconf_ledger").fetchall() == [("2",)]
+    assert conn.execute("SELECT * FROM ledger_scopes ORDER BY scope").fetchall() == [
+        ("team-a", "day"),
+        ("team-b", "month"),
+    ]
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    assert "ledger_leases_1" not in tables
+    assert {"ledger_leases_live", "ledger_leases_expires"} <= tables
+    conn.close()
+    with open_ledger(f"sqlite:///{path}") as led:  # opened again: nothing more to migrate
+        assert led.status("team-a", at=DAY).spent_tokens == 506
+
+
+def test_a_schema_1_scope_with_spend_but_no_reservation_takes_its_latest_counter(
+    tmp_path: Path,
+) -> None:
+    """With no reservation remembered, a scope counts in the kind of its latest counter with
+    spend; one with no spend at all records no window."""
+    path = tmp_path / "ledger.db"
+    conn = sqlite3.connect(path)
+    for statement in SCHEMA_1:
+        conn.execute(statement)
+    conn.execute("INSERT INTO budgetconf_ledger VALUES ('schema', '1')")
+    conn.executemany(
+        "INSERT INTO ledger_windows VALUES (?, ?, ?, ?, 0)",
+        [
+            ("team-a", "none", 5, 0),
+            ("team-a", "month:2026-03-01T00:00:00Z", 5, 0),
+            ("team-a", HOUR_KEY, 0, 30),
+            ("team-a", "day:2026-03-13T00:00:00Z", 1, 0),
+            ("team-c", DAY_KEY, 0, 0),
+        ],
+    )
+    conn.commit()
+    conn.close()
+    with open_ledger(f"sqlite:///{path}") as led:
+        assert (led.window_of("team-a"), led.window_of("team-c")) == ("hour", None)
+        assert led.status("team-a", at=DAY).spent_cost_usd == 0.00000003

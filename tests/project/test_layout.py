@@ -145,6 +145,7 @@ def test_the_description_imports_only_the_schema(half: str) -> None:
         "budgetconf.ledger._address",  # how a ledger URL is read and shown
         "budgetconf.ledger",  # the package of the address: its records load when asked for
         "budgetconf.ledger._base",
+        "budgetconf.ledger._records",
         "budgetconf.errors",
         "budgetconf._record",
         "budgetconf._loop_table",

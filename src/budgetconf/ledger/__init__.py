@@ -1,11 +1,13 @@
 """A budget shared by many runs, processes and machines: the ledger.
 
-A ledger keeps, for each scope (``team-a``) and UTC window (an hour, a day, a
-month, or none), what the runs drawing on it have spent and what they hold
-reserved. A run reserves before each model call and settles after: a
-reservation that would take spent and reserved past the scope's maximum is
-refused before the call is made, and a reservation not settled within its
-lease expires, so a worker that dies frees what it held.
+A ledger keeps, for each scope (``user:u-1042``, ``team:research``) and its UTC
+window (an hour, a day, an ISO week, a month, or none), what the runs drawing
+on it have spent and what they hold reserved. A run reserves before each model
+call, in its own scope and its parents at once, and settles after: a
+reservation that would take spent and reserved past any one scope's maximum
+is refused before the call is made, and nothing is held anywhere; a
+reservation not settled within its lease expires, so a worker that dies frees
+what it held.
 
 `open_ledger` opens one by its address: ``sqlite:///path.db`` on one machine
 (the standard library's ``sqlite3``), ``redis://host:port/db`` across many
@@ -18,19 +20,21 @@ address (every resolution with a ``ledger-url`` field does) needs none.
 
 from __future__ import annotations
 
-from budgetconf.errors import LedgerUnavailable, UsageError
+from budgetconf.errors import LedgerConflict, LedgerUnavailable, UsageError
 from budgetconf.ledger._address import SCHEMES, LedgerURL, parse_url, shown_url
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from budgetconf.ledger._base import (
-        KEPT_RUNS,
+    from budgetconf.ledger._base import KEPT_RUNS, Ledger
+    from budgetconf.ledger._records import (
         WINDOWS,
-        Ledger,
+        HeldScope,
         LedgerStatus,
         Reservation,
+        ScopeLimit,
+        ScopeWarning,
         iso,
         window_bounds,
     )
@@ -38,20 +42,35 @@ if TYPE_CHECKING:
 __all__ = [
     "KEPT_RUNS",
     "WINDOWS",
+    "HeldScope",
     "Ledger",
+    "LedgerConflict",
     "LedgerStatus",
     "LedgerURL",
     "LedgerUnavailable",
     "Reservation",
+    "ScopeLimit",
+    "ScopeWarning",
     "iso",
     "open_ledger",
     "parse_url",
     "window_bounds",
 ]
 
-#: the names `_base` gives the package, loaded when first asked for
+#: the names `_base` and `_records` give the package, loaded when first asked for
 _BASE: Final = frozenset(
-    {"KEPT_RUNS", "WINDOWS", "Ledger", "LedgerStatus", "Reservation", "iso", "window_bounds"}
+    {
+        "KEPT_RUNS",
+        "WINDOWS",
+        "HeldScope",
+        "Ledger",
+        "LedgerStatus",
+        "Reservation",
+        "ScopeLimit",
+        "ScopeWarning",
+        "iso",
+        "window_bounds",
+    }
 )
 
 
@@ -80,7 +99,7 @@ def open_ledger(url: str | LedgerURL) -> Ledger:
 def __getattr__(name: str) -> object:
     # datetime and json, which the records need, cost `import budgetconf` a few milliseconds
     if name in _BASE:
-        from budgetconf.ledger import _base
+        from budgetconf.ledger import _base, _records
 
-        return getattr(_base, name)
+        return getattr(_records if hasattr(_records, name) else _base, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,16 +10,27 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from fractions import Fraction
 
 from budgetconf._record import Record, set_field
 from budgetconf._usage import MOST_COST_USD, MOST_TOKENS
 from budgetconf.errors import UsageError
 from budgetconf.ledger._address import is_scope
-from budgetconf.ledger._base import KEPT_RUNS, RUN_KEYS, Reservation, iso, window_bounds, window_key
+from budgetconf.ledger._base import KEPT_RUNS, RUN_KEYS
+from budgetconf.ledger._records import (
+    WINDOWS,
+    HeldScope,
+    Reservation,
+    ScopeLimit,
+    ScopeWarning,
+    iso,
+    window_bounds,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final
+    from collections.abc import Sequence
+    from typing import Any, Final
 
 #: costs are counted in whole billionths of a dollar: sums are exact and in any order
 #: the same, and "exactly to the maximum" means what it says
@@ -99,74 +110,277 @@ def check_limit(value: object) -> int:
 
 class Asked(Record):
     """A reservation asked for, every argument checked, in the units a backend writes: the
-    cost and the cost maximum in billionths (``nano``, ``most_nano``), the window's counter
-    (``key``) and a new reservation id (``rid``)."""
+    cost in billionths (``nano``), each scope's share (``held``, the first the run's own) with
+    its maxima in those units (``most``: tokens and billionths, None for none), and a new
+    reservation id (``rid``)."""
 
-    __slots__ = (
-        "ends",
-        "key",
-        "lease",
-        "most_nano",
-        "most_tokens",
-        "nano",
-        "rid",
-        "scope",
-        "start",
-        "tokens",
-        "window",
-    )
+    __slots__ = ("held", "lease", "most", "nano", "rid", "tokens")
 
-    scope: str
     tokens: int
     nano: int
     lease: float
-    most_tokens: int | None
-    most_nano: int | None
-    window: str
-    start: _dt.datetime | None
-    ends: _dt.datetime | None
-    key: str
+    held: tuple[HeldScope, ...]
+    most: tuple[tuple[int | None, int | None], ...]
     rid: str
 
     def __init__(
         self,
+        scopes: Sequence[ScopeLimit],
+        *,
+        tokens: object,
+        cost_usd: object,
+        lease_seconds: object,
+        at: _dt.datetime | None,
+    ) -> None:
+        import uuid
+
+        held, nano = check_used(tokens, cost_usd)
+        set_field(self, "tokens", held)
+        set_field(self, "nano", nano)
+        set_field(self, "lease", check_lease(lease_seconds))
+        shares, most = [], []
+        for limit in scopes:
+            start, ends = window_bounds(limit.window, at)
+            most_tokens = check_maximum_tokens(limit.max_tokens)
+            most_nano = check_maximum_cost(limit.max_cost_usd)
+            shares.append(
+                HeldScope(
+                    scope=limit.scope,
+                    window=limit.window,
+                    window_start=start,
+                    window_ends=ends,
+                    max_tokens=most_tokens,
+                    max_cost_usd=None if most_nano is None else from_nano(most_nano),
+                )
+            )
+            most.append((most_tokens, most_nano))
+        set_field(self, "held", tuple(shares))
+        set_field(self, "most", tuple(most))
+        set_field(self, "rid", uuid.uuid4().hex)
+
+    @classmethod
+    def of(
+        cls,
         scope: object,
+        scopes: object,
         *,
         tokens: object,
         cost_usd: object,
         lease_seconds: object,
         max_tokens: object,
         max_cost_usd: object,
-        window: str,
+        window: object,
         at: _dt.datetime | None,
-    ) -> None:
-        import uuid
-
-        set_field(self, "scope", check_scope(scope))
-        held, nano = check_used(tokens, cost_usd)
-        set_field(self, "tokens", held)
-        set_field(self, "nano", nano)
-        set_field(self, "lease", check_lease(lease_seconds))
-        set_field(self, "most_tokens", check_maximum_tokens(max_tokens))
-        set_field(self, "most_nano", check_maximum_cost(max_cost_usd))
-        start, ends = window_bounds(window, at)
-        set_field(self, "window", window)
-        set_field(self, "start", start)
-        set_field(self, "ends", ends)
-        set_field(self, "key", window_key(window, start))
-        set_field(self, "rid", uuid.uuid4().hex)
+    ) -> Asked:
+        """What `Ledger.reserve` asks: one ``scope`` with its maxima and window, or ``scopes``."""
+        if scopes is None:
+            if scope is None:
+                raise UsageError("reserve() takes a scope, or scopes=[ScopeLimit, ...]")
+            limits: list[ScopeLimit] = [
+                ScopeLimit(check_scope(scope), check_window(window), max_tokens, max_cost_usd)  # type: ignore[arg-type]
+            ]
+        else:
+            given = max_tokens is not None or max_cost_usd is not None or window != "day"
+            if scope is not None or given:
+                raise UsageError(
+                    "reserve() takes either a scope with its maxima and window, or scopes="
+                )
+            limits = check_scopes(scopes)
+        return cls(limits, tokens=tokens, cost_usd=cost_usd, lease_seconds=lease_seconds, at=at)
 
     def reservation(self) -> Reservation:
         """The reservation this one makes, once the backend has granted it."""
+        first = self.held[0]
         return Reservation(
             id=self.rid,
-            scope=self.scope,
-            window=self.window,
-            window_start=self.start,
-            window_ends=self.ends,
+            scope=first.scope,
+            window=first.window,
+            window_start=first.window_start,
+            window_ends=first.window_ends,
             tokens=self.tokens,
             cost_usd=from_nano(self.nano),
+            scopes=self.held,
         )
+
+
+def check_window(value: object) -> str:
+    """``value`` if it is a window kind; `UsageError` if not."""
+    if not isinstance(value, str) or value not in WINDOWS:
+        raise UsageError(f"unknown ledger window {value!r} (one of {', '.join(WINDOWS)})")
+    return value
+
+
+def check_scopes(value: object) -> list[ScopeLimit]:
+    """``scopes=``: one or more `ScopeLimit`, each scope once, each checked."""
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise UsageError(f"scopes= takes a non-empty list of ScopeLimit, not {value!r}")
+    found: dict[str, ScopeLimit] = {}
+    for limit in value:
+        if not isinstance(limit, ScopeLimit):
+            raise UsageError(f"scopes= holds ScopeLimit records, not {type(limit).__name__}")
+        scope = check_scope(limit.scope)
+        check_window(limit.window)
+        if scope in found:
+            raise UsageError(f"scopes= names the scope {scope} twice")
+        found[scope] = limit
+    return list(found.values())
+
+
+def check_moment(value: object, what: str) -> _dt.datetime:
+    """``value``, an aware datetime; `UsageError` if not."""
+    if not isinstance(value, _dt.datetime):
+        raise UsageError(f"{what} must be an aware datetime (UTC), not {value!r}")
+    return _aware(value, what)
+
+
+class Settling(Record):
+    """A reservation ending: what it ``used`` (tokens and billionths; None: released), and
+    for each of its scopes the spend at which a settle warns (``warn``: tokens and billionths,
+    None for none), when ``warn_at`` is given."""
+
+    __slots__ = ("reservation", "used", "warn")
+
+    reservation: Reservation
+    used: tuple[int, int] | None
+    warn: tuple[tuple[int | None, int | None], ...]
+
+    def __init__(
+        self, reservation: object, tokens: object, cost_usd: object, warn_at: object
+    ) -> None:
+        held = check_reservation(reservation)
+        set_field(self, "reservation", held)
+        set_field(self, "used", None if tokens is None else check_used(tokens, cost_usd))
+        share = check_share(warn_at)
+        set_field(
+            self,
+            "warn",
+            tuple(
+                (
+                    _reached(share, part.max_tokens),
+                    _reached(
+                        share,
+                        None
+                        if part.max_cost_usd is None
+                        else to_nano(part.max_cost_usd, "max_cost_usd"),
+                    ),
+                )
+                for part in held.scopes
+            ),
+        )
+
+    def warnings(self, crossed: Sequence[tuple[int, str, int]]) -> tuple[ScopeWarning, ...]:
+        """The warnings a backend found crossed, each (scope index, ``tokens``/``nano``, spent)."""
+        found = []
+        for index, unit, spent in crossed:
+            part = self.reservation.scopes[index]
+            tokens = unit == "tokens"
+            maximum = part.max_tokens if tokens else part.max_cost_usd
+            assert maximum is not None, "a warning is of a maximum"
+            found.append(
+                ScopeWarning(
+                    scope=part.scope,
+                    window=part.window,
+                    window_ends=part.window_ends,
+                    budget="max_tokens" if tokens else "max_cost_usd",
+                    spent=spent if tokens else from_nano(spent),
+                    maximum=maximum,
+                )
+            )
+        return tuple(found)
+
+
+def check_share(value: object) -> Fraction | None:
+    """``warn_at``: None, or a fraction of a maximum between 0 and 1 (exactly, as a fraction of
+    the decimal it is written as: 0.8 is 4/5, not the double just above it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise UsageError(f"warn_at must be a number between 0 and 1, not {value!r}")
+    return Fraction(repr(value))
+
+
+def _reached(share: Fraction | None, maximum: int | None) -> int | None:
+    """The least spend that is ``share`` of ``maximum`` or more, in its whole units."""
+    if share is None or maximum is None:
+        return None
+    return math.ceil(share * maximum)
+
+
+class Resetting(Record):
+    """A reset asked for: the scope, the window asked (None: the one it counts in), when, and
+    the record it leaves, made by `record` from what the window had spent."""
+
+    __slots__ = ("at", "by", "host", "pid", "scope", "why", "window")
+
+    scope: str
+    window: str | None
+    why: str
+    by: str
+    host: str
+    pid: int
+    at: _dt.datetime
+
+    def __init__(
+        self,
+        scope: object,
+        *,
+        why: object,
+        window: object,
+        by: object,
+        at: _dt.datetime | None,
+    ) -> None:
+        import os
+        import socket
+
+        set_field(self, "scope", check_scope(scope))
+        set_field(self, "window", None if window is None else check_window(window))
+        if not isinstance(why, str) or not why.strip():
+            raise UsageError("a reset says why: why= must be a non-empty text")
+        set_field(self, "why", " ".join(why.split()))
+        host = socket.gethostname()
+        if by is None:
+            import getpass
+
+            try:
+                user = getpass.getuser()
+            except (KeyError, OSError):  # no name for this user id
+                user = f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
+            by = f"{user}@{host}"
+        if not isinstance(by, str) or not by.strip():
+            raise UsageError(f"by= must be a non-empty text, not {by!r}")
+        set_field(self, "by", by)
+        set_field(self, "host", host)
+        set_field(self, "pid", os.getpid())
+        now = _dt.datetime.now(_dt.UTC) if at is None else check_moment(at, "at")
+        set_field(self, "at", now)
+
+    def record(self, window: str, spent_tokens: int, spent_nano: int) -> dict[str, Any]:
+        """The reset's record, in ``window`` (the one reset), with what it had spent: the
+        latest of the scope's `Ledger.runs`, its ``reset`` part what `LedgerStatus.reset` shows
+        (with ``at``)."""
+        start, _ = window_bounds(window, self.at)
+        moment = iso(self.at)
+        return {
+            "run_id": None,
+            "scope": self.scope,
+            "host": self.host,
+            "pid": self.pid,
+            "started": moment,
+            "ended": moment,
+            "turns": 0,
+            "tokens": 0,
+            "cost_usd": 0.0,
+            "stop_reason": "reset",
+            "parents": [],
+            "reset": {
+                "by": self.by,
+                "window": window,
+                "window_start": iso(start),
+                "why": self.why,
+                "spent": {"tokens": spent_tokens, "cost_usd": from_nano(spent_nano)},
+                "at": moment,
+            },
+        }
 
 
 def checked_usage(tokens: object, cost_usd: object) -> tuple[int, int]:
@@ -174,12 +388,14 @@ def checked_usage(tokens: object, cost_usd: object) -> tuple[int, int]:
     return check_used(tokens, cost_usd)
 
 
-def run_record(record: object) -> tuple[str, str, _dt.datetime]:
-    """A run record as a ledger keeps it: its scope, its JSON text, and when it ended.
+def run_record(record: object) -> tuple[list[str], str, _dt.datetime]:
+    """A run record as a ledger keeps it: the scopes it is kept in (its own, then its
+    ``parents``), its JSON text, and when it ended.
 
     The record is `RUN_KEYS` in their order (a missing key is None, another is
-    refused); a time may be given as an aware datetime, and is kept as ISO
-    8601 UTC with ``Z``. A record with no ``ended`` ended now.
+    refused; ``parents`` a list of scopes, empty by default); a time may be given
+    as an aware datetime, and is kept as ISO 8601 UTC with ``Z``. A record with
+    no ``ended`` ended now.
     """
     if not isinstance(record, dict):
         raise UsageError(f"a run record is a dict, not {type(record).__name__}")
@@ -190,15 +406,21 @@ def run_record(record: object) -> tuple[str, str, _dt.datetime]:
         )
     kept = {key: record.get(key) for key in RUN_KEYS}
     scope = check_scope(kept["scope"])
+    parents = kept["parents"] or []
+    if not isinstance(parents, list | tuple):
+        raise UsageError(f"a run record's parents are a list of scopes, not {parents!r}")
+    kept["parents"] = parents = [check_scope(parent) for parent in parents]
     for key in ("started", "ended"):
         moment = kept[key]
         if isinstance(moment, _dt.datetime):
             kept[key] = iso(_aware(moment, key))
+    ended = _ended(kept["ended"])
+    kept["ended"] = iso(ended)
     try:
         text = json.dumps(kept, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"a run record must be plain JSON values: {exc}") from None
-    return scope, text, _ended(kept["ended"])
+    return list(dict.fromkeys([scope, *parents])), text, ended
 
 
 def _aware(moment: _dt.datetime, what: str) -> _dt.datetime:

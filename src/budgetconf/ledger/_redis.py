@@ -1,22 +1,24 @@
 """The Redis ledger: one budget for every process on every machine that reaches the server.
 
-Each operation is one Lua script run by the server (`register_script`, then
-EVALSHA), so a reservation's check against spent + reserved and its write are
-one atomic step, whatever other clients do. Leases are timed by the server's
-clock (``TIME``), so the machines' clocks need not agree. A settle and the
-next turn's reservation can be one call (`RedisLedger.settle_and_reserve`).
+Each operation is one Lua script run by the server (`_redis_scripts`, registered,
+then EVALSHA), so a reservation's check of every scope against spent + reserved
+and its writes are one atomic step, whatever other clients do. Leases are timed by
+the server's clock (``TIME``), so the machines' clocks need not agree. A settle
+and the next turn's reservation are one call (`Ledger.settle_and_reserve`).
 
-The keys of a scope share one hash tag, ``budgetconf:ledger:{SCOPE}:…``, so a
-scope lives in one slot of a cluster:
+Every key shares one hash tag, ``budgetconf:{ledger}:…``, so that one script may
+span any scopes: on a Redis Cluster the ledger sits in one slot.
 
-- ``…:window:KIND:START`` (or ``…:window:none``), a hash: ``st``/``sn`` spent
-  tokens and nano-dollars, ``rt``/``rn`` held by live leases, ``runs``;
-- ``…:leases:WINDOW``, a sorted set of the live reservations' ids by the
-  server time (ms) their lease ends, and ``…:held:WINDOW``, a hash of what each
-  holds (``tokens:nano``); a script first moves what has expired out of ``rt``/``rn``;
-- ``…:reservation:ID``: ``held`` or ``done``, kept for a day after the lease,
-  so that a second settle or release counts nothing;
-- ``…:runs``: the latest run records, newest first, as JSON.
+- ``…:scope:SCOPE:window:KIND:START`` (or ``…:window:none``), ``…:leases:…`` and
+  ``…:held:…``: a window's counters, leases and holdings (see `_redis_scripts`);
+  a window's keys expire a day after it ends;
+- ``…:scope:SCOPE:runs``: the latest run and reset records, newest first, as JSON;
+- ``…:reservation:ID``: ``held`` or ``done``, kept for a day after the lease, so
+  that a second settle or release counts nothing;
+- ``…:scopes``: the window each scope counts in; ``…:schema``: the layout's version.
+
+A ledger the previous version wrote (keys ``budgetconf:ledger:{SCOPE}:…``) is moved
+to this layout in place, by the first client that opens it (`_migrate`).
 
 The client is the ``redis`` package (extra ``budgetconf[redis]``), imported
 by this module alone. Connecting and every call time out after 2 s; a
@@ -25,160 +27,65 @@ connection dropped (a restarted server) is tried again once at once.
 
 from __future__ import annotations
 
+import json
+import time
+
+from budgetconf.ledger._backend import Backend
 from budgetconf.ledger._base import (
     KEPT_RUNS,
     REMEMBERED_SECONDS,
-    WINDOWS,
-    Ledger,
-    LedgerStatus,
-    Reservation,
+    conflict,
     counts,
+    reset_part,
     run_records,
     unavailable,
-    window_bounds,
-    window_key,
 )
 from budgetconf.ledger._checks import (
-    Asked,
     check_lease,
     check_limit,
     check_reservation,
     check_scope,
-    checked_usage,
+    check_window,
     from_nano,
     run_record,
+)
+from budgetconf.ledger._records import WINDOWS, LedgerStatus, window_bounds, window_key
+from budgetconf.ledger._redis_scripts import (
+    FINISH,
+    PRUNE,
+    RECORD_RUN,
+    RENEW,
+    RESERVE,
+    SETTLE_AND_RESERVE,
+    STATUS,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as _dt
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, Final, TypeVar
 
     from budgetconf.ledger._address import LedgerURL
+    from budgetconf.ledger._checks import Asked, Resetting, Settling
+    from budgetconf.ledger._records import HeldScope, Reservation
 
     T = TypeVar("T")
 
 REMEMBERED_MS: Final = int(REMEMBERED_SECONDS * 1000)
-
-#: the functions every script starts with: the server's clock, the sweep of expired leases,
-#: a reservation and its end; KEYS come in threes: a window, its leases, its holdings
-LIBRARY: Final = """
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- a count is the text of a whole number, added by the server's HINCRBY as a 64-bit integer;
--- never a Lua number, a double that formats past 2**63 as a wrapped, negative count
-local function add(key, field, text)
-  if text ~= '0' then redis.call('HINCRBY', key, field, text) end
-end
-
-local function take(key, field, text)
-  if text ~= '0' then redis.call('HINCRBY', key, field, '-' .. text) end
-end
-
-local function amounts(text)
-  local _, _, tokens, nano = string.find(text, '^(%d+):(%d+)$')
-  return tokens, nano
-end
-
-local function sweep(window, leases, held, now)
-  local gone = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
-  if #gone == 0 then return end
-  for _, id in ipairs(gone) do
-    local what = redis.call('HGET', held, id)
-    if what then
-      local t, n = amounts(what)
-      take(window, 'rt', t)
-      take(window, 'rn', n)
-      redis.call('HDEL', held, id)
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-end
-
-local function reserve(window, leases, held, state, a, now)
-  -- a: id, tokens, nano, lease_ms, max_tokens (-1: none), max_nano (-1: none), remember_ms
-  sweep(window, leases, held, now)
-  local v = redis.call('HMGET', window, 'st', 'sn', 'rt', 'rn')
-  -- compared as Lua numbers (doubles), exact while spent and reserved stay below 2**53
-  local tokens, nano = tonumber(a[2]), tonumber(a[3])
-  local most_tokens, most_nano = tonumber(a[5]), tonumber(a[6])
-  if most_tokens >= 0 and (tonumber(v[1]) or 0) + (tonumber(v[3]) or 0) + tokens > most_tokens then
-    return 0
-  end
-  if most_nano >= 0 and (tonumber(v[2]) or 0) + (tonumber(v[4]) or 0) + nano > most_nano then
-    return 0
-  end
-  add(window, 'rt', a[2])
-  add(window, 'rn', a[3])
-  redis.call('ZADD', leases, now + tonumber(a[4]), a[1])
-  redis.call('HSET', held, a[1], a[2] .. ':' .. a[3])
-  redis.call('SET', state, 'held', 'PX', tonumber(a[4]) + tonumber(a[7]))
-  return 1
-end
-
-local function finish(window, leases, held, state, a, now)
-  -- a: id, tokens, nano, settling (1) or releasing (0), remember_ms
-  if redis.call('GET', state) == 'done' then return 0 end
-  sweep(window, leases, held, now)
-  if redis.call('ZREM', leases, a[1]) == 1 then
-    local t, n = amounts(redis.call('HGET', held, a[1]))
-    redis.call('HDEL', held, a[1])
-    take(window, 'rt', t)
-    take(window, 'rn', n)
-  end
-  redis.call('SET', state, 'done', 'PX', a[5])
-  if a[4] == '1' then
-    add(window, 'st', a[2])
-    add(window, 'sn', a[3])
-  end
-  return 1
-end
-"""
-RESERVE: Final = LIBRARY + "return reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, now_ms())"
-# ARGV: id, lease_ms, remember_ms; a lease that has ended (swept here) is renewed no more
-RENEW: Final = (
-    LIBRARY
-    + """
-local now = now_ms()
-sweep(KEYS[1], KEYS[2], KEYS[3], now)
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-redis.call('SET', KEYS[4], 'held', 'PX', tonumber(ARGV[2]) + tonumber(ARGV[3]))
-return 1
-"""
-)
-FINISH: Final = LIBRARY + "return finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, now_ms())"
-# the settle's arguments, then the reservation's
-SETTLE_AND_RESERVE: Final = (
-    LIBRARY
-    + """
-local now = now_ms()
-finish(KEYS[1], KEYS[2], KEYS[3], KEYS[4], {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]}, now)
-return reserve(KEYS[5], KEYS[6], KEYS[7], KEYS[8],
-  {ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]}, now)
-"""
-)
-STATUS: Final = (
-    LIBRARY
-    + """
-sweep(KEYS[1], KEYS[2], KEYS[3], now_ms())
-return redis.call('HMGET', KEYS[1], 'st', 'sn', 'rt', 'rn', 'runs')
-"""
-)
-# KEYS: the runs list, then each window the run ended in; ARGV: the record, how many to keep
-RECORD_RUN: Final = """
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-for i = 2, #KEYS do redis.call('HINCRBY', KEYS[i], 'runs', 1) end
-return 1
-"""
+#: how long a window's keys outlive it
+KEPT_MS: Final = 86_400_000
+#: every key's beginning: one hash tag for the whole ledger
+BASE: Final = "budgetconf:{ledger}"
+SCOPES_KEY: Final = f"{BASE}:scopes"
+SCHEMA_KEY: Final = f"{BASE}:schema"
+#: the layout this code writes
+SCHEMA: Final = "2"
+#: how long the first client may take to migrate a ledger of the previous layout
+MIGRATING_SECONDS: Final = 30.0
 
 
-class RedisLedger(Ledger):
+class RedisLedger(Backend):
     """The ledger on the Redis server at ``url`` (its database ``url.db``).
 
     ``timeout_seconds`` bounds connecting and each call; the server is asked
@@ -209,11 +116,12 @@ class RedisLedger(Ledger):
             decode_responses=True,
         )
         register = self._client.register_script
-        self._reserve, self._finish = register(RESERVE), register(FINISH)
+        self._reserve_script, self._finish_script = register(RESERVE), register(FINISH)
         self._settle_and_reserve = register(SETTLE_AND_RESERVE)
         self._renew = register(RENEW)
         self._status, self._record_run = register(STATUS), register(RECORD_RUN)
-        self._call(self._client.ping)
+        self._prune_script = register(PRUNE)
+        self._call(self._ready)
 
     def _call(self, step: Callable[[], T]) -> T:
         """``step``, with the client's errors as `LedgerUnavailable` naming the ledger and cause."""
@@ -225,146 +133,143 @@ class RedisLedger(Ledger):
                 text = f"no answer within {self._timeout:g} s ({text})"
             raise unavailable(self.url, self.address.conceal(text)) from None
 
+    def _ready(self) -> None:
+        """The ledger in this layout: a new one marked, one of the previous layout migrated."""
+        client = self._client
+        if client.get(SCHEMA_KEY) == SCHEMA:
+            return
+        if next(iter(client.scan_iter(match="budgetconf:ledger:{*", count=1000)), None) is None:
+            client.set(SCHEMA_KEY, SCHEMA, nx=True)  # a new ledger, or one moved meanwhile
+            return
+        lock = f"{BASE}:migrating"
+        deadline = time.monotonic() + MIGRATING_SECONDS
+        while not client.set(lock, "1", nx=True, px=int(MIGRATING_SECONDS * 1000)):
+            if client.get(SCHEMA_KEY) == SCHEMA:
+                return  # another client has migrated it
+            if time.monotonic() > deadline:
+                raise unavailable(self.url, "another client is migrating the ledger")
+            time.sleep(0.05)
+        try:
+            if client.get(SCHEMA_KEY) != SCHEMA:
+                _migrate(client)
+                client.set(SCHEMA_KEY, SCHEMA)
+        finally:
+            client.delete(lock)
+
     def close(self) -> None:
         self._client.close()
 
     # ------------------------------------------------------------------ the keys
 
     @staticmethod
-    def _keys(scope: str, window: str) -> list[str]:
+    def _keys(scope: str, key: str) -> list[str]:
         """A window's hash, its leases and its holdings."""
-        base = f"budgetconf:ledger:{{{scope}}}"
-        return [f"{base}:window:{window}", f"{base}:leases:{window}", f"{base}:held:{window}"]
+        base = f"{BASE}:scope:{scope}"
+        return [f"{base}:window:{key}", f"{base}:leases:{key}", f"{base}:held:{key}"]
 
     @staticmethod
-    def _state(scope: str, rid: str) -> str:
-        return f"budgetconf:ledger:{{{scope}}}:reservation:{rid}"
+    def _state(rid: str) -> str:
+        return f"{BASE}:reservation:{rid}"
+
+    @staticmethod
+    def _runs(scope: str) -> str:
+        return f"{BASE}:scope:{scope}:runs"
+
+    @staticmethod
+    def _expiry(ends: _dt.datetime | None) -> int:
+        """When a window's keys go: a day after it ends, or after now for a window written
+        after its end (a late settle, a back-fill); -1: never."""
+        if ends is None:
+            return -1
+        return int(max(ends.timestamp(), time.time()) * 1000) + KEPT_MS
+
+    def _holding(self, parts: Sequence[HeldScope]) -> list[str]:
+        return [key for part in parts for key in self._keys(part.scope, part.key)]
+
+    # ------------------------------------------------------------------ the scripts' arguments
+
+    def _reserving(self, a: Asked) -> tuple[list[str], list[Any]]:
+        keys = [SCOPES_KEY, self._state(a.rid), *self._holding(a.held)]
+        args: list[Any] = [a.rid, a.tokens, a.nano, max(1, round(a.lease * 1000)), REMEMBERED_MS]
+        for part, (most_tokens, most_nano) in zip(a.held, a.most, strict=True):
+            args += [
+                part.scope,
+                part.window,
+                -1 if most_tokens is None else most_tokens,
+                -1 if most_nano is None else most_nano,
+                self._expiry(part.window_ends),
+            ]
+        return keys, args
+
+    def _ending(self, s: Settling) -> tuple[list[str], list[Any]]:
+        r = s.reservation
+        keys = [self._state(r.id), *self._holding(r.scopes)]
+        tokens, nano = s.used or (0, 0)
+        args: list[Any] = [r.id, tokens, nano, 0 if s.used is None else 1, REMEMBERED_MS]
+        for part, (warn_tokens, warn_nano) in zip(r.scopes, s.warn, strict=True):
+            args += [
+                self._expiry(part.window_ends),
+                -1 if warn_tokens is None else warn_tokens,
+                -1 if warn_nano is None else warn_nano,
+            ]
+        return keys, args
+
+    def _granted(self, a: Asked, answer: Any) -> bool:
+        if answer[0] == -1:
+            part = a.held[int(answer[1]) - 1]
+            raise conflict(part.scope, str(answer[2]), part.window)
+        return bool(answer[0] == 1)
 
     # ------------------------------------------------------------------ the operations
 
-    def reserve(
-        self,
-        scope: str,
-        *,
-        tokens: int,
-        cost_usd: float,
-        lease_seconds: float,
-        max_tokens: int | None = None,
-        max_cost_usd: float | None = None,
-        window: str = "day",
-        at: _dt.datetime | None = None,
-    ) -> Reservation | None:
-        keys, args, made = self._reservation(
-            scope, tokens, cost_usd, lease_seconds, max_tokens, max_cost_usd, window, at
+    def _reserve(self, asked: Asked) -> bool:
+        keys, args = self._reserving(asked)
+        return self._granted(asked, self._call(lambda: self._reserve_script(keys=keys, args=args)))
+
+    def _finish(self, settling: Settling) -> list[tuple[int, str, int]]:
+        keys, args = self._ending(settling)
+        return _crossed(self._call(lambda: self._finish_script(keys=keys, args=args)))
+
+    def _finish_and_reserve(
+        self, settling: Settling, asked: Asked
+    ) -> tuple[bool, list[tuple[int, str, int]]]:
+        """One script: the settle, then the reservation."""
+        keys, args = self._ending(settling)
+        more_keys, more_args = self._reserving(asked)
+        both_keys = [*keys, *more_keys]
+        both_args = [len(keys), len(args), *args, *more_args]
+        crossed, answer = self._call(
+            lambda: self._settle_and_reserve(keys=both_keys, args=both_args)
         )
-        granted = self._call(lambda: self._reserve(keys=keys, args=args))
-        return made if granted == 1 else None
-
-    def _reservation(
-        self,
-        scope: str,
-        tokens: int,
-        cost_usd: float,
-        lease_seconds: float,
-        max_tokens: int | None,
-        max_cost_usd: float | None,
-        window: str,
-        at: _dt.datetime | None,
-    ) -> tuple[list[str], list[Any], Reservation]:
-        """The keys and arguments of the reserve script, and the reservation it would make."""
-        a = Asked(
-            scope,
-            tokens=tokens,
-            cost_usd=cost_usd,
-            lease_seconds=lease_seconds,
-            max_tokens=max_tokens,
-            max_cost_usd=max_cost_usd,
-            window=window,
-            at=at,
-        )
-        keys = [*self._keys(a.scope, a.key), self._state(a.scope, a.rid)]
-        args = [
-            a.rid,
-            a.tokens,
-            a.nano,
-            max(1, round(a.lease * 1000)),
-            -1 if a.most_tokens is None else a.most_tokens,
-            -1 if a.most_nano is None else a.most_nano,
-            REMEMBERED_MS,
-        ]
-        return keys, args, a.reservation()
-
-    def _ending(
-        self, reservation: Reservation, used: tuple[int, int] | None
-    ) -> tuple[list[str], list[Any]]:
-        """The keys and arguments of the finish script for ``reservation``."""
-        keys = self._holding(reservation)
-        tokens, nano = used or (0, 0)
-        return keys, [reservation.id, tokens, nano, 0 if used is None else 1, REMEMBERED_MS]
-
-    def _holding(self, reservation: Reservation) -> list[str]:
-        """The keys of ``reservation``'s window, its leases and holdings, and its state."""
-        scope, rid = check_reservation(reservation).scope, reservation.id
-        key = window_key(reservation.window, reservation.window_start)
-        return [*self._keys(scope, key), self._state(scope, rid)]
+        return self._granted(asked, answer), _crossed(crossed)
 
     def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
-        keys = self._holding(reservation)
+        r = check_reservation(reservation)
+        keys = [self._state(r.id), *self._holding(r.scopes)]
         lease_ms = max(1, round(check_lease(lease_seconds) * 1000))
-        args: list[Any] = [reservation.id, lease_ms, REMEMBERED_MS]
+        args: list[Any] = [r.id, lease_ms, REMEMBERED_MS]
         return bool(self._call(lambda: self._renew(keys=keys, args=args)) == 1)
 
-    def settle(self, reservation: Reservation, *, tokens: int, cost_usd: float) -> None:
-        used = checked_usage(tokens, cost_usd)
-        keys, args = self._ending(reservation, used)
-        self._call(lambda: self._finish(keys=keys, args=args))
-
-    def release(self, reservation: Reservation) -> None:
-        keys, args = self._ending(reservation, None)
-        self._call(lambda: self._finish(keys=keys, args=args))
-
-    def settle_and_reserve(
-        self,
-        reservation: Reservation,
-        *,
-        tokens: int,
-        cost_usd: float,
-        reserve_tokens: int,
-        reserve_cost_usd: float,
-        lease_seconds: float,
-        max_tokens: int | None = None,
-        max_cost_usd: float | None = None,
-        window: str = "day",
-        at: _dt.datetime | None = None,
-    ) -> Reservation | None:
-        """`settle` and `reserve` in one script: one call to the server between two turns."""
-        used = checked_usage(tokens, cost_usd)
-        keys, args = self._ending(reservation, used)
-        more_keys, more_args, made = self._reservation(
-            reservation.scope,
-            reserve_tokens,
-            reserve_cost_usd,
-            lease_seconds,
-            max_tokens,
-            max_cost_usd,
-            window,
-            at,
-        )
-        both_keys, both_args = [*keys, *more_keys], [*args, *more_args]
-        granted = self._call(lambda: self._settle_and_reserve(keys=both_keys, args=both_args))
-        return made if granted == 1 else None
-
     def status(
-        self, scope: str, *, window: str = "day", at: _dt.datetime | None = None
+        self, scope: str, *, window: str | None = None, at: _dt.datetime | None = None
     ) -> LedgerStatus:
         scope = check_scope(scope)
-        start, ends = window_bounds(window, at)
-        keys = self._keys(scope, window_key(window, start))
-        found = self._call(lambda: self._status(keys=keys))
-        spent_tokens, spent_nano, held_tokens, held_nano, runs = counts(self.url, keys[0], found)
+        kind = window
+        if kind is None:
+            kind = self._window_of(scope) or "day"
+        check_window(kind)
+        start, ends = window_bounds(kind, at)
+        keys = [SCOPES_KEY, *self._keys(scope, window_key(kind, start))]
+        found = self._call(lambda: self._status(keys=keys, args=[scope, kind]))
+        if found[0] == -1:
+            raise conflict(scope, str(found[1]), kind)
+        spent_tokens, spent_nano, held_tokens, held_nano, runs = counts(
+            self.url, keys[1], found[1:6]
+        )
+        reset = found[6]
         return LedgerStatus(
             scope=scope,
-            window=window,
+            window=kind,
             window_start=start,
             window_ends=ends,
             spent_tokens=spent_tokens,
@@ -372,22 +277,112 @@ class RedisLedger(Ledger):
             reserved_tokens=held_tokens,
             reserved_cost_usd=from_nano(held_nano),
             runs=runs,
+            reset=None if reset is None else reset_part(self.url, keys[1], reset),
         )
 
+    def _window_of(self, scope: str) -> str | None:
+        found = self._call(lambda: self._client.hget(SCOPES_KEY, scope))
+        return None if found is None else str(found)
+
+    def _reset(self, resetting: Resetting) -> dict[str, Any]:
+        import redis
+
+        scope = resetting.scope
+        kind = resetting.window or self._window_of(scope) or "day"
+        start, ends = window_bounds(kind, resetting.at)
+        window = self._keys(scope, window_key(kind, start))[0]
+        made: dict[str, Any] = {}
+
+        def step(pipe: redis.client.Pipeline) -> None:  # watched: tried again if it changed
+            found = counts(self.url, window, pipe.hmget(window, "st", "sn"))
+            made.update(resetting.record(kind, *found))
+            pipe.multi()
+            pipe.hset(window, mapping={"st": 0, "sn": 0, "reset": json.dumps(made["reset"])})
+            pipe.hdel(window, "w")
+            pipe.pexpireat(window, self._expiry(ends)) if ends is not None else None
+            pipe.lpush(self._runs(scope), json.dumps(made))
+            pipe.ltrim(self._runs(scope), 0, KEPT_RUNS - 1)
+
+        self._call(lambda: self._client.transaction(step, window))
+        return made
+
+    def _prune(self, before: str) -> int:
+        def step() -> int:
+            lists = self._client.scan_iter(match=f"{BASE}:scope:*:runs", count=1000)
+            return sum(int(self._prune_script(keys=[key], args=[before])) for key in lists)
+
+        return self._call(step)
+
     def record_run(self, record: dict[str, Any]) -> None:
-        scope, text, ended = run_record(record)
-        windows = [
-            self._keys(scope, window_key(kind, window_bounds(kind, ended)[0]))[0]
-            for kind in WINDOWS
-        ]
-        keys = [f"budgetconf:ledger:{{{scope}}}:runs", *windows]
-        self._call(lambda: self._record_run(keys=keys, args=[text, KEPT_RUNS]))
+        scopes, text, ended = run_record(record)
+        bounds = [window_bounds(kind, ended) for kind in WINDOWS]
+        windows, expiries = [], []
+        for scope in scopes:
+            for kind, (start, ends) in zip(WINDOWS, bounds, strict=True):
+                windows.append(self._keys(scope, window_key(kind, start))[0])
+                expiries.append(self._expiry(ends))
+        keys = [*(self._runs(scope) for scope in scopes), *windows]
+        args: list[Any] = [text, KEPT_RUNS, len(scopes), *expiries]
+        self._call(lambda: self._record_run(keys=keys, args=args))
 
     def runs(self, scope: str, *, limit: int = 20) -> list[dict[str, Any]]:
         scope = check_scope(scope)
         count = check_limit(limit)
         if count == 0:
             return []
-        key = f"budgetconf:ledger:{{{scope}}}:runs"
+        key = self._runs(scope)
         found: list[str] = self._call(lambda: self._client.lrange(key, 0, count - 1))  # type: ignore[arg-type, return-value]
         return run_records(self.url, key, found)
+
+
+def _crossed(flat: Sequence[Any]) -> list[tuple[int, str, int]]:
+    """A script's warnings, flat (scope index from 1, unit, spend), as (index, unit, spend)."""
+    items = list(flat)
+    return [
+        (int(items[i]) - 1, str(items[i + 1]), int(items[i + 2])) for i in range(0, len(items), 3)
+    ]
+
+
+def _migrate(client: Any) -> None:
+    """The previous layout's keys (``budgetconf:ledger:{SCOPE}:…``, a window counter per kind)
+    moved to this one: each scope keeps the window of its latest reservation, else of its
+    latest counter with spend, and a window's keys expire a day after it ends."""
+    latest: dict[str, tuple[int, str, str]] = {}  # scope: (rank, moment, window kind)
+    for old in list(client.scan_iter(match="budgetconf:ledger:{*", count=1000)):
+        scope, _, rest = old[len("budgetconf:ledger:{") :].partition("}:")
+        what, _, key = rest.partition(":")
+        if what == "reservation":
+            client.rename(old, f"{BASE}:reservation:{key}")
+            continue
+        if what == "runs":
+            client.rename(old, f"{BASE}:scope:{scope}:runs")
+            continue
+        if what not in ("window", "leases", "held"):
+            continue  # not the ledger's
+        kind, _, start = key.partition(":")
+        if kind not in WINDOWS:
+            continue
+        if what == "leases":
+            last = client.zrange(old, -1, -1, withscores=True)
+            if last:
+                _latest(latest, scope, (1, f"{last[0][1]:020.0f}", kind))
+        elif what == "window":
+            spent = client.hmget(old, "st", "sn")
+            if any(value not in (None, "0") for value in spent):
+                _latest(latest, scope, (0, start, kind))
+        new = f"{BASE}:scope:{scope}:{what}:{key}"
+        client.rename(old, new)
+        if start:
+            import datetime as _dt
+
+            ends = window_bounds(kind, _dt.datetime.fromisoformat(start))[1]
+            client.pexpireat(new, RedisLedger._expiry(ends))
+    for scope, (_, _, kind) in latest.items():
+        client.hsetnx(SCOPES_KEY, scope, kind)
+
+
+def _latest(
+    latest: dict[str, tuple[int, str, str]], scope: str, found: tuple[int, str, str]
+) -> None:
+    if scope not in latest or found > latest[scope]:
+        latest[scope] = found

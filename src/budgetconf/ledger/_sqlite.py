@@ -18,34 +18,34 @@ Leases are timed by this machine's clock (``time.time``).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
 import time
 
+from budgetconf.errors import LedgerConflict
+from budgetconf.ledger._backend import Backend
 from budgetconf.ledger._base import (
     KEPT_RUNS,
     REMEMBERED_SECONDS,
-    WINDOWS,
-    Ledger,
-    LedgerStatus,
-    Reservation,
+    conflict,
     counts,
+    reset_part,
     run_records,
     unavailable,
-    window_bounds,
-    window_key,
 )
 from budgetconf.ledger._checks import (
-    Asked,
     check_lease,
     check_limit,
     check_reservation,
     check_scope,
-    checked_usage,
+    check_window,
     from_nano,
     run_record,
 )
+from budgetconf.ledger._records import WINDOWS, LedgerStatus, window_bounds, window_key
+from budgetconf.ledger._sqlite_schema import SCHEMA, NotALedger, check_schema, make_schema
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,38 +54,21 @@ if TYPE_CHECKING:
     from typing import Any, Final, TypeVar
 
     from budgetconf.ledger._address import LedgerURL
+    from budgetconf.ledger._checks import Asked, Resetting, Settling
+    from budgetconf.ledger._records import Reservation
 
     T = TypeVar("T")
 
-#: the schema this code writes; a database of another one is not opened
-SCHEMA: Final = "1"
 #: the pause between two tries at opening a database another process holds
 RETRY_SECONDS: Final = 0.01
-#: the table that marks a database as a ledger, and holds its schema's version
-MARK: Final = "budgetconf_ledger"
-TABLES: Final = (
-    f"CREATE TABLE {MARK} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # one counter per scope and window (its kind and start: "day:2026-12-01T00:00:00Z")
-    "CREATE TABLE ledger_windows (scope TEXT NOT NULL, window TEXT NOT NULL,"
-    " spent_tokens INTEGER NOT NULL DEFAULT 0, spent_nano INTEGER NOT NULL DEFAULT 0,"
-    " runs INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (scope, window)) WITHOUT ROWID",
-    # a reservation: held until settled or released, counted while it is held and unexpired,
-    # and remembered for a while after, so that a second settle counts nothing
-    "CREATE TABLE ledger_leases (id TEXT PRIMARY KEY, scope TEXT NOT NULL,"
-    " window TEXT NOT NULL, tokens INTEGER NOT NULL, nano INTEGER NOT NULL,"
-    " expires REAL NOT NULL, held INTEGER NOT NULL)",
-    "CREATE INDEX ledger_leases_live ON ledger_leases (scope, window, held, expires)",
-    "CREATE INDEX ledger_leases_expires ON ledger_leases (expires)",
-    # a run record, numbered within its scope by the scope's count of runs ever recorded
-    "CREATE TABLE ledger_runs (scope TEXT NOT NULL, n INTEGER NOT NULL, record TEXT NOT NULL,"
-    " PRIMARY KEY (scope, n)) WITHOUT ROWID",
-)
 ADD_SPENT: Final = (
     "INSERT INTO ledger_windows (scope, window, spent_tokens, spent_nano) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (scope, window) DO UPDATE SET"
     " spent_tokens = spent_tokens + excluded.spent_tokens,"
     " spent_nano = spent_nano + excluded.spent_nano"
 )
+#: what a settle that may warn reads back of the window it added to
+RETURNING: Final = " RETURNING spent_tokens, spent_nano, warned"
 ADD_RUN: Final = (
     "INSERT INTO ledger_windows (scope, window, runs) VALUES (?, ?, 1)"
     " ON CONFLICT (scope, window) DO UPDATE SET runs = runs + 1"
@@ -95,11 +78,16 @@ HELD: Final = (
     " WHERE scope = ? AND window = ? AND held = 1 AND expires > ?"
 )
 SPENT: Final = (
-    "SELECT spent_tokens, spent_nano, runs FROM ledger_windows WHERE scope = ? AND window = ?"
+    "SELECT spent_tokens, spent_nano, runs, reset FROM ledger_windows"
+    " WHERE scope = ? AND window = ?"
+)
+KEEP_RUN: Final = (
+    "INSERT INTO ledger_runs SELECT ?, COALESCE(MAX(n), 0) + 1, ? FROM ledger_runs WHERE scope = ?"
+    " RETURNING n"
 )
 
 
-class SQLiteLedger(Ledger):
+class SQLiteLedger(Backend):
     """The ledger in the SQLite database at ``url.path`` (relative to the working directory).
 
     The database and its tables are made when the file is missing; its folder
@@ -150,11 +138,11 @@ class SQLiteLedger(Ledger):
             try:
                 # judged before anything in it changes: another application's database is
                 # refused as it was found, its journal mode included
-                made = _transaction(conn, _check_schema, write=False)
+                found = _transaction(conn, check_schema, write=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                if not made:
-                    _transaction(conn, _make_schema)  # made by another process meanwhile?
+                if found != SCHEMA:  # made or migrated by another process meanwhile?
+                    _transaction(conn, make_schema)
             except sqlite3.OperationalError as exc:
                 conn.close()
                 if not _busy(exc) or time.monotonic() >= deadline:
@@ -171,7 +159,7 @@ class SQLiteLedger(Ledger):
         """SQLite's errors as `LedgerUnavailable`, naming the ledger and the cause."""
         try:
             yield
-        except _NotALedger as exc:
+        except NotALedger as exc:
             raise unavailable(self.url, exc) from None
         except sqlite3.OperationalError as exc:
             text = str(exc)
@@ -194,52 +182,26 @@ class SQLiteLedger(Ledger):
 
     # ------------------------------------------------------------------ the operations
 
-    def reserve(
-        self,
-        scope: str,
-        *,
-        tokens: int,
-        cost_usd: float,
-        lease_seconds: float,
-        max_tokens: int | None = None,
-        max_cost_usd: float | None = None,
-        window: str = "day",
-        at: _dt.datetime | None = None,
-    ) -> Reservation | None:
-        a = Asked(
-            scope,
-            tokens=tokens,
-            cost_usd=cost_usd,
-            lease_seconds=lease_seconds,
-            max_tokens=max_tokens,
-            max_cost_usd=max_cost_usd,
-            window=window,
-            at=at,
-        )
+    def _reserve(self, asked: Asked) -> bool:
+        return self._run(lambda conn: _reserve(conn, asked, time.time()))
 
-        def step(conn: sqlite3.Connection) -> bool:
-            now = time.time()
-            row = conn.execute(SPENT, (a.scope, a.key)).fetchone()
-            spent_tokens, spent_nano = (row[0], row[1]) if row else (0, 0)
-            held_tokens, held_nano = conn.execute(HELD, (a.scope, a.key, now)).fetchone()
-            if _past(a.most_tokens, spent_tokens + held_tokens + a.tokens) or _past(
-                a.most_nano, spent_nano + held_nano + a.nano
-            ):
-                return False
-            conn.execute(
-                "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, ?, ?, 1)",
-                (a.rid, a.scope, a.key, a.tokens, a.nano, now + a.lease),
-            )
-            conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
-            return True
+    def _finish(self, settling: Settling) -> list[tuple[int, str, int]]:
+        return self._run(lambda conn: _finish(conn, settling))
 
-        return a.reservation() if self._run(step) else None
+    def _finish_and_reserve(
+        self, settling: Settling, asked: Asked
+    ) -> tuple[bool, list[tuple[int, str, int]]]:
+        def step(conn: sqlite3.Connection) -> tuple[bool | LedgerConflict, list[Any]]:
+            crossed = _finish(conn, settling)
+            try:
+                return _reserve(conn, asked, time.time()), crossed
+            except LedgerConflict as exc:  # the settle stands (committed), as a refusal's does
+                return exc, crossed
 
-    def settle(self, reservation: Reservation, *, tokens: int, cost_usd: float) -> None:
-        self._finish(reservation, checked_usage(tokens, cost_usd))
-
-    def release(self, reservation: Reservation) -> None:
-        self._finish(reservation, None)
+        granted, crossed = self._run(step)
+        if isinstance(granted, LedgerConflict):
+            raise granted
+        return granted, crossed
 
     def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
         held = check_reservation(reservation)
@@ -251,50 +213,31 @@ class SQLiteLedger(Ledger):
                 "UPDATE ledger_leases SET expires = ? WHERE id = ? AND held = 1 AND expires > ?",
                 (now + lease, held.id, now),
             )
-            return found.rowcount == 1
+            return found.rowcount >= 1
 
         return self._run(step)
 
-    def _finish(self, reservation: Reservation, used: tuple[int, int] | None) -> None:
-        """End ``reservation``: add what it ``used`` to its window, or nothing when released."""
-        check_reservation(reservation)
-        key = window_key(reservation.window, reservation.window_start)
-
-        def step(conn: sqlite3.Connection) -> None:
-            row = conn.execute(
-                "SELECT held FROM ledger_leases WHERE id = ?", (reservation.id,)
-            ).fetchone()
-            if row is not None and not row[0]:
-                return  # settled or released already
-            if row is None:  # forgotten long after its lease ended: it counts, and is remembered
-                conn.execute(
-                    "INSERT INTO ledger_leases VALUES (?, ?, ?, 0, 0, ?, 0)",
-                    (reservation.id, reservation.scope, key, time.time()),
-                )
-            else:
-                conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (reservation.id,))
-            if used is not None:
-                conn.execute(ADD_SPENT, (reservation.scope, key, *used))
-
-        self._run(step)
-
     def status(
-        self, scope: str, *, window: str = "day", at: _dt.datetime | None = None
+        self, scope: str, *, window: str | None = None, at: _dt.datetime | None = None
     ) -> LedgerStatus:
         scope = check_scope(scope)
-        start, ends = window_bounds(window, at)
-        key = window_key(window, start)
+        asked = None if window is None else check_window(window)
 
-        def step(conn: sqlite3.Connection) -> tuple[Any, ...]:
-            row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0, 0)
+        def step(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...], str | None]:
+            kind = _window(conn, scope, asked) or "day"
+            key = window_key(kind, window_bounds(kind, at)[0])
+            row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0, 0, None)
             held = conn.execute(HELD, (scope, key, time.time())).fetchone()
-            return (*row, *held)
+            return kind, (*row[:3], *held), row[3]
 
-        found = counts(self.url, "ledger_windows", self._run(step, write=False))
-        spent_tokens, spent_nano, runs, held_tokens, held_nano = found
+        kind, found, reset = self._run(step, write=False)
+        spent_tokens, spent_nano, runs, held_tokens, held_nano = counts(
+            self.url, "ledger_windows", found
+        )
+        start, ends = window_bounds(kind, at)
         return LedgerStatus(
             scope=scope,
-            window=window,
+            window=kind,
             window_start=start,
             window_ends=ends,
             spent_tokens=spent_tokens,
@@ -302,20 +245,48 @@ class SQLiteLedger(Ledger):
             reserved_tokens=held_tokens,
             reserved_cost_usd=from_nano(held_nano),
             runs=runs,
+            reset=None if reset is None else reset_part(self.url, "ledger_windows", reset),
         )
 
+    def _window_of(self, scope: str) -> str | None:
+        return self._run(lambda conn: _window(conn, scope, None), write=False)
+
+    def _reset(self, resetting: Resetting) -> dict[str, Any]:
+        def step(conn: sqlite3.Connection) -> dict[str, Any]:
+            scope = resetting.scope
+            kind = resetting.window or _window(conn, scope, None) or "day"
+            key = window_key(kind, window_bounds(kind, resetting.at)[0])
+            row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0)
+            record = resetting.record(kind, *counts(self.url, "ledger_windows", row[:2]))
+            conn.execute(
+                "INSERT INTO ledger_windows (scope, window, reset) VALUES (?, ?, ?)"
+                " ON CONFLICT (scope, window) DO UPDATE SET"
+                " spent_tokens = 0, spent_nano = 0, warned = 0, reset = excluded.reset",
+                (scope, key, json.dumps(record["reset"])),
+            )
+            _keep(conn, scope, json.dumps(record))
+            return record
+
+        return self._run(step)
+
+    def _prune(self, before: str) -> int:
+        def step(conn: sqlite3.Connection) -> int:
+            gone = conn.execute(
+                "DELETE FROM ledger_runs WHERE json_extract(record, '$.ended') < ?", (before,)
+            )
+            return gone.rowcount
+
+        return self._run(step)
+
     def record_run(self, record: dict[str, Any]) -> None:
-        scope, text, ended = run_record(record)
+        scopes, text, ended = run_record(record)
         windows = [window_key(kind, window_bounds(kind, ended)[0]) for kind in WINDOWS]
 
         def step(conn: sqlite3.Connection) -> None:
-            for key in windows:
-                conn.execute(ADD_RUN, (scope, key))
-            (n,) = conn.execute(SPENT, (scope, "none")).fetchone()[2:]
-            conn.execute("INSERT INTO ledger_runs VALUES (?, ?, ?)", (scope, n, text))
-            conn.execute(
-                "DELETE FROM ledger_runs WHERE scope = ? AND n <= ?", (scope, n - KEPT_RUNS)
-            )
+            for scope in scopes:
+                for key in windows:
+                    conn.execute(ADD_RUN, (scope, key))
+                _keep(conn, scope, text)
 
         self._run(step)
 
@@ -333,8 +304,130 @@ class SQLiteLedger(Ledger):
         return run_records(self.url, "ledger_runs", (text for (text,) in found))
 
 
-class _NotALedger(Exception):
-    """A database that holds something else, or a ledger of a schema this code does not know."""
+def _window(conn: sqlite3.Connection, scope: str, asked: str | None) -> str | None:
+    """The window ``scope`` counts in (None: none is recorded yet); `LedgerConflict` when
+    ``asked`` is another."""
+    row = conn.execute("SELECT window FROM ledger_scopes WHERE scope = ?", (scope,)).fetchone()
+    if row is None:
+        return asked
+    if asked is not None and row[0] != asked:
+        raise conflict(scope, row[0], asked)
+    return str(row[0])
+
+
+def _reserve(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
+    """Hold ``a`` in each of its scopes, in the transaction of ``conn``; False (and nothing
+    held) when one of them has no room; `LedgerConflict` (nothing held) when one counts in
+    another window, whether or not the others have room. A few statements, however many
+    scopes: each reads or writes them all."""
+    recorded = _windows(conn, a)
+    if not _room(conn, a, now):
+        return False
+    conn.executemany(
+        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, ?, ?, 1)",
+        [(a.rid, part.scope, part.key, a.tokens, a.nano, now + a.lease) for part in a.held],
+    )
+    new = [(part.scope, part.window) for part in a.held if part.scope not in recorded]
+    if new:
+        conn.executemany("INSERT INTO ledger_scopes VALUES (?, ?)", new)
+    conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
+    return True
+
+
+def _windows(conn: sqlite3.Connection, a: Asked) -> dict[str, str]:
+    """The windows recorded for ``a``'s scopes; `LedgerConflict` for one it asks otherwise."""
+    scopes = [part.scope for part in a.held]
+    marks = ", ".join("?" * len(scopes))
+    recorded = dict(
+        conn.execute(f"SELECT scope, window FROM ledger_scopes WHERE scope IN ({marks})", scopes)
+    )
+    for part in a.held:
+        found = recorded.get(part.scope)
+        if found is not None and found != part.window:
+            raise conflict(part.scope, found, part.window)
+    return recorded
+
+
+def _room(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
+    """Whether each of ``a``'s scopes with a maximum has room for it: spent + held + asked."""
+    bounded = [p for p in zip(a.held, a.most, strict=True) if p[1] != (None, None)]
+    if not bounded:
+        return True
+    # each window's terms, so that both reads go by their indexes to the counters asked
+    where = " OR ".join(["(scope = ? AND window = ?)"] * len(bounded))
+    keys = [value for part, _ in bounded for value in (part.scope, part.key)]
+    used: dict[tuple[str, str], list[int]] = {}
+    for scope, key, tokens, nano in conn.execute(
+        f"SELECT scope, window, spent_tokens, spent_nano FROM ledger_windows WHERE {where}", keys
+    ):
+        used[scope, key] = [tokens, nano]
+    for scope, key, tokens, nano in conn.execute(
+        "SELECT scope, window, SUM(tokens), SUM(nano) FROM ledger_leases"
+        f" WHERE ({where}) AND held = 1 AND expires > ? GROUP BY scope, window",
+        [*keys, now],
+    ):
+        total = used.setdefault((scope, key), [0, 0])
+        total[0] += tokens
+        total[1] += nano
+    for part, (most_tokens, most_nano) in bounded:
+        tokens, nano = used.get((part.scope, part.key), (0, 0))
+        if _past(most_tokens, tokens + a.tokens) or _past(most_nano, nano + a.nano):
+            return False
+    return True
+
+
+def _finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str, int]]:
+    """End a reservation in the transaction of ``conn``: add what it used to each of its
+    scopes' windows (nothing when released, or when it has ended before); the warnings crossed."""
+    r, used = settling.reservation, settling.used
+    states = dict(conn.execute("SELECT scope, held FROM ledger_leases WHERE id = ?", (r.id,)))
+    if states and not any(states.values()):
+        return []  # settled or released already
+    conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (r.id,))
+    forgotten = [part for part in r.scopes if part.scope not in states]
+    if forgotten:  # forgotten long after its lease ended: it counts, and is remembered
+        conn.executemany(
+            "INSERT INTO ledger_leases VALUES (?, ?, ?, 0, 0, ?, 0)",
+            [(r.id, part.scope, part.key, time.time()) for part in forgotten],
+        )
+    if used is None:
+        return []
+    if all(warn == (None, None) for warn in settling.warn):
+        conn.executemany(ADD_SPENT, [(part.scope, part.key, *used) for part in r.scopes])
+        return []
+    crossed = (_add(conn, settling, index, used) for index in range(len(r.scopes)))
+    return [found for found in crossed if found is not None]
+
+
+def _add(
+    conn: sqlite3.Connection, settling: Settling, index: int, used: tuple[int, int]
+) -> tuple[int, str, int] | None:
+    """Add ``used`` to the window of the reservation's scope ``index``; the warning it crosses
+    there first in the fleet (recorded in the window), if any: cost before tokens."""
+    part = settling.reservation.scopes[index]
+    spent_tokens, spent_nano, warned = conn.execute(
+        ADD_SPENT + RETURNING, (part.scope, part.key, *used)
+    ).fetchone()
+    warn_tokens, warn_nano = settling.warn[index]
+    found = None
+    if warned:
+        return None
+    if warn_nano is not None and spent_nano >= warn_nano:
+        found = (index, "nano", spent_nano)
+    elif warn_tokens is not None and spent_tokens >= warn_tokens:
+        found = (index, "tokens", spent_tokens)
+    if found is not None:
+        conn.execute(
+            "UPDATE ledger_windows SET warned = 1 WHERE scope = ? AND window = ?",
+            (part.scope, part.key),
+        )
+    return found
+
+
+def _keep(conn: sqlite3.Connection, scope: str, text: str) -> None:
+    """Keep a record in ``scope``, and let go of those past the latest `KEPT_RUNS`."""
+    (n,) = conn.execute(KEEP_RUN, (scope, text, scope)).fetchone()
+    conn.execute("DELETE FROM ledger_runs WHERE scope = ? AND n <= ?", (scope, n - KEPT_RUNS))
 
 
 def _past(maximum: int | None, total: int) -> bool:
@@ -359,33 +452,3 @@ def _transaction(
         raise
     conn.execute("COMMIT")
     return result
-
-
-def _check_schema(conn: sqlite3.Connection) -> bool:
-    """Whether the database holds a ledger (False: it is empty); `_NotALedger` if it holds
-    anything else."""
-    tables = {
-        name
-        for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        )
-    }
-    if MARK in tables:
-        row = conn.execute(f"SELECT value FROM {MARK} WHERE name = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA:
-            found = "no" if row is None else repr(row[0])
-            raise _NotALedger(f"its schema is {found}, not {SCHEMA!r}: another budgetconf's?")
-        return True
-    if tables:
-        shown = ", ".join(sorted(tables)[:5])
-        raise _NotALedger(f"the database is not a ledger: it holds other tables ({shown})")
-    return False
-
-
-def _make_schema(conn: sqlite3.Connection) -> None:
-    """Make the ledger's tables in an empty database (in a write transaction)."""
-    if _check_schema(conn):
-        return
-    for statement in TABLES:
-        conn.execute(statement)
-    conn.execute(f"INSERT INTO {MARK} VALUES ('schema', ?)", (SCHEMA,))
