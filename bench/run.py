@@ -102,6 +102,14 @@ LEDGER_DEFAULTS = {
     "ledger.lease_seconds": 300.0,
     "ledger.on_unavailable": "stop",
 }
+#: a fleet's ledger fields, at their defaults (budgetconf's alone: the other libraries' models
+#: of the settings hold one scope)
+FLEET_DEFAULTS = {
+    "ledger.parents": None,
+    "ledger.max_cost_usd_by_scope": {},
+    "ledger.max_tokens_by_scope": {},
+    "ledger.window_by_scope": {},
+}
 #: the price fields, at their defaults: the fixture sets none of them either
 PRICE_DEFAULTS = {
     "prices.input_per_mtok": None,
@@ -113,6 +121,7 @@ PRICE_DEFAULTS = {
 #: every field the fixture leaves at its default
 DEFAULTS = {
     **LEDGER_DEFAULTS,
+    **FLEET_DEFAULTS,
     **PRICE_DEFAULTS,
     "telemetry.otel": False,
     "tools.max_calls": {},

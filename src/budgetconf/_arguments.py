@@ -75,8 +75,9 @@ def flag_metavar(f: Field) -> str:
     """A flag's metavar in help: its type, or its choices."""
     if f.kind is Kind.ENUM:
         return "{" + ",".join(f.choices) + "}"
-    if f.kind is Kind.TABLE:
-        return "KEY=" + flag_metavar(f.entry())
+    if f.kind is Kind.TABLE:  # a table's choices are its help's: they would not wrap here
+        entry = f.entry()
+        return "KEY=" + ("CHOICE" if entry.kind is Kind.ENUM else flag_metavar(entry))
     return {Kind.INT: "INT", Kind.NUMBER: "NUMBER", Kind.BOOL: "BOOL", Kind.TEXT: "TEXT"}[f.kind]
 
 

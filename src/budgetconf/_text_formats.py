@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from budgetconf._record import Record, set_field
+from budgetconf._values import show_text
 from budgetconf.ledger._address import is_scope, parse_url
 
 TYPE_CHECKING = False
@@ -58,10 +59,43 @@ def _ledger_url(value: str) -> str | None:
     return None
 
 
+#: what a ledger scope is, in words (`is_scope` is the rule)
+_SCOPE_RULE: Final = "1 to 128 ASCII letters, digits and -_.:/"
+#: a ledger scope, as an expression: what `is_scope` takes
+_SCOPE: Final = "[A-Za-z0-9_.:/-]{1,128}"
+
+
 def _ledger_scope(value: str) -> str | None:
-    return (
-        None if is_scope(value) else "not a ledger scope (1 to 128 ASCII letters, digits and -_.:/)"
-    )
+    return None if is_scope(value) else f"not a ledger scope ({_SCOPE_RULE})"
+
+
+def split_scopes(value: str) -> tuple[str, ...]:
+    """The scopes of a ``ledger-scopes`` text, in order: split on commas, each item stripped
+    of the ASCII spaces around it (``team:research, org:acme``)."""
+    return tuple(item.strip(" ") for item in value.split(","))
+
+
+def _ledger_scopes(value: str) -> str | None:
+    seen: set[str] = set()
+    for at, scope in enumerate(split_scopes(value), 1):
+        if not scope:
+            why = f"item {at} is empty"
+        elif not is_scope(scope):
+            why = f"{show_text(scope)} is not a ledger scope ({_SCOPE_RULE})"
+        elif scope in seen:
+            why = f"{show_text(scope)} is given twice"
+        else:
+            seen.add(scope)
+            continue
+        return f"not comma-separated ledger scopes: {why}"
+    return None
+
+
+#: comma-separated ledger scopes, each once, as an expression: the lookahead refuses a scope
+#: given twice (a whole item, between commas and spaces, met again as a whole item)
+_SCOPES: Final = (
+    rf"(?!(?:.*,)? *([A-Za-z0-9_.:/-]+) *,(?:.*,)? *\1 *(?:,|$)) *{_SCOPE} *(?:, *{_SCOPE} *)*"
+)
 
 
 #: a tool's name, as a table of tools' limits keys it (`tools.max_calls`)
@@ -80,7 +114,8 @@ def _tool_name(value: str) -> str | None:
 FORMATS: Final[Mapping[str, TextFormat]] = MappingProxyType(
     {
         "ledger-url": TextFormat(_ledger_url, "sqlite:///ledger.db", strict=True),
-        "ledger-scope": TextFormat(_ledger_scope, "default", pattern="[A-Za-z0-9_.:/-]{1,128}"),
+        "ledger-scope": TextFormat(_ledger_scope, "team:research", pattern=_SCOPE),
+        "ledger-scopes": TextFormat(_ledger_scopes, "team:research,org:acme", pattern=_SCOPES),
         "tool-name": TextFormat(_tool_name, "web_search", pattern=_TOOL_NAME),
     }
 )
@@ -89,7 +124,7 @@ FORMATS: Final[Mapping[str, TextFormat]] = MappingProxyType(
 #: when its preset names none: an application's own preset that declares ``ledger.url`` has
 #: its addresses checked as the built-in one does
 FORMAT_BY_PATH: Final[Mapping[str, str]] = MappingProxyType(
-    {"ledger.url": "ledger-url", "ledger.scope": "ledger-scope"}
+    {"ledger.url": "ledger-url", "ledger.scope": "ledger-scope", "ledger.parents": "ledger-scopes"}
 )
 
 

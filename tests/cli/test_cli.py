@@ -442,7 +442,7 @@ def test_an_unknown_set_field_is_an_error_not_a_usage_error(
 def test_check_passes_on_a_clean_configuration(capsys: pytest.CaptureFixture[str]) -> None:
     """check exits 0 and says so when there is nothing to report."""
     code, out, err = run(["check"], capsys)
-    assert (code, out, err) == (0, "ok: 27 fields resolved, no warnings (preset budgetconf)\n", "")
+    assert (code, out, err) == (0, "ok: 31 fields resolved, no warnings (preset budgetconf)\n", "")
 
 
 def test_check_fails_on_a_warning(

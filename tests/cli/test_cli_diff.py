@@ -136,7 +136,7 @@ def test_another_preset_shows_the_fields_each_side_lacks(
     code, out, _ = run(["explain", "--diff", "--preset", "opendot"], capsys)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "preset budgetconf → opendot: 27 fields differ"
+    assert lines[0] == "preset budgetconf → opendot: 28 fields differ"
     assert lines[2:5] == [
         "loop.max_steps",
         "  before 40  default  built-in default",

@@ -51,7 +51,7 @@ def test_the_section_and_the_table_show_a_row_for_each_key(
     assert run(["check", "tools"], capsys)[1] == (
         "ok: 1 field resolved, no warnings (preset budgetconf)\n"
     )
-    assert run(["check"], capsys)[1] == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
+    assert run(["check"], capsys)[1] == "ok: 31 fields resolved, no warnings (preset budgetconf)\n"
 
 
 def test_a_table_with_no_key_set_says_so_in_one_row(capsys: pytest.CaptureFixture[str]) -> None:

@@ -234,7 +234,7 @@ def test_an_alias_that_names_another_field_is_noted(
     assert res.to_dict()["notes"] == [note]
 
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
+    assert capsys.readouterr().out == "ok: 31 fields resolved, no warnings (preset budgetconf)\n"
     assert main(["explain", "loop.max_tool_calls_per_turn"]) == 0
     table = capsys.readouterr().out
     assert table.endswith(

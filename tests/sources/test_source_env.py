@@ -98,7 +98,7 @@ def test_check_passes_and_the_table_shows_an_empty_variable(
     """`check` is ok with an empty variable; explain's table lists it as empty, quoted."""
     monkeypatch.setenv("BUDGETCONF_MAX_STEPS", "")
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
+    assert capsys.readouterr().out == "ok: 31 fields resolved, no warnings (preset budgetconf)\n"
     assert main(["explain", "loop.max_steps"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:4] == [

@@ -233,7 +233,7 @@ def test_the_applications_own_tables_are_left_alone(
         "[loop]\nmax_steps = 9\n",
     )
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 27 fields resolved, no warnings (preset budgetconf)\n"
+    assert capsys.readouterr().out == "ok: 31 fields resolved, no warnings (preset budgetconf)\n"
     assert budgetconf.resolve(env={})["loop.max_steps"] == 9
 
 

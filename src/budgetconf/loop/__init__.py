@@ -9,10 +9,11 @@
 
 from budgetconf._loop_table import BudgetName, LastTurn, LoopSpec, OverCap, RunStatus, StopReason
 from budgetconf._usage import Usage
-from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+from budgetconf.loop._budget import Budget, LedgerSettings, ScopeBudget
 from budgetconf.loop._child_meter import ChildMeter
 from budgetconf.loop._children import ChildBudget, RunHandle, current_run, meter_for, running
 from budgetconf.loop._executor import LoopExecutor
+from budgetconf.loop._limit import Limit
 from budgetconf.loop._meter import Meter
 from budgetconf.loop._plan import Plan
 from budgetconf.loop._response import Call
@@ -36,6 +37,7 @@ __all__ = [
     "RunHandle",
     "RunResult",
     "RunStatus",
+    "ScopeBudget",
     "ScriptedModel",
     "StopReason",
     "Totals",

@@ -27,8 +27,9 @@ from budgetconf._loop_table import BudgetName
 from budgetconf._spelling import did_you_mean
 from budgetconf._values import show_value
 from budgetconf.errors import UsageError, UsageTypeError
-from budgetconf.loop._budget import Budget, Limit
+from budgetconf.loop._budget import Budget
 from budgetconf.loop._child_meter import ChildMeter, chain_of, left_of, task_now
+from budgetconf.loop._limit import Limit
 from budgetconf.loop._meter import Meter
 
 if TYPE_CHECKING:

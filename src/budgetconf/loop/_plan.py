@@ -33,8 +33,9 @@ from budgetconf.loop._result import Event, RunResult
 
 if TYPE_CHECKING:
     from budgetconf._prices._pricing import Pricing
-    from budgetconf.loop._budget import Budget, Limit
+    from budgetconf.loop._budget import Budget
     from budgetconf.loop._ledger import Draw
+    from budgetconf.loop._limit import Limit
 
 _now = time.time
 _monotonic = time.monotonic

@@ -29,7 +29,8 @@ from budgetconf.loop._response import Call, tool_text
 if TYPE_CHECKING:
     from collections.abc import Container, Mapping
 
-    from budgetconf.loop._budget import Budget, Limit
+    from budgetconf.loop._budget import Budget
+    from budgetconf.loop._limit import Limit
 
 _monotonic = time.monotonic
 _B = BudgetName
