@@ -64,6 +64,7 @@ __all__ = [
     "LEDGER_RESERVE",
     "LEDGER_SETTLE",
     "LEDGER_UNAVAILABLE",
+    "LEDGER_WARNING",
     "MODEL_RESPONSE",
     "RUN_STARTED",
     "STOPPED",
@@ -128,6 +129,7 @@ LEDGER_RESERVE: Final = "ledger_reserve"
 LEDGER_SETTLE: Final = "ledger_settle"
 LEDGER_REFUSED: Final = "ledger_refused"
 LEDGER_UNAVAILABLE: Final = "ledger_unavailable"
+LEDGER_WARNING: Final = "ledger_warning"
 STOPPED: Final = "stopped"
 CHILD_START: Final = "child_start"
 CHILD_END: Final = "child_end"
@@ -289,6 +291,21 @@ TYPES: Final[Mapping[str, EventType]] = {
                 ("error", ""),
                 ("on_unavailable", ""),
                 ("during", "`reserve`, `renew`, `settle`, `release` or `record`"),
+            ),
+        ),
+        EventType(
+            LEDGER_WARNING,
+            "a settle brought a scope's spend to `limits.warn_at` of a maximum, first in the fleet",
+            (
+                ("turn", "the settled call's"),
+                ("scope", ""),
+                ("window", ""),
+                ("window_ends", "ISO 8601 UTC, null for `none`"),
+                ("budget", "`max_tokens` or `max_cost_usd`"),
+                ("field", "the maximum's: `ledger.max_cost_usd_by_scope.team:research`, …"),
+                ("spent", "the scope's settled spend in its window"),
+                ("limit", "the maximum, `***` when its field is secret"),
+                ("warn_at", ""),
             ),
         ),
         EventType(

@@ -86,7 +86,9 @@ def test_a_run_reserves_before_each_call_and_settles_what_the_response_reported(
         "tokens",
         "cost_usd",
         "stop_reason",
+        "parents",
     }
+    assert record["parents"] == []
     assert record["started"].endswith("Z")
     assert record["ended"] >= record["started"]
 
@@ -119,12 +121,15 @@ def test_the_stop_at_the_scope_s_maximum_names_the_field_the_scope_and_the_windo
         "locator": f"{project}:4",
         "raise_with": ["BUDGETCONF_LEDGER_MAX_COST_USD", "--ledger-max-cost-usd"],
         "scope": "ledger",
+        "ledger_scope": "team-a",
         "spent": pytest.approx(0.2),
         "reserved": 0.0,
         "window_ends": resets,
     }
-    assert types(result.events)[-4:] == [
+    # the last call settles in the step that asks for the next one's reservation
+    assert types(result.events)[-5:] == [
         "tool_executed",
+        "ledger_settle",
         "ledger_refused",
         "budget_exhausted",
         "stopped",

@@ -28,6 +28,7 @@ from budgetconf.events import (
     LEDGER_RESERVE,
     LEDGER_SETTLE,
     LEDGER_UNAVAILABLE,
+    LEDGER_WARNING,
     MODEL_RESPONSE,
     RUN_STARTED,
     STOPPED,
@@ -59,7 +60,7 @@ _TURN_EVENTS: Final = frozenset(
 )
 #: the ledger's events, which the page lists as they came
 _LEDGER_EVENTS: Final = frozenset(
-    {LEDGER_RESERVE, LEDGER_SETTLE, LEDGER_REFUSED, LEDGER_UNAVAILABLE}
+    {LEDGER_RESERVE, LEDGER_SETTLE, LEDGER_REFUSED, LEDGER_UNAVAILABLE, LEDGER_WARNING}
 )
 
 

@@ -182,8 +182,8 @@ def _ledger_verdicts(
     framework: Framework, budget: Budget, through: str, costs: _Costs | None
 ) -> list[dict[str, Any]]:
     """The shared ledger's: drawn on by the bridge in `run()` where it sees each model call,
-    refused through `limits()` and where it cannot; and its cost maximum, drawn on at the
-    model's price (or as the framework prices its responses), or refused without one."""
+    refused through `limits()` and where it cannot; and each scope's cost maximum, drawn on
+    at the model's price (or as the framework prices its responses), or refused without one."""
     ledger = budget.ledger
     if ledger is None:
         return []
@@ -199,10 +199,11 @@ def _ledger_verdicts(
         refused = {"enforced_by": "refused", "how": None, "policed": ledger.source == "policy"}
         return [{**shown, **refused, "why": why}]
     found = [{**shown, "enforced_by": "bridge", "how": framework.ledger}]
-    cost = ledger.max_cost_usd
-    if cost is not None:
-        drawn = costs.verdict(cost, "drawn on per model call")
-        found.append({**cost.to_dict(), "budget": "ledger", **drawn})
+    for scope in ledger.scopes():  # its own scope's, then each parent's
+        cost = scope.max_cost_usd
+        if cost is not None:
+            drawn = costs.verdict(cost, "drawn on per model call")
+            found.append({**cost.to_dict(), "budget": "ledger", **drawn})
     return found
 
 

@@ -8,12 +8,17 @@ ends, so a run holds one connection, and a process that forks between runs
 shares none.
 
 Before each model call the run reserves ``ledger.reserve_tokens`` and
-``ledger.reserve_cost_usd``; a refusal stops it before the call with
-``max_tokens`` or ``max_cost``, its limit naming the ledger's field. The
-response settles the reservation with what it reported. Whatever the run
-still holds when it ends (a call that raised, timed out or was cancelled; a
-response that could not be read) is released then, at once. The run's
-record is written as it ends.
+``ledger.reserve_cost_usd`` in every scope it draws on (its own and its
+``ledger.parents``, `LedgerSettings.scopes`) at once; a refusal stops it
+before the call with ``max_tokens`` or ``max_cost``, its limit naming the
+maximum of the scope that refused. The response's usage settles the
+reservation together with the next call's reservation, in one call to the
+ledger (one server call in Redis), or when the run ends; until then its
+lease is renewed as the call's was. A settle that brings a scope's spend to
+``limits.warn_at`` of a maximum first in the fleet emits ``ledger_warning``.
+Whatever the run still holds when it ends (a call that raised, timed out or
+was cancelled; a response that could not be read) is released then, at
+once. The run's record is written as it ends, in each scope it drew on.
 
 While a call runs, its reservation is renewed at half its lease, on a thread
 of the draw's own (`Renewal`), so a call that outlives ``ledger.lease_seconds``
@@ -27,59 +32,38 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import threading
-import time
 import warnings
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from budgetconf._loop_table import StopReason
 from budgetconf._usage import MOST_COST_USD
-from budgetconf.errors import BudgetConfWarning, LedgerUnavailable
+from budgetconf.errors import BudgetConfWarning, LedgerConflict, LedgerUnavailable
 from budgetconf.events import (
-    BUDGET_EXHAUSTED,
-    LEDGER_REFUSED,
     LEDGER_RESERVE,
     LEDGER_SETTLE,
     LEDGER_UNAVAILABLE,
 )
 from budgetconf.ledger._address import conceal_in
-from budgetconf.ledger._base import iso, unavailable
-from budgetconf.ledger._checks import to_nano
+from budgetconf.ledger._records import ScopeLimit, iso
 from budgetconf.loop._faults import PASSING, describe
+from budgetconf.loop._ledger_stops import fleet_warning, refusal, which
+from budgetconf.loop._renewal import Renewal
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from typing import Protocol
+    from collections.abc import Callable
 
-    from budgetconf._prices._pricing import Pricing
-    from budgetconf.ledger import Ledger, Reservation
-    from budgetconf.loop._budget import Budget, LedgerSettings, Limit
+    from budgetconf.ledger import Ledger, LedgerStatus, Reservation, ScopeWarning
+    from budgetconf.loop._budget import LedgerSettings, ScopeBudget
+    from budgetconf.loop._ledger_stops import Meter
+    from budgetconf.loop._limit import Limit
     from budgetconf.loop._result import RunResult
-
-    class Meter(Protocol):
-        """What a `Draw` needs of its run: `budgetconf.loop.Meter` (named so here, since the
-        Meter imports this module)."""
-
-        budget: Budget
-        run_id: str
-        turns: int
-        tokens: int
-        cost: float
-        pricing: Pricing | None
-
-        def emit(self, event_type: str, /, **data: Any) -> None: ...
-
-        def finish(
-            self,
-            reason: StopReason,
-            message: str | None = None,
-            output: str | None = None,
-            limit: dict[str, Any] | None = None,
-        ) -> RunResult: ...
 
 
 class Draw:
-    """One run's use of the shared ledger its budget names."""
+    """One run's use of the shared ledger its budget names, in every scope it draws on."""
 
     def __init__(self, run: Meter, settings: LedgerSettings) -> None:
         self.run = run
@@ -94,8 +78,18 @@ class Draw:
             held = min(round(settings.reserve_tokens * price.highest, 12), MOST_COST_USD)
             settings = replace(settings, reserve_cost_usd=held)
         self.settings = settings
+        # the run's own scope first, then its parents: each with its window and maxima
+        self.scopes: tuple[ScopeBudget, ...] = settings.scopes()
+        self.limits = [
+            ScopeLimit(b.scope, b.window, _value(b.max_tokens), _value(b.max_cost_usd))
+            for b in self.scopes
+        ]
+        self.warn_at = run.budget.warn_at
         self.ledger: Ledger | None = None
         self.held: Reservation | None = None
+        # a call's reservation and what its response used, settled with the next reservation
+        # (one call to the ledger a turn) or when the run ends: reservation, tokens, cost, turn
+        self.pending: tuple[Reservation, int, float, int] | None = None
         self.down = False  # the last use of the ledger failed: the record is not tried
         self.fault: str | None = (
             None  # a settle lost under ``stop``: the run ends before its next call
@@ -114,14 +108,15 @@ class Draw:
             self.ledger = open_ledger(self.settings.address or self.settings.url)
         return self.ledger
 
-    def _use(self, what: str, act: Any, *args: Any, **kwargs: Any) -> Any:
-        """``act(ledger, ...)``; `LedgerUnavailable` whatever went wrong, in one line."""
+    def _use(self, what: str, act: Callable[[Ledger], T]) -> T:
+        """``act(ledger)``; `LedgerUnavailable` whatever went wrong, in one line (a
+        `LedgerConflict` passes: the ledger answered)."""
         try:
-            result = act(self._open(), *args, **kwargs)
+            result = act(self._open())
         except LedgerUnavailable:
             self.down = True
             raise
-        except PASSING:
+        except (LedgerConflict, *PASSING):
             raise
         except Exception as exc:  # a backend's unforeseen fault: one line, never a traceback
             self.down = True
@@ -130,36 +125,74 @@ class Draw:
         self.down = False
         return result
 
-    def reserve(self) -> RunResult | None:
-        """Hold the next model call's share; the run's result when the ledger stops it."""
+    def _reserve(self, ledger: Ledger) -> Reservation | None:
         s = self.settings
+        return ledger.reserve(
+            scopes=self.limits,
+            tokens=s.reserve_tokens,
+            cost_usd=s.reserve_cost_usd,
+            lease_seconds=s.lease_seconds,
+            at=now(),
+        )
+
+    def _settle_and_reserve(
+        self, ledger: Ledger, pending: tuple[Reservation, int, float, int]
+    ) -> tuple[Reservation | None, tuple[ScopeWarning, ...]]:
+        s = self.settings
+        held, tokens, cost_usd, _ = pending
+        return ledger.settle_and_reserve(
+            held,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            warn_at=self.warn_at,
+            scopes=self.limits,
+            reserve_tokens=s.reserve_tokens,
+            reserve_cost_usd=s.reserve_cost_usd,
+            lease_seconds=s.lease_seconds,
+            at=now(),
+        )
+
+    def reserve(self) -> RunResult | None:
+        """Hold the next model call's share, settling the last call's in the same step; the
+        run's result when the ledger stops it."""
         turn = self.run.turns + 1
         if self.held is not None:  # the last call raised and is made again: its share goes back
             self.release()
-        if self.fault is not None:
+        if self.pending is not None:  # its call is over: renewed no more
+            self._renewed(self.pending[3])
+        if self.fault is not None:  # what is pending is settled as the run ends
             return self.run.finish(
                 StopReason.ERROR, f"failed: {self.fault} (turn {self.run.turns})"
             )
+        pending, self.pending = self.pending, None
         try:
-            held = self._use(
-                "reserve",
-                _reserve,
-                s,
-                _value(s.max_tokens),
-                _value(s.max_cost_usd),
-            )
+            if pending is None:
+                held = self._use("reserve", self._reserve)
+            else:
+                held, warned = self._use(
+                    "settle", lambda led: self._settle_and_reserve(led, pending)
+                )
+                self._settled(pending, warned)
+        except LedgerConflict as exc:
+            if pending is not None:  # its settle was not made: it is made as the run ends
+                self.pending = pending
+            return self._conflict(exc)
         except LedgerUnavailable as exc:
+            if pending is not None and self._settle_lost(exc, pending[3]):
+                return self.run.finish(
+                    StopReason.ERROR, f"failed: {self.fault} (turn {self.run.turns})"
+                )
             return self._unavailable(exc, turn)
         if held is None:
             return self._refused(turn)
         self.held = held
         if self.renewal is None:
-            self.renewal = Renewal(self._open(), s)
+            self.renewal = Renewal(self._open(), self.settings)
         self.renewal.hold(held)
         self.run.emit(
             LEDGER_RESERVE,
             turn=turn,
-            scope=s.scope,
+            scope=self.settings.scope,
             reservation=held.id,
             tokens=held.tokens,
             cost_usd=held.cost_usd,
@@ -168,30 +201,57 @@ class Draw:
         return None
 
     def settle(self, tokens: int, cost_usd: float) -> None:
-        """Replace what the call held by what its response reported."""
+        """What the call's response reported: its reservation is replaced by it at the next
+        reservation, or when the run ends, and renewed until then."""
         self.used = (self.used[0] + tokens, self.used[1] + cost_usd)
         held, self.held = self.held, None
         if held is None:  # the ledger could not be reached, and the run went on without it
             return
-        self._renewed(self.run.turns)
-        try:
-            self._use("settle", _settle, held, tokens, cost_usd)
-        except LedgerUnavailable as exc:
-            if self.settings.on_unavailable == "continue":
-                self._warn(exc, self.run.turns, "settle")
-            else:  # the run ends before its next call, saying why
-                self.fault = self._line(exc)
-                self._event(self.fault, self.run.turns, "settle")
+        self.pending = (held, tokens, cost_usd, self.run.turns)
+
+    def settle_pending(self) -> None:
+        """Settle alone what is pending: the run ends, and there is no next call."""
+        pending, self.pending = self.pending, None
+        if pending is None:
             return
+        self._renewed(pending[3])
+        try:
+            held, tokens, cost_usd, _ = pending
+            warned = self._use(
+                "settle",
+                lambda led: led.settle(
+                    held, tokens=tokens, cost_usd=cost_usd, warn_at=self.warn_at
+                ),
+            )
+        except LedgerUnavailable as exc:
+            self._settle_lost(exc, pending[3])
+            return
+        self._settled(pending, warned)
+
+    def _settled(
+        self, pending: tuple[Reservation, int, float, int], warned: tuple[ScopeWarning, ...]
+    ) -> None:
+        held, tokens, cost_usd, turn = pending
         self.run.emit(
             LEDGER_SETTLE,
-            turn=self.run.turns,
+            turn=turn,
             scope=held.scope,
             reservation=held.id,
             tokens=tokens,
             cost_usd=cost_usd,
             released=False,
         )
+        for warning in warned:
+            fleet_warning(self.run, self.scopes, self.warn_at, warning, turn)
+
+    def _settle_lost(self, exc: LedgerUnavailable, turn: int) -> bool:
+        """A settle the ledger did not take: said; under ``stop`` the run ends (True)."""
+        if self.settings.on_unavailable == "continue":
+            self._warn(exc, turn, "settle")
+            return False
+        self.fault = self._line(exc)
+        self._event(self.fault, turn, "settle")
+        return True
 
     def release(self) -> None:
         """Give back what the call holds, at once: it raised, timed out, was cancelled."""
@@ -201,7 +261,7 @@ class Draw:
             return
         self._renewed(run.turns)
         try:
-            self._use("release", _release, held)
+            self._use("release", lambda led: led.release(held))
         except LedgerUnavailable as exc:
             self._warn(exc, run.turns, "release")
         else:
@@ -216,14 +276,17 @@ class Draw:
             )
 
     def end(self, stop_reason: str) -> None:
-        """The run has ended: give back what it holds, write its record, close the ledger."""
+        """The run has ended: settle what is pending, give back what it holds, write its record
+        (in each scope it drew on), close the ledger."""
         run = self.run
+        self.settle_pending()  # already, unless the run ended past the Meter's `finish`
         self.release()  # its call raised, timed out, was cancelled, or was unreadable
         if self.renewal is not None:
             self.renewal.close()
         if self.ledger is not None and not self.down:
             try:
-                self._use("record", _record, self.record(stop_reason))
+                record = self.record(stop_reason)
+                self._use("record", lambda led: led.record_run(record))
             except LedgerUnavailable as exc:
                 self._warn(exc, run.turns, "record")
         if self.ledger is not None:
@@ -248,6 +311,7 @@ class Draw:
             "tokens": tokens,
             "cost_usd": round(cost, 12),
             "stop_reason": stop_reason,
+            "parents": [b.scope for b in self.scopes[1:]],
         }
 
     def _renewed(self, turn: int) -> None:
@@ -278,6 +342,14 @@ class Draw:
         self._event(cause, turn, "reserve")
         return self.run.finish(StopReason.ERROR, f"failed: {cause} (turn {self.run.turns})")
 
+    def _conflict(self, exc: LedgerConflict) -> RunResult:
+        """A scope the ledger counts in another window: the run fails before the call, saying
+        which setting would agree with the ledger."""
+        s = self.settings
+        field = "ledger.window" if exc.scope == s.scope else f"ledger.window_by_scope.{exc.scope}"
+        cause = f"{self._line(exc)}; set {field} = {exc.window!r} to draw on it"
+        return self.run.finish(StopReason.ERROR, f"failed: {cause} (turn {self.run.turns})")
+
     def _warn(self, exc: LedgerUnavailable, turn: int, what: str) -> None:
         cause = self._line(exc)
         goes_on = {
@@ -299,107 +371,38 @@ class Draw:
         )
 
     def _refused(self, turn: int) -> RunResult:
-        """The stop before the call: the scope's maximum would be passed."""
+        """The stop before the call: a scope's maximum would be passed. The scope named is the
+        first, in the order drawn on, that has no room as the ledger stands now; when none has
+        (another run gave back what it held meanwhile), the one nearest its maximum."""
         s = self.settings
+        found, nearest = None, -1.0
+        for budget in self.scopes:
+            if budget.max_tokens is None and budget.max_cost_usd is None:
+                continue
+            status = self._status(budget)
+            reason, limit, spent, reserved, over = which(s, budget, status)
+            asked = s.reserve_cost_usd if reason is StopReason.MAX_COST else s.reserve_tokens
+            share = (spent + reserved + asked) / limit.value if limit.value else float("inf")
+            if over or share > nearest:
+                found, nearest = (budget, status, reason, limit, spent, reserved), share
+            if over:
+                break
+        assert found is not None, "a ledger without a maximum refuses nothing"
+        return refusal(self.run, s, turn, *found)
+
+    def _status(self, budget: ScopeBudget) -> LedgerStatus | None:
+        """``budget``'s scope as the ledger stands now; None when it cannot say."""
+
+        def read(ledger: Ledger) -> LedgerStatus:
+            return ledger.status(budget.scope, window=budget.window, at=now())
+
         try:
-            status = self._use("status", _status, s)
-        except LedgerUnavailable:  # the ledger answered the refusal: its record is still tried
-            status, self.down = None, False
-        reason, limit, spent, reserved = _which(s, status)
-        ends = None if status is None else status.window_ends
-        name = s.scope
-        word = None if s.window == "none" else s.window  # this day (resets ...)
-        # "$49.97 of $50", "90 of 100 tokens"
-        unit = "" if reason is StopReason.MAX_COST else " tokens"
-        of = limit.amount(limit.value) + unit
-        spend = f"; scope {name} has spent {limit.amount(spent)} of {of}"
-        if word is not None:
-            spend += f" this {word}" + (f" (resets {iso(ends)})" if ends is not None else "")
-        # the executor's own form, the scope's spend before how to raise the limit (or the
-        # policy's word that only its administrator can)
-        message = f"stopped: hit {reason.value} ({limit.shown()}): {limit.explain(spend)}"
-        document = {
-            **limit.to_dict(),
-            "scope": "ledger",
-            "spent": spent,
-            "reserved": reserved,
-        }
-        if ends is not None:
-            document["window_ends"] = iso(ends)
-        run = self.run
-        run.emit(LEDGER_REFUSED, turn=turn, scope=name, **_refusal(s, reason))
-        stop = run.budget.stop_name(reason)
-        run.emit(BUDGET_EXHAUSTED, turn=run.turns, stop_reason=stop, **document)
-        return run.finish(reason, message, None, document)
-
-
-class Renewal:
-    """The renewals of a run's reservations: each is held for ``lease_seconds`` more every half
-    lease while its call runs, on a daemon thread of its own (one a run, idle between calls).
-
-    `hold` starts them for a call's reservation, `release` ends them when the call ends and
-    gives what the last renewal met if it failed; `close` ends the thread, after a renewal in
-    flight, so that nothing uses the ledger once the run has closed it.
-    """
-
-    def __init__(self, ledger: Ledger, settings: LedgerSettings) -> None:
-        self.ledger = ledger
-        self.shown = settings.shown
-        self.lease = settings.lease_seconds
-        self.cond = threading.Condition()
-        self.held: Reservation | None = None
-        self.due = 0.0  # when, by the monotonic clock, the held reservation is renewed next
-        self.busy = False  # a renewal is in flight
-        self.closed = False
-        self.failed: LedgerUnavailable | None = None
-        threading.Thread(target=self._renewals, name="budgetconf-lease", daemon=True).start()
-
-    def hold(self, held: Reservation) -> None:
-        with self.cond:
-            self.held, self.due = held, time.monotonic() + self.lease / 2
-            self.cond.notify()
-
-    def release(self) -> LedgerUnavailable | None:
-        with self.cond:
-            self.held = None
-            failed, self.failed = self.failed, None
-        return failed
-
-    def close(self) -> None:
-        with self.cond:
-            self.held, self.closed = None, True
-            self.cond.notify()
-            while self.busy:
-                self.cond.wait()
-
-    def _renewals(self) -> None:
-        cond = self.cond
-        while True:
-            with cond:
-                while not self.closed and (self.held is None or time.monotonic() < self.due):
-                    cond.wait(None if self.held is None else self.due - time.monotonic())
-                if self.closed:
-                    return
-                held, self.busy = self.held, True
-                self.due = time.monotonic() + self.lease / 2
-            assert held is not None, "the wait ends at a held reservation's renewal, or closed"
-            failed = self._renew(held)
-            with cond:
-                self.busy = False
-                if failed is not None and self.held is held:  # not a call that ended meanwhile
-                    self.failed = self.failed or failed
-                cond.notify_all()
-
-    def _renew(self, held: Reservation) -> LedgerUnavailable | None:
-        """What a renewal of ``held`` met, if it failed: the ledger's fault, or a lease ended."""
-        try:
-            if self.ledger.renew(held, lease_seconds=self.lease):
-                return None
-            return unavailable(self.shown, "the reservation's lease ended before it was renewed")
-        except LedgerUnavailable as exc:
-            return exc
-        except Exception as exc:  # a backend's unforeseen fault: one line, never a traceback
-            return LedgerUnavailable(f"ledger {self.shown}: renew failed: {describe(exc)}")
+            return self._use("status", read)
+        except LedgerUnavailable:  # the ledger answered the refusal: its record is tried
+            self.down = False
+        except LedgerConflict:  # the ledger refused by its room: a conflict comes later
+            pass
+        return None
 
 
 def now() -> _dt.datetime:
@@ -407,59 +410,5 @@ def now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
 
-def _reserve(
-    ledger: Ledger, s: LedgerSettings, max_tokens: int | None, max_cost: float | None
-) -> Reservation | None:
-    return ledger.reserve(
-        s.scope,
-        tokens=s.reserve_tokens,
-        cost_usd=s.reserve_cost_usd,
-        lease_seconds=s.lease_seconds,
-        max_tokens=max_tokens,
-        max_cost_usd=max_cost,
-        window=s.window,
-        at=now(),
-    )
-
-
-def _settle(ledger: Ledger, held: Reservation, tokens: int, cost_usd: float) -> None:
-    ledger.settle(held, tokens=tokens, cost_usd=cost_usd)
-
-
-def _release(ledger: Ledger, held: Reservation) -> None:
-    ledger.release(held)
-
-
-def _record(ledger: Ledger, record: dict[str, Any]) -> None:
-    ledger.record_run(record)
-
-
-def _status(ledger: Ledger, s: LedgerSettings) -> Any:
-    return ledger.status(s.scope, window=s.window, at=now())
-
-
 def _value(limit: Limit | None) -> Any:
     return None if limit is None else limit.value
-
-
-def _which(s: LedgerSettings, status: Any) -> tuple[StopReason, Limit, float, float]:
-    """The maximum the reservation would pass (cost first), and what is spent and reserved."""
-    cost, tokens = s.max_cost_usd, s.max_tokens
-    if cost is not None:
-        spent_cost = 0.0 if status is None else status.spent_cost_usd
-        held_cost = 0.0 if status is None else status.reserved_cost_usd
-        # as the backends count: in whole billionths of a dollar, where sums are exact
-        asked = (spent_cost, held_cost, s.reserve_cost_usd)
-        over = sum(to_nano(v, "cost_usd") for v in asked) > to_nano(cost.value, "max_cost_usd")
-        if over or tokens is None:
-            return StopReason.MAX_COST, cost, round(spent_cost, 12), round(held_cost, 12)
-    assert tokens is not None, "a ledger without a maximum refuses nothing"
-    spent = 0 if status is None else status.spent_tokens
-    held = 0 if status is None else status.reserved_tokens
-    return StopReason.MAX_TOKENS, tokens, spent, held
-
-
-def _refusal(s: LedgerSettings, reason: StopReason) -> dict[str, Any]:
-    if reason is StopReason.MAX_COST:
-        return {"field": s.path("max_cost_usd"), "cost_usd": s.reserve_cost_usd}
-    return {"field": s.path("max_tokens"), "tokens": s.reserve_tokens}

@@ -375,6 +375,8 @@ class Meter(Watching, Planning):
         if message is None:
             message = f"completed in {self.turns} turn{'' if self.turns == 1 else 's'}"
         self._ending(stop)
+        if self.draw is not None:  # the last response's settle, before the run says it stopped
+            self.draw.settle_pending()
         status = reason.status
         self.emit(
             STOPPED,

@@ -37,6 +37,7 @@ TOOL_LIMITED: Final = "tool_limited"
 _LEDGER_EVENTS: Final = {
     "ledger_refused": "budgetconf.ledger.refused",
     "ledger_unavailable": "budgetconf.ledger.unavailable",
+    "ledger_warning": "budgetconf.ledger.warning",
 }
 
 #: what each budget has used at a stop, by the stopped event's key
@@ -168,7 +169,8 @@ def error_type(text: str) -> str:
 def ledger_event(event: Event) -> tuple[str, Attributes]:
     """A ledger event's span event: its scope and what it says (the URL is never in it)."""
     attributes: Attributes = {"budgetconf.scope": event["scope"]}
-    for key in ("field", "tokens", "cost_usd", "error", "during", "on_unavailable"):
+    keys = ("field", "tokens", "cost_usd", "error", "during", "on_unavailable", "spent", "limit")
+    for key in keys:
         value = event.get(key)
         if value is not None:
             attributes[f"budgetconf.{key}"] = value

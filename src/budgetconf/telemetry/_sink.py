@@ -122,6 +122,7 @@ class OtelSink:
             "budget_exhausted": self._budget_stop,
             "ledger_refused": self._ledger,
             "ledger_unavailable": self._ledger,
+            "ledger_warning": self._ledger,
             "stopped": self._stopped,
         }
 
