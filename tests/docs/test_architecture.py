@@ -189,7 +189,7 @@ def test_a_ledger_backend_is_its_module_and_its_row_in_the_table(
     assert (done.returncode, done.stdout.split()) == (0, ["ok", "7"]), done.stderr
     status = _run(env, "-m", "budgetconf", "ledger", "status", "--format", "json")
     assert status.returncode == 0, status.stderr
-    document = json.loads(status.stdout)
+    (document,) = json.loads(status.stdout)["scopes"]
     assert (document["scope"], document["spent"]["tokens"], document["runs"]) == ("example", 7, 1)
     refused = _run({**env, "BUDGETCONF_LEDGER_URL": "valkey://"}, "-m", "budgetconf", "check")
     assert refused.returncode == 1

@@ -1,9 +1,11 @@
-"""``budgetconf ledger status|runs``: the shared ledger that ``ledger.url`` names, read.
+"""``budgetconf ledger status|runs|reset|prune``: the shared ledger that ``ledger.url`` names.
 
-The address, scope and window are resolved as ``explain`` resolves them, from
-the same options, so the two always agree on which ledger and which scope.
-Exit 0, or 1 with one line when the ledger is not set, cannot be reached, or
-the resolution failed; 64 on a usage error.
+The address, scopes and windows are resolved as ``explain`` resolves them, from
+the same options, so the two always agree on which ledger and which scopes.
+``status`` and ``runs`` read it (here); ``reset`` and ``prune`` change it
+(`budgetconf.cli._ledger_changes`), after asking. Exit 0, or 1 with one line
+when the ledger is not set, cannot be reached, counts a scope in another
+window than the one configured, or the resolution failed; 64 on a usage error.
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ from budgetconf._text import clipped, escape
 from budgetconf._text_formats import text_problem
 from budgetconf._trace import shown_locator
 from budgetconf._values import plain_number
+from budgetconf.cli._ledger_changes import WHY_SHOWN, Change, amounts, window_text
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import resolve
-from budgetconf.errors import LedgerUnavailable, UsageError
+from budgetconf.errors import LedgerConflict, LedgerUnavailable, UsageError
 
 if TYPE_CHECKING:
     from budgetconf._resolution import Resolution
     from budgetconf.ledger import Ledger, LedgerStatus, LedgerURL
-    from budgetconf.loop import LedgerSettings, Limit
+    from budgetconf.loop import Limit, ScopeBudget
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
-    """Carry out ``ledger status`` or ``ledger runs``."""
+    """Carry out ``ledger status``, ``runs``, ``reset`` or ``prune``."""
     line.no_app_args()
+    ns = line.ns
+    change = None
+    if ns.view in ("reset", "prune"):
+        change = Change.of(line)  # its usage errors before anything is read
     res = resolve(line).res
     if res.errors:
         problems(res, err, warnings=False)
@@ -39,10 +46,12 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
     if settings is None or settings.address is None:
         say(err, f"budgetconf: error: ledger.url is not set; {_where_to_set(res)}")
         return EXIT_ERROR
-    scope = line.ns.scope or settings.scope
-    problem = text_problem("ledger-scope", scope)
-    if problem is not None:
-        raise Usage(f"--scope: {problem}: {clipped(scope, repr)}")
+    scope = getattr(ns, "scope", None)
+    if scope is not None:
+        problem = text_problem("ledger-scope", scope)
+        if problem is not None:
+            named = "SCOPE" if ns.view == "reset" else "--scope"
+            raise Usage(f"{named}: {problem}: {clipped(scope, repr)}")
     address = settings.address
     missing = _missing_database(address)
     if missing is not None:
@@ -52,17 +61,14 @@ def command(line: CommandLine, out: TextIO, err: TextIO) -> int:
 
     try:
         with open_ledger(address) as ledger:
-            if line.ns.view == "runs":
-                return _runs(ledger, scope, line.ns.limit, line.ns.format, out)
-            doc = status_document(settings, ledger.status(scope, window=settings.window))
-    except (LedgerUnavailable, UsageError) as exc:
-        say(err, f"budgetconf: error: {address.conceal(_one_line(exc))}")
+            if change is not None:
+                return change.carry_out(ledger, out, err)
+            if ns.view == "runs":
+                return _runs(ledger, scope or settings.scope, ns.limit, ns.format, out)
+            return _status(ledger, settings.scopes(), scope, ns.format, out, err)
+    except (LedgerUnavailable, LedgerConflict, UsageError) as exc:
+        say(err, f"budgetconf: error: {address.conceal(one_line(exc))}")
         return EXIT_ERROR
-    if line.ns.format == "json":
-        write_json(doc, out)
-    else:
-        _status_table(doc, address.shown, out)
-    return EXIT_OK
 
 
 def _missing_database(address: LedgerURL) -> str | None:
@@ -76,13 +82,69 @@ def _missing_database(address: LedgerURL) -> str | None:
     return f"ledger {address.shown} does not exist yet (a run that draws on it creates it)"
 
 
-def status_document(settings: LedgerSettings, status: LedgerStatus) -> dict[str, Any]:
-    """The ``ledger status --format json`` document: the status, and each maximum with where it
-    was set and what is left of it (maximum - spent - reserved), or null when unset."""
+# ---------------------------------------------------------------------------------- status
+
+
+def _status(
+    ledger: Ledger,
+    budgets: tuple[ScopeBudget, ...],
+    asked: str | None,
+    fmt: str,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Each scope the run draws on (its own first), or the one ``asked``: a document each, or
+    one line per scope that the ledger counts in another window than the one configured."""
+    shown: list[tuple[int | None, str, ScopeBudget | None]] = [
+        (index, budget.scope, budget)
+        for index, budget in enumerate(budgets)
+        if asked is None or budget.scope == asked
+    ]
+    if asked is not None and not shown:  # none of the run's: its recorded window, no maxima
+        shown = [(None, asked, None)]
+    docs: list[dict[str, Any]] = []
+    fields: list[dict[str, str | None]] = []  # the field that set each maximum, for the table
+    conflicts: list[str] = []
+    for index, scope, budget in shown:
+        try:
+            status = ledger.status(scope, window=None if budget is None else budget.window)
+        except LedgerConflict as exc:
+            conflicts.append(_conflict_line(exc, own=index == 0))
+            continue
+        tokens, cost = (None, None) if budget is None else (budget.max_tokens, budget.max_cost_usd)
+        docs.append(status_document(status, tokens, cost))
+        fields.append({"tokens": _field(tokens), "cost_usd": _field(cost)})
+    if conflicts:
+        for text in conflicts:
+            say(err, f"budgetconf: error: {text}")
+        return EXIT_ERROR
+    if fmt == "json":
+        write_json({"scopes": docs}, out)
+    else:
+        _status_table(docs, fields, ledger.url, out)
+    return EXIT_OK
+
+
+def _field(limit: Limit | None) -> str | None:
+    return None if limit is None else limit.field
+
+
+def _conflict_line(exc: LedgerConflict, *, own: bool) -> str:
+    """The ledger's refusal, and what to set so that the run's scope is counted in the window
+    the ledger recorded: the field the run's own message names too."""
+    field = "ledger.window" if own else f"ledger.window_by_scope.{exc.scope}"
+    return f"{one_line(exc)}; set {field} = {exc.window!r}"
+
+
+def status_document(
+    status: LedgerStatus, max_tokens: Limit | None, max_cost_usd: Limit | None
+) -> dict[str, Any]:
+    """One scope's ``ledger status --format json`` document: the status, and each maximum with
+    where it was set and what is left of it (maximum - spent - reserved), or null when unset."""
     doc = status.to_dict()
     doc["max"] = {
         key: _maximum(limit, doc["spent"][key] + doc["reserved"][key])
-        for key, limit in (("tokens", settings.max_tokens), ("cost_usd", settings.max_cost_usd))
+        for key, limit in (("tokens", max_tokens), ("cost_usd", max_cost_usd))
     }
     return doc
 
@@ -99,16 +161,27 @@ def _maximum(limit: Limit | None, used: float) -> dict[str, Any] | None:
     }
 
 
-def _status_table(doc: dict[str, Any], url: str, out: TextIO) -> None:
-    window = doc["window"]
-    if doc["window_start"] is not None:
-        window += f", {doc['window_start']} to {doc['window_ends']}"
+def _status_table(
+    docs: list[dict[str, Any]], fields: list[dict[str, str | None]], url: str, out: TextIO
+) -> None:
+    """The ledger's line, then a block of name and value lines per scope, a blank line between."""
+    scopes = (_status_rows(doc, named) for doc, named in zip(docs, fields, strict=True))
+    blocks = [[("ledger", url)], *scopes]
+    width = max(len(name) for block in blocks for name, _ in block)
+    for number, block in enumerate(blocks):
+        if number:
+            out.write("\n")
+        for name, text in block:
+            out.write(f"{name.ljust(width)}  {text}\n")
+
+
+def _status_rows(doc: dict[str, Any], fields: dict[str, str | None]) -> list[tuple[str, str]]:
+    """A scope's block; a maximum that another field than ``ledger.NAME`` set names it."""
     rows = [
-        ("ledger", url),
         ("scope", doc["scope"]),
-        ("window", window),
-        ("spent", _amounts(doc["spent"])),
-        ("reserved", _amounts(doc["reserved"])),
+        ("window", window_text(doc["window"], doc["window_start"], doc["window_ends"])),
+        ("spent", amounts(doc["spent"])),
+        ("reserved", amounts(doc["reserved"])),
         ("runs", str(doc["runs"])),
     ]
     for key, name in (("cost_usd", "max_cost_usd"), ("tokens", "max_tokens")):
@@ -118,14 +191,35 @@ def _status_table(doc: dict[str, Any], url: str, out: TextIO) -> None:
             continue
         shown = plain_number(entry["value"])
         left = plain_number(entry["left"])
-        rows.append((name, f"{shown}, {left} left (from {entry['locator']})"))
-    width = max(len(name) for name, _ in rows)
-    for name, text in rows:
-        out.write(f"{name.ljust(width)}  {text}\n")
+        field = fields[key]
+        named = "" if field in (None, f"ledger.{name}") else f"{field} "
+        rows.append((name, f"{shown}, {left} left ({named}from {entry['locator']})"))
+    reset = doc["reset"]
+    if reset is not None:
+        rows.append(("reset", _reset_text(reset)))
+    return rows
 
 
-def _amounts(pair: dict[str, Any]) -> str:
-    return f"{pair['tokens']} tokens, {plain_number(pair['cost_usd'])} USD"
+def _reset_text(reset: dict[str, Any]) -> str:
+    """A window's latest reset for a person: when, who, why, and what it had spent."""
+    spent = _spent(reset)
+    had = "" if spent is None else f"; it had spent {amounts(spent)}"
+    return f"{_cell(reset.get('at'))} by {_said(reset)}{had}"
+
+
+def _said(reset: dict[str, Any]) -> str:
+    """``alice@box: refund for a runaway job``: who reset a window and why, on one line."""
+    why = clipped(escape(str(reset.get("why")), keep=""), limit=WHY_SHOWN)
+    return f"{_cell(reset.get('by'))}: {why}"
+
+
+def _spent(reset: dict[str, Any]) -> dict[str, Any] | None:
+    """What the window had spent when it was reset, when the record says so."""
+    spent = reset.get("spent")
+    return spent if isinstance(spent, dict) and {"tokens", "cost_usd"} <= set(spent) else None
+
+
+# ---------------------------------------------------------------------------------- runs
 
 
 def _runs(ledger: Ledger, scope: str, limit: int, fmt: str, out: TextIO) -> int:
@@ -137,12 +231,24 @@ def _runs(ledger: Ledger, scope: str, limit: int, fmt: str, out: TextIO) -> int:
         out.write(f"no runs recorded in scope {scope}\n")
         return EXIT_OK
     columns = ("ended", "run_id", "host", "pid", "turns", "tokens", "cost_usd", "stop_reason")
-    rows = [columns, *(tuple(_cell(r.get(c)) for c in columns) for r in records)]
+    rows = [columns, *(_row(record, columns) for record in records)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     for row in rows:
         out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         out.write("\n")
     return EXIT_OK
+
+
+def _row(record: dict[str, Any], columns: tuple[str, ...]) -> tuple[str, ...]:
+    """A record's cells; a reset's last cell says who reset the window, why, and its spend
+    (the last column, so that its length moves no other)."""
+    cells = [_cell(record.get(column)) for column in columns]
+    reset = record.get("reset")
+    if record.get("stop_reason") == "reset" and isinstance(reset, dict):
+        spent = _spent(reset)
+        had = "" if spent is None else f" (it had spent {amounts(spent)})"
+        cells[-1] = f"reset by {_said(reset)}{had}"
+    return tuple(cells)
 
 
 def _cell(value: object) -> str:
@@ -151,6 +257,9 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         return plain_number(round(value, 6))
     return "" if value is None else clipped(escape(str(value), keep=""))
+
+
+# ---------------------------------------------------------------------------------- shared
 
 
 def _where_to_set(res: Resolution) -> str:
@@ -173,5 +282,6 @@ def _where_to_set(res: Resolution) -> str:
     )
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line."""
     return " ".join(str(exc).split())
