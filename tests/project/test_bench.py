@@ -171,20 +171,29 @@ def test_the_report_benchmark_measures_the_command_and_the_page(
 def test_the_ledger_benchmark_reports_both_backends(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--quick times a turn on SQLite and on a redis-server it starts, and turns per second."""
+    """--quick times a turn in one scope and in three on SQLite and on a redis-server it starts,
+    the executor's Redis turn with one round trip and with two, and turns per second."""
     out = tmp_path / "ledger.json"
     assert _load("ledger").main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
     backends = ["sqlite", "redis"] if shutil.which("redis-server") else ["sqlite"]
     assert list(rows) == backends
+    timed = ["reserve + settle, one scope", "reserve + settle, three scopes"]
     for name in backends:
-        assert rows[name]["turn"]["median_us"] > 0
-        assert rows[name]["turn"]["p99_us"] >= rows[name]["turn"]["median_us"]
-        assert isinstance(rows[name]["turn"]["holds"], bool)
+        for row in timed:
+            assert rows[name][row]["median_us"] > 0
+            assert rows[name][row]["p99_us"] >= rows[name][row]["median_us"]
+            assert isinstance(rows[name][row]["holds"], bool)
+            assert f"| {name} | {row} |" in printed
+        assert "x one scope" in rows[name]["reserve + settle, three scopes"]["reading"]
         assert rows[name]["1 process"]["turns_per_s"] > 0
         assert rows[name]["2 processes"]["turns_per_s"] > 0
-        assert f"| {name} | turn |" in printed
+    if "redis" in rows:
+        for row in ("executor turn, one round trip", "executor turn, two round trips"):
+            assert rows["redis"][row]["median_us"] > 0
+            assert f"| redis | {row} |" in printed
+        assert rows["redis"]["settle_and_reserve, one scope"]["median_us"] > 0
 
 
 def test_pairs_alternate_which_side_runs_first_and_cost_is_the_median_difference() -> None:
