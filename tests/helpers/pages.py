@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 # `echo TEXT > FILE`, and `mkdir DIR`, `cd DIR` and `rm FILE`, with `NAME=value` prefixes.
 # A command that fails must be followed by `echo $?`, which shows its exit code. A Python
 # block is handed to `python()`, in its place among the others: a page's test may run it.
+# The installed policy, /etc/budgetconf/policy.json, is the test's own (`Place.policy`),
+# written, read and shown by the real path; a page writes no other absolute path.
+INSTALLED = "/etc/budgetconf/policy.json"
 _FENCE = re.compile(r"^```(\w*)(?: (\S+))?\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
 HOME_SHOWN = "/home/ada"
 _FOLDER_COMMANDS: dict[str, Callable[[str], None]] = {
@@ -85,12 +88,21 @@ class Session:
         """A Python block of the page, after the files and commands above it: left alone here."""
 
     def write(self, name: str, text: str) -> None:
+        if name == INSTALLED:
+            self.place.policy.parent.mkdir(parents=True, exist_ok=True)
+            self.place.policy.write_text(text, encoding="utf-8")
+            return
+        assert not os.path.isabs(name), f"a page writes under its place, not at {name}"
         home = name.startswith("~/")
         self.place.write(
             name.removeprefix("~/"), text, base=self.place.home if home else Path.cwd()
         )
 
     def execute(self, command: str) -> str:
+        shown = self._execute(command.replace(INSTALLED, str(self.place.policy)))
+        return shown.replace(str(self.place.policy), INSTALLED)
+
+    def _execute(self, command: str) -> str:
         words = shlex.split(command)
         env = {}
         while re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
