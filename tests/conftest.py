@@ -285,6 +285,16 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The address of an empty ledger of each backend: a SQLite file of the test's own, and
+    the session's redis-server, emptied (a module may define ``url`` otherwise)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    address: str = request.getfixturevalue("redis_url")
+    return address
+
+
 @pytest.fixture
 def restartable_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server of the test's own, which it may `stop()` and `start()` again on its port."""

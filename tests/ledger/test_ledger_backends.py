@@ -7,7 +7,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,17 +24,7 @@ from budgetconf.ledger import (
 )
 from budgetconf.ledger._base import RUN_KEYS
 
-BACKENDS = ["sqlite", "redis"]
 DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The address of an empty ledger of each backend."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    address: str = request.getfixturevalue("redis_url")
-    return address
 
 
 @pytest.fixture

@@ -32,14 +32,6 @@ WORKER = ROOT / "tests" / "helpers" / "ledger_worker.py"
 DAYS = (dt.datetime(2026, 3, 14, 12, tzinfo=dt.UTC), dt.datetime(2026, 3, 15, 12, tzinfo=dt.UTC))
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    address: str = request.getfixturevalue("redis_url")
-    return address
-
-
 class Worker:
     """One worker process: its stdout read line by line on a thread, its stderr in a file."""
 

@@ -8,7 +8,6 @@ import datetime as dt
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from budgetconf.ledger import (
     window_bounds,
 )
 
-BACKENDS = ["sqlite", "redis"]
 #: a Saturday afternoon; its ISO week runs from Monday 2026-03-09 to Monday 2026-03-16
 DAY = dt.datetime(2026, 3, 14, 15, 9, 26, tzinfo=dt.UTC)
 USER = ScopeLimit("user:u-1", "hour", max_tokens=100)
@@ -32,15 +30,6 @@ TEAM = ScopeLimit("team:t", "day", max_cost_usd=1.0)
 ORG = ScopeLimit("org:o", "week", max_tokens=1000, max_cost_usd=5.0)
 ALL = [USER, TEAM, ORG]
 NAMES = [limit.scope for limit in ALL]
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The address of an empty ledger of each backend."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    address: str = request.getfixturevalue("redis_url")
-    return address
 
 
 @pytest.fixture

@@ -20,14 +20,6 @@ from budgetconf.loop import LoopExecutor, ScriptedModel
 USER, TEAM, ORG = "user:u-1042", "team:research", "org:acme"
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    address: str = request.getfixturevalue("redis_url")
-    return address
-
-
 def answer(tokens: int, cost: float, *, tool: bool = True) -> dict[str, Any]:
     calls = [{"id": "c", "name": "t", "arguments": "{}"}] if tool else []
     return {"content": "", "tool_calls": calls, "usage": {"total_tokens": tokens}, "cost_usd": cost}
