@@ -260,7 +260,8 @@ class RedisLedger(Backend):
         check_window(kind)
         start, ends = window_bounds(kind, at)
         keys = [SCOPES_KEY, *self._keys(scope, window_key(kind, start))]
-        found = self._call(lambda: self._status(keys=keys, args=[scope, kind]))
+        asked = window or ""  # none asked: what the ledger records stands, read just before
+        found = self._call(lambda: self._status(keys=keys, args=[scope, asked]))
         if found[0] == -1:
             raise conflict(scope, str(found[1]), kind)
         spent_tokens, spent_nano, held_tokens, held_nano, runs = counts(
