@@ -255,15 +255,7 @@ class Settling(Record):
             self,
             "warn",
             tuple(
-                (
-                    _reached(share, part.max_tokens),
-                    _reached(
-                        share,
-                        None
-                        if part.max_cost_usd is None
-                        else to_nano(part.max_cost_usd, "max_cost_usd"),
-                    ),
-                )
+                (_reached(share, part.max_tokens), _cost_reached(share, part))
                 for part in held.scopes
             ),
         )
@@ -297,6 +289,13 @@ def check_share(value: object) -> Fraction | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
         raise UsageError(f"warn_at must be a number between 0 and 1, not {value!r}")
     return Fraction(repr(value))
+
+
+def _cost_reached(share: Fraction | None, part: HeldScope) -> int | None:
+    """`_reached` of ``part``'s cost maximum, in billionths."""
+    if share is None or part.max_cost_usd is None:
+        return None
+    return _reached(share, to_nano(part.max_cost_usd, "max_cost_usd"))
 
 
 def _reached(share: Fraction | None, maximum: int | None) -> int | None:

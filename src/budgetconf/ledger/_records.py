@@ -94,10 +94,19 @@ class ScopeLimit(Record):
 
 
 class HeldScope(Record):
-    """A reservation's share in one scope: the scope, its window's bounds (None for ``none``),
-    and the maxima it was granted under, which its settle's warnings are judged against."""
+    """A reservation's share in one scope: the scope, its window's bounds (None for ``none``)
+    and counter (``key``: ``day:2026-12-01T00:00:00Z``), and the maxima it was granted under,
+    which its settle's warnings are judged against."""
 
-    __slots__ = ("max_cost_usd", "max_tokens", "scope", "window", "window_ends", "window_start")
+    __slots__ = (
+        "key",
+        "max_cost_usd",
+        "max_tokens",
+        "scope",
+        "window",
+        "window_ends",
+        "window_start",
+    )
     __module__ = "budgetconf.ledger"
 
     scope: str
@@ -106,6 +115,7 @@ class HeldScope(Record):
     window_ends: _dt.datetime | None
     max_tokens: int | None
     max_cost_usd: float | None
+    key: str
 
     def __init__(
         self,
@@ -123,11 +133,8 @@ class HeldScope(Record):
         set_field(self, "window_ends", window_ends)
         set_field(self, "max_tokens", max_tokens)
         set_field(self, "max_cost_usd", max_cost_usd)
-
-    @property
-    def key(self) -> str:
-        """The name of its window's counter."""
-        return window_key(self.window, self.window_start)
+        # the name of its window's counter, which every operation on it names
+        set_field(self, "key", window_key(window, window_start))
 
 
 class Reservation(Record):
