@@ -9,6 +9,10 @@ This module imports nothing from the package, so any module may import it.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "BudgetConfError",
     "BudgetConfWarning",
@@ -140,7 +144,9 @@ class LedgerConflict(BudgetConfError, ValueError):
 
     A scope has one window, recorded by the first run that draws on it, so that
     no run's settings can split its counter: ``scope`` names it, ``window`` is
-    the window recorded and ``asked`` the one asked for.
+    the window recorded and ``asked`` the one asked for. Raised by
+    `Ledger.settle_and_reserve`, whose settle stands, ``warnings`` are the
+    settle's (`budgetconf.ledger.ScopeWarning`); else empty.
     """
 
     __module__ = "budgetconf"
@@ -150,6 +156,7 @@ class LedgerConflict(BudgetConfError, ValueError):
         self.scope = scope
         self.window = window
         self.asked = asked
+        self.warnings: tuple[Any, ...] = ()  # ScopeWarning records
 
 
 class BudgetConfWarning(UserWarning):

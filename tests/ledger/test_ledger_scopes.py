@@ -240,6 +240,25 @@ def test_a_conflict_in_settle_and_reserve_keeps_the_settle(ledger: Ledger) -> No
     assert (spent(ledger, "user:u-1"), reserved(ledger, "user:u-1")) == ((7, 0.07), (0, 0.0))
 
 
+def test_a_conflict_in_settle_and_reserve_carries_the_settles_warnings(ledger: Ledger) -> None:
+    """The settle stands and has crossed the fleet's warning share: the refusal says so, and
+    the warning is not lost to a later settle (the window records it fired)."""
+    took(ledger, [ScopeLimit("org:o", "month")], 0, 0.0)
+    first = took(ledger, [USER], 10, 0.1)
+    with pytest.raises(LedgerConflict) as caught:
+        ledger.settle_and_reserve(
+            first, tokens=70, cost_usd=0.07, reserve_tokens=10, reserve_cost_usd=0.1,
+            lease_seconds=60, scopes=[USER, ORG], warn_at=0.6, at=DAY,
+        )  # fmt: skip
+    (warning,) = caught.value.warnings
+    assert (warning.scope, warning.budget, warning.spent, warning.maximum) == (
+        "user:u-1",
+        "max_tokens",
+        70,
+        100,
+    )
+
+
 def test_status_reads_the_recorded_window(ledger: Ledger) -> None:
     """status() without a window gives the scope's recorded one, day for a scope nothing has
     drawn on; asking the recorded one by name is the same."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
+from budgetconf.errors import LedgerConflict
 from budgetconf.ledger._base import Ledger
 from budgetconf.ledger._checks import Asked, Resetting, Settling, check_moment, check_scope
 from budgetconf.ledger._records import iso
@@ -96,7 +97,11 @@ class Backend(Ledger):
             at=at,
         )
         granted, crossed = self._finish_and_reserve(settling, asked)
-        return (asked.reservation() if granted else None), settling.warnings(crossed)
+        warnings = settling.warnings(crossed)
+        if isinstance(granted, LedgerConflict):  # the settle stands, and says its warnings
+            granted.warnings = warnings
+            raise granted
+        return (asked.reservation() if granted else None), warnings
 
     def window_of(self, scope: str) -> str | None:
         return self._window_of(check_scope(scope))
@@ -128,10 +133,14 @@ class Backend(Ledger):
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
-    ) -> tuple[bool, list[tuple[int, str, int]]]:
-        """`_finish`, then `_reserve`: a backend that can does both in one step."""
+    ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
+        """`_finish`, then `_reserve`: a backend that can does both in one step. A scope the
+        reservation asks in another window is the answer, not raised: the settle stands."""
         crossed = self._finish(settling)
-        return self._reserve(asked), crossed
+        try:
+            return self._reserve(asked), crossed
+        except LedgerConflict as exc:
+            return exc, crossed
 
     @abstractmethod
     def _window_of(self, scope: str) -> str | None: ...

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import time
 
+from budgetconf.errors import LedgerConflict
 from budgetconf.ledger._backend import Backend
 from budgetconf.ledger._base import (
     KEPT_RUNS,
@@ -214,17 +215,24 @@ class RedisLedger(Backend):
             ]
         return keys, args
 
-    def _granted(self, a: Asked, answer: Any) -> bool:
+    @staticmethod
+    def _granted(a: Asked, answer: Any) -> bool | LedgerConflict:
+        """The reserve script's answer: granted, refused, or the scope that counts otherwise."""
         if answer[0] == -1:
             part = a.held[int(answer[1]) - 1]
-            raise conflict(part.scope, str(answer[2]), part.window)
+            return conflict(part.scope, str(answer[2]), part.window)
         return bool(answer[0] == 1)
 
     # ------------------------------------------------------------------ the operations
 
     def _reserve(self, asked: Asked) -> bool:
         keys, args = self._reserving(asked)
-        return self._granted(asked, self._call(lambda: self._reserve_script(keys=keys, args=args)))
+        granted = self._granted(
+            asked, self._call(lambda: self._reserve_script(keys=keys, args=args))
+        )
+        if isinstance(granted, LedgerConflict):
+            raise granted
+        return granted
 
     def _finish(self, settling: Settling) -> list[tuple[int, str, int]]:
         keys, args = self._ending(settling)
@@ -232,7 +240,7 @@ class RedisLedger(Backend):
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
-    ) -> tuple[bool, list[tuple[int, str, int]]]:
+    ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
         """One script: the settle, then the reservation."""
         keys, args = self._ending(settling)
         more_keys, more_args = self._reserving(asked)

@@ -190,7 +190,7 @@ class SQLiteLedger(Backend):
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
-    ) -> tuple[bool, list[tuple[int, str, int]]]:
+    ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
         def step(conn: sqlite3.Connection) -> tuple[bool | LedgerConflict, list[Any]]:
             crossed = _finish(conn, settling)
             try:
@@ -198,10 +198,7 @@ class SQLiteLedger(Backend):
             except LedgerConflict as exc:  # the settle stands (committed), as a refusal's does
                 return exc, crossed
 
-        granted, crossed = self._run(step)
-        if isinstance(granted, LedgerConflict):
-            raise granted
-        return granted, crossed
+        return self._run(step)
 
     def renew(self, reservation: Reservation, *, lease_seconds: float) -> bool:
         held = check_reservation(reservation)

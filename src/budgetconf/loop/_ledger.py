@@ -174,8 +174,8 @@ class Draw:
                 )
                 self._settled(pending, warned)
         except LedgerConflict as exc:
-            if pending is not None:  # its settle was not made: it is made as the run ends
-                self.pending = pending
+            if pending is not None:  # its settle stands: only the reservation was refused
+                self._settled(pending, exc.warnings)
             return self._conflict(exc)
         except LedgerUnavailable as exc:
             if pending is not None and self._settle_lost(exc, pending[3]):
