@@ -19,6 +19,7 @@ import pytest
 
 import budgetconf
 import budgetconf.ledger
+from budgetconf.errors import LedgerConflict
 from budgetconf.ledger import Ledger, LedgerURL
 from budgetconf.ledger._redis import RedisLedger
 from budgetconf.ledger._redis_scripts import FINISH, RECORD_RUN, RESERVE, SETTLE_AND_RESERVE
@@ -134,7 +135,7 @@ class TwoStep(RedisLedger):
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
-    ) -> tuple[bool, list[tuple[int, str, int]]]:
+    ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
         return super(RedisLedger, self)._finish_and_reserve(settling, asked)
 
 

@@ -593,3 +593,23 @@ def test_scopes_that_cannot_be_reserved_are_a_usage_error(
     with pytest.raises(UsageError, match=message):
         call(ledger)
     assert [ledger.window_of(scope) for scope in NAMES] == [None, None, None]
+
+
+def test_a_reset_by_a_user_without_a_name_says_their_id(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process whose user id has no name (a container's) is named by its id."""
+    import getpass
+    import os
+
+    def nameless() -> str:
+        raise KeyError("getpwuid(): uid not found")
+
+    monkeypatch.setattr(getpass, "getuser", nameless)
+    record = ledger.reset("team:t", why="cleanup", at=DAY)
+    assert record["reset"]["by"] == f"uid {os.getuid()}@{socket.gethostname()}"
+
+
+def test_the_bounds_of_a_window_that_is_not_one_are_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown ledger window 'fortnight'"):
+        window_bounds("fortnight")

@@ -197,3 +197,70 @@ def test_a_scope_counted_by_week_resets_on_monday() -> None:
         dt.datetime(2026, 11, 30, tzinfo=dt.UTC),
         dt.datetime(2026, 12, 7, tzinfo=dt.UTC),
     )
+
+
+def _race(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Another run holds $0.01 of `ORG` now, and its response settles for $0.001 just after the
+    run's refusal, before the run reads the scopes back to name the one that refused."""
+    from budgetconf.loop import _ledger as drawing
+
+    other = open_ledger(url)
+    held = [other.reserve(ORG, tokens=0, cost_usd=0.01, lease_seconds=60, window="month")]
+    read = drawing.Draw._status
+
+    def settled_between(draw: Any, budget: Any) -> Any:
+        reservation = held.pop() if held else None
+        if reservation is not None:
+            other.settle(reservation, tokens=0, cost_usd=0.001)
+            other.close()
+        return read(draw, budget)
+
+    monkeypatch.setattr(drawing.Draw, "_status", settled_between)
+
+
+RACED = {
+    "max_tokens_by_scope": f"{USER}=100000",
+    "max_cost_usd_by_scope": f"{ORG}=0.02",
+    "window_by_scope": f"{ORG}=month,{TEAM}=month",
+    "reserve_tokens": "20",
+    "reserve_cost_usd": "0.015",
+}
+
+
+def test_a_refusal_whose_scope_has_room_when_read_names_the_scope_nearest_its_maximum(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _race(monkeypatch, url)
+    result = run(fleet(url, **RACED), [answer(10, 0.01, tool=False)])
+    assert (result.stop_reason, result.turns) == ("max_cost", 0)
+    limit = result.limit
+    assert limit is not None
+    assert (limit["field"], limit["ledger_scope"]) == (f"ledger.max_cost_usd_by_scope.{ORG}", ORG)
+
+
+def test_a_refusal_the_ledger_cannot_then_say_more_of_still_stops_and_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status read that names the refusing scope fails: the stop names the scope nearest
+    its maximum as the run knows it, and the run's record is still written."""
+    from budgetconf.errors import LedgerUnavailable
+    from budgetconf.ledger._sqlite import SQLiteLedger
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as led:  # the org has spent all but $0.01 of its $0.02
+        held = led.reserve(ORG, tokens=0, cost_usd=0.0, lease_seconds=60, window="month")
+        assert held is not None
+        led.settle(held, tokens=0, cost_usd=0.01)
+
+    def unreachable(self: Any, *args: Any, **kw: Any) -> Any:
+        raise LedgerUnavailable("ledger is unavailable: gone")
+
+    monkeypatch.setattr(SQLiteLedger, "status", unreachable)
+    result = run(fleet(url, **RACED), [answer(10, 0.01, tool=False)])
+    assert (result.stop_reason, result.turns) == ("max_cost", 0)
+    assert result.limit is not None
+    assert result.limit["ledger_scope"] == ORG
+    monkeypatch.undo()
+    with open_ledger(url) as led:
+        (record,) = led.runs(USER)
+    assert record["stop_reason"] == "max_cost"

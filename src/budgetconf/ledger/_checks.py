@@ -382,11 +382,6 @@ class Resetting(Record):
         }
 
 
-def checked_usage(tokens: object, cost_usd: object) -> tuple[int, int]:
-    """What a call used, checked, as a settle writes it: tokens, and billionths of a dollar."""
-    return check_used(tokens, cost_usd)
-
-
 def run_record(record: object) -> tuple[list[str], str, _dt.datetime]:
     """A run record as a ledger keeps it: the scopes it is kept in (its own, then its
     ``parents``), its JSON text, and when it ended.
