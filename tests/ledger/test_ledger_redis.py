@@ -326,7 +326,12 @@ def _previous_layout(client: redis.Redis) -> None:
     for record in OLD_RUNS:
         client.lpush(f"{a}:runs", json.dumps(record))
     client.set("other:app:key", "not the ledger's")
+    for key in LEFT:  # under the old prefix, but nothing the previous version wrote
+        client.set(key, "left as it is")
 
+
+#: keys under the previous prefix that are not the ledger's: a migration leaves them alone
+LEFT = ["budgetconf:ledger:{team-a}:notes", "budgetconf:ledger:{team-a}:window:fortnight:x"]
 
 #: run records as the previous version wrote them: no parents
 OLD_RUNS = [
@@ -355,7 +360,7 @@ def test_a_ledger_of_the_previous_layout_is_moved_to_this_one_when_opened(
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     _previous_layout(client)
     with open_ledger(redis_url) as led:
-        assert client.keys("budgetconf:ledger:*") == []
+        assert sorted(client.keys("budgetconf:ledger:*")) == sorted(LEFT)
         assert client.get("budgetconf:{ledger}:schema") == "2"
         assert client.hgetall("budgetconf:{ledger}:scopes") == {"team-a": "day", "team-b": "month"}
         assert client.get("other:app:key") == "not the ledger's"
@@ -388,4 +393,19 @@ def test_a_ledger_of_the_previous_layout_is_moved_to_this_one_when_opened(
         assert led.status("team-a", at=DAY).spent_tokens == 506
     with open_ledger(redis_url) as led:  # opened again: nothing more to move
         assert led.status("team-a", at=DAY).spent_tokens == 506
+    client.close()
+
+
+def test_a_migration_another_client_holds_is_waited_for_and_finished_once_it_lapses(
+    redis_url: str,
+) -> None:
+    """Another client took the migration's lock and died: the next one waits for the lock to
+    lapse, then moves the ledger itself."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    _previous_layout(client)
+    client.set("budgetconf:{ledger}:migrating", "1", px=300)
+    with open_ledger(redis_url) as led:
+        assert client.get("budgetconf:{ledger}:schema") == "2"
+        assert led.status("team-a", at=DAY).spent_tokens == 500
+    assert client.get("budgetconf:{ledger}:migrating") is None
     client.close()
