@@ -308,7 +308,8 @@ class RedisLedger(Backend):
             pipe.multi()
             pipe.hset(window, mapping={"st": 0, "sn": 0, "reset": json.dumps(made["reset"])})
             pipe.hdel(window, "w")
-            pipe.pexpireat(window, self._expiry(ends)) if ends is not None else None
+            if ends is not None:
+                pipe.pexpireat(window, self._expiry(ends))
             pipe.lpush(self._runs(scope), json.dumps(made))
             pipe.ltrim(self._runs(scope), 0, KEPT_RUNS - 1)
 
