@@ -387,7 +387,7 @@ def test_every_fault_ends_in_a_result_with_the_callers_list_unchanged(
     """Whatever the model or a tool does on turn 2, the run returns; turn 1 stays recorded."""
     caller = [dict(m) for m in _CALLER]
     model = _fault_model(fault, gate, drive)
-    limits = budget(max_steps=3, timeout_seconds=0.3)
+    limits = budget(max_steps=3, timeout_seconds=1.5)
     ex = drive.executor(model, _tools(extra, gate, drive), limits)
 
     result = drive.run(ex, caller)
