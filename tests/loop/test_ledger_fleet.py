@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 import budgetconf
 from budgetconf import BudgetConfWarning
@@ -264,3 +266,36 @@ def test_a_refusal_the_ledger_cannot_then_say_more_of_still_stops_and_records(
     with open_ledger(url) as led:
         (record,) = led.runs(USER)
     assert record["stop_reason"] == "max_cost"
+
+
+def _record_window(url: str, scope: str, window: str) -> None:
+    """The ledger made to record ``window`` for ``scope``, as another version's migration may."""
+    if url.startswith("sqlite:///"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.execute("UPDATE ledger_scopes SET window = ? WHERE scope = ?", (window, scope))
+        conn.close()
+        return
+    client = redis.Redis.from_url(url)
+    client.hset("budgetconf:{ledger}:scopes", scope, window)
+    client.close()
+
+
+def test_a_window_the_ledger_records_otherwise_mid_run_fails_it_its_last_call_settled(
+    url: str,
+) -> None:
+    calls = [0]
+
+    def model(messages: object, tools: object) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 1:
+            _record_window(url, TEAM, "month")
+        return answer(10, 0.01)
+
+    res = budgetconf.resolve(env=fleet(url))
+    result = LoopExecutor(model, {"t": lambda: "ok"}, res).run("go")
+    assert (result.stop_reason, result.turns) == ("error", 1)
+    assert f"set ledger.window_by_scope.{TEAM} = 'month'" in result.message
+    settled = [e for e in result.events if e["type"] == "ledger_settle"]
+    assert [(e["turn"], e["tokens"]) for e in settled] == [(1, 10)]  # once, not again at its end
+    with open_ledger(url) as led:
+        assert (led.status(USER).spent_tokens, led.status(USER).reserved_tokens) == (10, 0)

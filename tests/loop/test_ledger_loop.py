@@ -584,3 +584,28 @@ def test_a_failed_renewal_under_continue_warns_and_the_run_goes_on(
     assert (result.status.value, result.turns) == ("ok", 2)
     events = [e for e in result.events if e["type"] == "ledger_unavailable"]
     assert [e["during"] for e in events] == ["renew"]
+
+
+def test_a_renewal_says_what_it_met_a_lease_that_ended_or_a_backends_fault(
+    tmp_path: Path,
+) -> None:
+    """`Renewal._renew` of a reservation settled already: the lease ended; of something the
+    backend cannot take: its fault, in one line naming the ledger."""
+    from budgetconf.loop._renewal import Renewal
+
+    url = url_of(tmp_path)
+    settings = LedgerSettings(url, lease_seconds=60.0)
+    with open_ledger(url) as led:
+        held = led.reserve("team-a", tokens=1, cost_usd=0.0, lease_seconds=60)
+        assert held is not None
+        led.release(held)
+        renewal = Renewal(led, settings)
+        try:
+            ended = renewal._renew(held)
+            fault = renewal._renew("not a reservation")  # type: ignore[arg-type]
+        finally:
+            renewal.close()
+    assert ended is not None
+    assert str(ended).endswith("the reservation's lease ended before it was renewed")
+    assert fault is not None
+    assert str(fault).startswith(f"ledger {url}: renew failed: ")
