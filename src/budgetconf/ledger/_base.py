@@ -244,6 +244,15 @@ class Ledger(ABC):
         self.close()
 
 
+def keep_latest(
+    latest: dict[str, tuple[int, str, str]], scope: str, found: tuple[int, str, str]
+) -> None:
+    """A migration's choice of the window ``scope`` counts in: ``found`` is (rank, moment,
+    window kind), a reservation ranking 1 and a counter with spend 0; the highest stays."""
+    if scope not in latest or found > latest[scope]:
+        latest[scope] = found
+
+
 def conflict(scope: str, recorded: str, asked: str) -> LedgerConflict:
     """The error of a scope asked for under ``asked`` when it counts in ``recorded``."""
     return LedgerConflict(

@@ -37,6 +37,7 @@ from budgetconf.ledger._base import (
     REMEMBERED_SECONDS,
     conflict,
     counts,
+    keep_latest,
     reset_part,
     run_records,
     unavailable,
@@ -375,11 +376,11 @@ def _migrate(client: Any) -> None:
         if what == "leases":
             last = client.zrange(old, -1, -1, withscores=True)
             if last:
-                _latest(latest, scope, (1, f"{last[0][1]:020.0f}", kind))
+                keep_latest(latest, scope, (1, f"{last[0][1]:020.0f}", kind))
         elif what == "window":
             spent = client.hmget(old, "st", "sn")
             if any(value not in (None, "0") for value in spent):
-                _latest(latest, scope, (0, start, kind))
+                keep_latest(latest, scope, (0, start, kind))
         new = f"{BASE}:scope:{scope}:{what}:{key}"
         client.rename(old, new)
         if start:
@@ -389,10 +390,3 @@ def _migrate(client: Any) -> None:
             client.pexpireat(new, RedisLedger._expiry(ends))
     for scope, (_, _, kind) in latest.items():
         client.hsetnx(SCOPES_KEY, scope, kind)
-
-
-def _latest(
-    latest: dict[str, tuple[int, str, str]], scope: str, found: tuple[int, str, str]
-) -> None:
-    if scope not in latest or found > latest[scope]:
-        latest[scope] = found

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from budgetconf.ledger._base import keep_latest
 from budgetconf.ledger._records import WINDOWS
 
 TYPE_CHECKING = False
@@ -110,21 +111,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
     for scope, key, moment in conn.execute(
         "SELECT scope, window, MAX(expires) FROM ledger_leases GROUP BY scope, window"
     ):
-        _latest(latest, scope, (1, f"{moment:020.3f}", key.partition(":")[0]))
+        keep_latest(latest, scope, (1, f"{moment:020.3f}", key.partition(":")[0]))
     for scope, key in conn.execute(
         "SELECT scope, window FROM ledger_windows WHERE spent_tokens > 0 OR spent_nano > 0"
     ):
         kind, _, start = key.partition(":")
-        _latest(latest, scope, (0, start, kind))
+        keep_latest(latest, scope, (0, start, kind))
     conn.executemany(
         "INSERT INTO ledger_scopes VALUES (?, ?)",
         ((scope, kind) for scope, (_, _, kind) in latest.items() if kind in WINDOWS),
     )
     conn.execute(f"UPDATE {MARK} SET value = ? WHERE name = 'schema'", (SCHEMA,))
-
-
-def _latest(
-    latest: dict[str, tuple[int, str, str]], scope: str, found: tuple[int, str, str]
-) -> None:
-    if scope not in latest or found > latest[scope]:
-        latest[scope] = found
