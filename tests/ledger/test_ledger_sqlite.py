@@ -21,6 +21,7 @@ from budgetconf.ledger import (
     LedgerConflict,
     LedgerUnavailable,
     Reservation,
+    ScopeLimit,
     open_ledger,
     window_bounds,
 )
@@ -271,6 +272,49 @@ def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> Non
     assert recent.id in ids
 
 
+def test_what_a_reservation_holds_is_counted_in_each_counter_and_swept_once_it_ends(
+    tmp_path: Path,
+) -> None:
+    """One lease row per reservation, whatever its scopes; each scope's counter counts what it
+    holds. Past its lease, status leaves it out at once and the next reservation takes it out
+    of the counters, once; settled after that, it adds its use and takes nothing out again."""
+    path = tmp_path / "ledger.db"
+    scopes = [ScopeLimit("user:u-1", "day"), ScopeLimit("team:t", "week")]
+
+    def counters() -> list[tuple[str, int, int, int]]:
+        with sqlite3.connect(path) as conn:
+            found = conn.execute(
+                "SELECT scope, spent_tokens, reserved_tokens, reserved_nano FROM ledger_windows"
+                " ORDER BY scope"
+            ).fetchall()
+        conn.close()
+        return found
+
+    def leases() -> list[tuple[str, int]]:
+        with sqlite3.connect(path) as conn:
+            found = conn.execute("SELECT id, held FROM ledger_leases ORDER BY id").fetchall()
+        conn.close()
+        return found
+
+    with open_ledger(f"sqlite:///{path}") as led:
+        late = led.reserve(scopes=scopes, tokens=70, cost_usd=0.07, lease_seconds=0.3)
+        kept = led.reserve(scopes=scopes, tokens=5, cost_usd=0, lease_seconds=60)
+        assert late is not None
+        assert kept is not None
+        assert counters() == [("team:t", 0, 75, 70_000_000), ("user:u-1", 0, 75, 70_000_000)]
+        assert [held for _, held in leases()] == [1, 1]
+        time.sleep(0.5)
+        assert led.status("team:t", window="week").reserved_tokens == 5  # read: nothing swept
+        assert counters()[0][2] == 75
+        assert led.reserve(scopes=scopes, tokens=1, cost_usd=0, lease_seconds=60) is not None
+        assert counters() == [("team:t", 0, 6, 0), ("user:u-1", 0, 6, 0)]
+        assert dict(leases())[late.id] == 2  # swept: held past its lease
+        for _ in range(2):
+            led.settle(late, tokens=60, cost_usd=0.06)
+        assert counters() == [("team:t", 60, 6, 0), ("user:u-1", 60, 6, 0)]
+        assert dict(leases())[late.id] == 0
+
+
 def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
     """A count that is not a number, a run record that is not JSON: one line naming the table."""
     path = tmp_path / "ledger.db"
@@ -324,7 +368,8 @@ OLD_RUNS = [
 
 def _schema_1_ledger(path: Path) -> None:
     """A ledger of schema 1: team-a spent under day and under hour (the later window), its
-    latest reservation a live one under day; team-b spent under month; two run records."""
+    latest reservation a live one under day, beside one whose lease has ended; team-b spent
+    under month; two run records."""
     now = time.time()
     conn = sqlite3.connect(path)
     for statement in SCHEMA_1:
@@ -345,6 +390,7 @@ def _schema_1_ledger(path: Path) -> None:
         [
             ("old-hour", "team-a", HOUR_KEY, 10, 100_000_000, now - 3600, 0),
             ("live-day", "team-a", DAY_KEY, 7, 70_000_000, now + 300, 1),
+            ("lapsed-day", "team-a", DAY_KEY, 9, 90_000_000, now - 60, 1),
         ],
     )
     conn.executemany(
@@ -380,6 +426,8 @@ def test_a_schema_1_ledger_is_migrated_in_place_and_keeps_what_it_held(tmp_path:
         for _ in range(2):
             led.settle(_reservation("live-day", "day", 7, 0.07), tokens=6, cost_usd=0.06)
         led.settle(_reservation("old-hour", "hour", 10, 0.1), tokens=10, cost_usd=0.1)
+        # the ended one is counted no more: settled late, it takes nothing back out
+        led.settle(_reservation("lapsed-day", "day", 9, 0.09), tokens=0, cost_usd=0.0)
         status = led.status("team-a", at=DAY)
         assert (status.spent_tokens, status.spent_cost_usd) == (506, 5.06)
         assert (status.reserved_tokens, status.reserved_cost_usd) == (0, 0.0)
@@ -400,6 +448,11 @@ def test_a_schema_1_ledger_is_migrated_in_place_and_keeps_what_it_held(tmp_path:
     assert conn.execute("SELECT * FROM ledger_scopes ORDER BY scope").fetchall() == [
         ("team-a", "day"),
         ("team-b", "month"),
+    ]
+    assert conn.execute("SELECT id, held, windows FROM ledger_leases ORDER BY id").fetchall() == [
+        ("lapsed-day", 0, f'[["team-a","{DAY_KEY}"]]'),
+        ("live-day", 0, f'[["team-a","{DAY_KEY}"]]'),
+        ("old-hour", 0, f'[["team-a","{HOUR_KEY}"]]'),
     ]
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
     assert "ledger_leases_1" not in tables

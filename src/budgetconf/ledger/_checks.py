@@ -139,6 +139,7 @@ class Asked(Record):
         set_field(self, "nano", nano)
         set_field(self, "lease", check_lease(lease_seconds))
         shares, most = [], []
+        at = _dt.datetime.now(_dt.UTC) if at is None else at  # one moment for every scope
         for limit in scopes:
             start, ends = window_bounds(limit.window, at)
             most_tokens = check_maximum_tokens(limit.max_tokens)

@@ -57,7 +57,8 @@ def iso(moment: _dt.datetime | None) -> str | None:
     """``moment`` as ISO 8601 UTC with ``Z``, to the second: ``2026-12-02T00:00:00Z``."""
     if moment is None:
         return None
-    return moment.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    m = moment.astimezone(_dt.UTC)  # not strftime: its %Y leaves years before 1000 unpadded
+    return f"{m.year:04}-{m.month:02}-{m.day:02}T{m.hour:02}:{m.minute:02}:{m.second:02}Z"
 
 
 def window_key(window: str, start: _dt.datetime | None) -> str:

@@ -12,12 +12,18 @@ serialises the writers of one file anyway, and one connection keeps the
 file's handles to one. A process made by ``fork`` opens its own connection at
 its first call, since a connection must not cross a fork.
 
-Leases are timed by this machine's clock (``time.time``).
+Each counter (a scope's window) holds both what was spent in it and what live
+reservations hold in it, so that a reservation or settle reads and writes one row
+per scope, and a reservation is one row of its own however many scopes it draws
+on. A lease that ends unsettled is taken out of its counters by the first
+reservation after it (a status leaves it out at once). Leases are timed by this
+machine's clock (``time.time``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -61,25 +67,13 @@ if TYPE_CHECKING:
 
 #: the pause between two tries at opening a database another process holds
 RETRY_SECONDS: Final = 0.01
-ADD_SPENT: Final = (
-    "INSERT INTO ledger_windows (scope, window, spent_tokens, spent_nano) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (scope, window) DO UPDATE SET"
-    " spent_tokens = spent_tokens + excluded.spent_tokens,"
-    " spent_nano = spent_nano + excluded.spent_nano"
-)
-#: what a settle that may warn reads back of the window it added to
-RETURNING: Final = " RETURNING spent_tokens, spent_nano, warned"
 ADD_RUN: Final = (
     "INSERT INTO ledger_windows (scope, window, runs) VALUES (?, ?, 1)"
     " ON CONFLICT (scope, window) DO UPDATE SET runs = runs + 1"
 )
-HELD: Final = (
-    "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(nano), 0) FROM ledger_leases"
-    " WHERE scope = ? AND window = ? AND held = 1 AND expires > ?"
-)
 SPENT: Final = (
-    "SELECT spent_tokens, spent_nano, runs, reset FROM ledger_windows"
-    " WHERE scope = ? AND window = ?"
+    "SELECT spent_tokens, spent_nano, runs, reserved_tokens, reserved_nano, reset"
+    " FROM ledger_windows WHERE scope = ? AND window = ?"
 )
 KEEP_RUN: Final = (
     "INSERT INTO ledger_runs SELECT ?, COALESCE(MAX(n), 0) + 1, ? FROM ledger_runs WHERE scope = ?"
@@ -220,17 +214,24 @@ class SQLiteLedger(Backend):
         scope = check_scope(scope)
         asked = None if window is None else check_window(window)
 
-        def step(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...], str | None]:
+        def step(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...], list[Any]]:
             kind = _window(conn, scope, asked) or "day"
             key = window_key(kind, window_bounds(kind, at)[0])
-            row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0, 0, None)
-            held = conn.execute(HELD, (scope, key, time.time())).fetchone()
-            return kind, (*row[:3], *held), row[3]
+            row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0, 0, 0, 0, None)
+            # what leases past their end hold counts no more, though no sweep has taken it out
+            ended = [
+                (tokens, nano)
+                for _, tokens, nano, windows in _ended(conn, time.time())
+                if [scope, key] in json.loads(windows)
+            ]
+            return kind, row, ended
 
-        kind, found, reset = self._run(step, write=False)
+        kind, (*found, reset), ended = self._run(step, write=False)
         spent_tokens, spent_nano, runs, held_tokens, held_nano = counts(
             self.url, "ledger_windows", found
         )
+        held_tokens -= sum(tokens for tokens, _ in ended)
+        held_nano -= sum(nano for _, nano in ended)
         start, ends = window_bounds(kind, at)
         return LedgerStatus(
             scope=scope,
@@ -305,120 +306,160 @@ def _window(conn: sqlite3.Connection, scope: str, asked: str | None) -> str | No
     """The window ``scope`` counts in (None: none is recorded yet); `LedgerConflict` when
     ``asked`` is another."""
     row = conn.execute("SELECT window FROM ledger_scopes WHERE scope = ?", (scope,)).fetchone()
-    if row is None:
+    return _recorded(scope, None if row is None else str(row[0]), asked)
+
+
+def _recorded(scope: str, found: str | None, asked: str | None) -> str | None:
+    """The window ``scope`` counts in: the one ``found`` recorded, else the one ``asked``;
+    `LedgerConflict` when both are given and differ."""
+    if found is None:
         return asked
-    if asked is not None and row[0] != asked:
-        raise conflict(scope, row[0], asked)
-    return str(row[0])
+    if asked is not None and found != asked:
+        raise conflict(scope, found, asked)
+    return found
 
 
 def _reserve(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
     """Hold ``a`` in each of its scopes, in the transaction of ``conn``; False (and nothing
     held) when one of them has no room; `LedgerConflict` (nothing held) when one counts in
-    another window, whether or not the others have room. A few statements, however many
+    another window, whether or not the others have room. The same few statements however many
     scopes: each reads or writes them all."""
-    recorded = _windows(conn, a)
-    if not _room(conn, a, now):
-        return False
-    conn.executemany(
-        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, ?, ?, 1)",
-        [(a.rid, part.scope, part.key, a.tokens, a.nano, now + a.lease) for part in a.held],
+    _sweep(conn, now)
+    found = {
+        scope: (window, tokens or 0, nano or 0)
+        for scope, window, tokens, nano in conn.execute(
+            _reading(len(a.held)), [value for part in a.held for value in (part.scope, part.key)]
+        )
+    }
+    for part in a.held:
+        _recorded(part.scope, found[part.scope][0], part.window)
+    for part, (most_tokens, most_nano) in zip(a.held, a.most, strict=True):
+        _, tokens, nano = found[part.scope]
+        if _past(most_tokens, tokens + a.tokens) or _past(most_nano, nano + a.nano):
+            return False
+    windows = [[part.scope, part.key] for part in a.held]
+    conn.execute(
+        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, 1, ?)",
+        (a.rid, a.tokens, a.nano, now + a.lease, json.dumps(windows)),
     )
-    new = [(part.scope, part.window) for part in a.held if part.scope not in recorded]
+    conn.execute(_adding(len(windows)), [v for w in windows for v in (*w, 0, 0, a.tokens, a.nano)])
+    new = [(part.scope, part.window) for part in a.held if found[part.scope][0] is None]
     if new:
         conn.executemany("INSERT INTO ledger_scopes VALUES (?, ?)", new)
     conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
     return True
 
 
-def _windows(conn: sqlite3.Connection, a: Asked) -> dict[str, str]:
-    """The windows recorded for ``a``'s scopes; `LedgerConflict` for one it asks otherwise."""
-    scopes = [part.scope for part in a.held]
-    marks = ", ".join("?" * len(scopes))
-    recorded = dict(
-        conn.execute(f"SELECT scope, window FROM ledger_scopes WHERE scope IN ({marks})", scopes)
+def _sweep(conn: sqlite3.Connection, now: float) -> None:
+    """Take what each lease past its end holds out of its counters, in the transaction of
+    ``conn``: a lease's end counts when a reservation or status comes after it."""
+    ended = _ended(conn, now)
+    if not ended:
+        return
+    conn.executemany("UPDATE ledger_leases SET held = 2 WHERE id = ?", [(i,) for i, *_ in ended])
+    conn.executemany(
+        _adding(1),
+        [
+            (scope, key, 0, 0, -tokens, -nano)
+            for _, tokens, nano, windows in ended
+            for scope, key in json.loads(windows)
+        ],
     )
-    for part in a.held:
-        found = recorded.get(part.scope)
-        if found is not None and found != part.window:
-            raise conflict(part.scope, found, part.window)
-    return recorded
 
 
-def _room(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
-    """Whether each of ``a``'s scopes with a maximum has room for it: spent + held + asked."""
-    bounded = [p for p in zip(a.held, a.most, strict=True) if p[1] != (None, None)]
-    if not bounded:
-        return True
-    # each window's terms, so that both reads go by their indexes to the counters asked
-    where = " OR ".join(["(scope = ? AND window = ?)"] * len(bounded))
-    keys = [value for part, _ in bounded for value in (part.scope, part.key)]
-    used: dict[tuple[str, str], list[int]] = {}
-    for scope, key, tokens, nano in conn.execute(
-        f"SELECT scope, window, spent_tokens, spent_nano FROM ledger_windows WHERE {where}", keys
-    ):
-        used[scope, key] = [tokens, nano]
-    for scope, key, tokens, nano in conn.execute(
-        "SELECT scope, window, SUM(tokens), SUM(nano) FROM ledger_leases"
-        f" WHERE ({where}) AND held = 1 AND expires > ? GROUP BY scope, window",
-        [*keys, now],
-    ):
-        total = used.setdefault((scope, key), [0, 0])
-        total[0] += tokens
-        total[1] += nano
-    for part, (most_tokens, most_nano) in bounded:
-        tokens, nano = used.get((part.scope, part.key), (0, 0))
-        if _past(most_tokens, tokens + a.tokens) or _past(most_nano, nano + a.nano):
-            return False
-    return True
+def _ended(conn: sqlite3.Connection, now: float) -> list[tuple[str, int, int, str]]:
+    """The leases still counted in their counters though they have ended: id, tokens,
+    billionths, and the windows they hold them in (JSON)."""
+    return conn.execute(
+        "SELECT id, tokens, nano, windows FROM ledger_leases WHERE held = 1 AND expires <= ?",
+        (now,),
+    ).fetchall()
 
 
 def _finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str, int]]:
-    """End a reservation in the transaction of ``conn``: add what it used to each of its
-    scopes' windows (nothing when released, or when it has ended before); the warnings crossed."""
+    """End a reservation in the transaction of ``conn``: take what it held out of its scopes'
+    counters and add what it used (nothing when released, or when it has ended before); the
+    warnings crossed."""
     r, used = settling.reservation, settling.used
-    states = dict(conn.execute("SELECT scope, held FROM ledger_leases WHERE id = ?", (r.id,)))
-    if states and not any(states.values()):
+    row = conn.execute("SELECT tokens, nano, held FROM ledger_leases WHERE id = ?", (r.id,))
+    found = row.fetchone()
+    if found is None:  # forgotten long after its lease ended: it counts, and is remembered
+        conn.execute("INSERT INTO ledger_leases VALUES (?, 0, 0, ?, 0, '[]')", (r.id, time.time()))
+        held = (0, 0)
+    elif found[2] == 0:
         return []  # settled or released already
-    conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (r.id,))
-    forgotten = [part for part in r.scopes if part.scope not in states]
-    if forgotten:  # forgotten long after its lease ended: it counts, and is remembered
-        conn.executemany(
-            "INSERT INTO ledger_leases VALUES (?, ?, ?, 0, 0, ?, 0)",
-            [(r.id, part.scope, part.key, time.time()) for part in forgotten],
+    else:
+        conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (r.id,))
+        held = (found[0], found[1]) if found[2] == 1 else (0, 0)  # 2: swept already
+    if used is None and held == (0, 0):
+        return []
+    spent = used or (0, 0)
+    change = [v for part in r.scopes for v in (part.scope, part.key, *spent, -held[0], -held[1])]
+    warn = used is not None and any(warn != (None, None) for warn in settling.warn)
+    if not warn:
+        conn.execute(_adding(len(r.scopes)), change)
+        return []
+    after = {
+        (scope, key): (tokens, nano, warned)
+        for scope, key, tokens, nano, warned in conn.execute(
+            _adding(len(r.scopes)) + " RETURNING scope, window, spent_tokens, spent_nano, warned",
+            change,
         )
-    if used is None:
-        return []
-    if all(warn == (None, None) for warn in settling.warn):
-        conn.executemany(ADD_SPENT, [(part.scope, part.key, *used) for part in r.scopes])
-        return []
-    crossed = (_add(conn, settling, index, used) for index in range(len(r.scopes)))
-    return [found for found in crossed if found is not None]
+    }
+    crossed = [_crossed(settling, index, after) for index in range(len(r.scopes))]
+    found_warnings = [found for found in crossed if found is not None]
+    conn.executemany(
+        "UPDATE ledger_windows SET warned = 1 WHERE scope = ? AND window = ?",
+        [(r.scopes[index].scope, r.scopes[index].key) for index, _, _ in found_warnings],
+    )
+    return found_warnings
 
 
-def _add(
-    conn: sqlite3.Connection, settling: Settling, index: int, used: tuple[int, int]
+def _crossed(
+    settling: Settling, index: int, after: dict[tuple[str, str], tuple[int, int, int]]
 ) -> tuple[int, str, int] | None:
-    """Add ``used`` to the window of the reservation's scope ``index``; the warning it crosses
-    there first in the fleet (recorded in the window), if any: cost before tokens."""
+    """The warning a settle crosses first in the fleet in the window of the reservation's scope
+    ``index`` (``after``: each window's spend after it, and whether it warned before), if any:
+    cost before tokens."""
     part = settling.reservation.scopes[index]
-    spent_tokens, spent_nano, warned = conn.execute(
-        ADD_SPENT + RETURNING, (part.scope, part.key, *used)
-    ).fetchone()
+    spent_tokens, spent_nano, warned = after[part.scope, part.key]
     warn_tokens, warn_nano = settling.warn[index]
-    found = None
     if warned:
         return None
     if warn_nano is not None and spent_nano >= warn_nano:
-        found = (index, "nano", spent_nano)
-    elif warn_tokens is not None and spent_tokens >= warn_tokens:
-        found = (index, "tokens", spent_tokens)
-    if found is not None:
-        conn.execute(
-            "UPDATE ledger_windows SET warned = 1 WHERE scope = ? AND window = ?",
-            (part.scope, part.key),
-        )
-    return found
+        return (index, "nano", spent_nano)
+    if warn_tokens is not None and spent_tokens >= warn_tokens:
+        return (index, "tokens", spent_tokens)
+    return None
+
+
+@functools.cache
+def _reading(count: int) -> str:
+    """The read of ``count`` scopes' windows recorded and counters asked (each two values:
+    scope, window): each scope's recorded window (None: none yet), and its counter's spent and
+    held tokens and billionths (None: no counter yet), in one statement by primary keys."""
+    rows = ", ".join(["(?, ?)"] * count)
+    return (
+        f"WITH asked (scope, window) AS (VALUES {rows}) SELECT asked.scope, s.window,"
+        " w.spent_tokens + w.reserved_tokens, w.spent_nano + w.reserved_nano FROM asked"
+        " LEFT JOIN ledger_scopes AS s ON s.scope = asked.scope"
+        " LEFT JOIN ledger_windows AS w ON w.scope = asked.scope AND w.window = asked.window"
+    )
+
+
+@functools.cache
+def _adding(count: int) -> str:
+    """The upsert that adds to ``count`` counters, each six values: scope, window, spent tokens
+    and billionths, reserved tokens and billionths."""
+    rows = ", ".join(["(?, ?, ?, ?, ?, ?)"] * count)
+    return (
+        "INSERT INTO ledger_windows (scope, window, spent_tokens, spent_nano, reserved_tokens,"
+        f" reserved_nano) VALUES {rows} ON CONFLICT (scope, window) DO UPDATE SET"
+        " spent_tokens = spent_tokens + excluded.spent_tokens,"
+        " spent_nano = spent_nano + excluded.spent_nano,"
+        " reserved_tokens = reserved_tokens + excluded.reserved_tokens,"
+        " reserved_nano = reserved_nano + excluded.reserved_nano"
+    )
 
 
 def _keep(conn: sqlite3.Connection, scope: str, text: str) -> None:

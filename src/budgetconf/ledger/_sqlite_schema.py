@@ -5,6 +5,7 @@ ledger of the previous schema brought to this one in place.
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from budgetconf.ledger._base import keep_latest
 from budgetconf.ledger._records import WINDOWS
@@ -19,12 +20,14 @@ SCHEMA: Final = "2"
 #: the table that marks a database as a ledger, and holds its schema's version
 MARK: Final = "budgetconf_ledger"
 LEASES: Final = (
-    # a reservation's share in one scope: held until settled or released, counted while it is
-    # held and unexpired, and remembered for a while after, so that a second settle counts nothing
-    "CREATE TABLE ledger_leases (id TEXT NOT NULL, scope TEXT NOT NULL,"
-    " window TEXT NOT NULL, tokens INTEGER NOT NULL, nano INTEGER NOT NULL,"
-    " expires REAL NOT NULL, held INTEGER NOT NULL, PRIMARY KEY (id, scope))",
-    "CREATE INDEX ledger_leases_live ON ledger_leases (scope, window, held, expires)",
+    # one row per reservation: what it holds in each of its scopes' ``windows`` (a JSON list of
+    # [scope, counter]), which each counter's reserved columns count while ``held`` is 1; past
+    # its lease a sweep takes it back out of them (``held`` 2), settling or releasing ends it
+    # (0), and it is remembered for a while after, so that a second settle counts nothing
+    "CREATE TABLE ledger_leases (id TEXT PRIMARY KEY, tokens INTEGER NOT NULL,"
+    " nano INTEGER NOT NULL, expires REAL NOT NULL, held INTEGER NOT NULL,"
+    " windows TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX ledger_leases_live ON ledger_leases (expires) WHERE held = 1",
     "CREATE INDEX ledger_leases_expires ON ledger_leases (expires)",
 )
 # the window each scope counts in, recorded by the first reservation that draws on it
@@ -33,17 +36,26 @@ SCOPES: Final = (
 )
 TABLES: Final = (
     f"CREATE TABLE {MARK} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # one counter per scope and window (its kind and start: "day:2026-12-01T00:00:00Z"); warned
-    # once a settle has crossed the fleet's warning share, reset the window's latest reset
+    # one counter per scope and window (its kind and start: "day:2026-12-01T00:00:00Z"): what
+    # was spent and what live leases hold in it; warned once a settle has crossed the fleet's
+    # warning share, reset the window's latest reset
     "CREATE TABLE ledger_windows (scope TEXT NOT NULL, window TEXT NOT NULL,"
     " spent_tokens INTEGER NOT NULL DEFAULT 0, spent_nano INTEGER NOT NULL DEFAULT 0,"
     " runs INTEGER NOT NULL DEFAULT 0, warned INTEGER NOT NULL DEFAULT 0, reset TEXT,"
+    " reserved_tokens INTEGER NOT NULL DEFAULT 0, reserved_nano INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (scope, window)) WITHOUT ROWID",
     *LEASES,
     SCOPES,
     # a run or reset record, numbered within each scope it is kept in, newest highest
     "CREATE TABLE ledger_runs (scope TEXT NOT NULL, n INTEGER NOT NULL, record TEXT NOT NULL,"
     " PRIMARY KEY (scope, n)) WITHOUT ROWID",
+)
+#: the columns schema 2 adds to each counter of schema 1
+ADDED_COLUMNS: Final = (
+    "warned INTEGER NOT NULL DEFAULT 0",
+    "reset TEXT",
+    "reserved_tokens INTEGER NOT NULL DEFAULT 0",
+    "reserved_nano INTEGER NOT NULL DEFAULT 0",
 )
 
 
@@ -87,31 +99,43 @@ def make_schema(conn: sqlite3.Connection) -> None:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """A ledger of schema 1 brought to schema 2, in place: each window's warning and reset, a
-    reservation's share per scope, and the window each scope counts in.
+    """A ledger of schema 1 brought to schema 2, in place: each window's warning, reset and
+    what live leases hold in it, a lease per reservation, and the window each scope counts in.
 
     Under schema 1 each window kind was a counter of its own; a scope drawn on under several
     keeps the window of its latest reservation (a reservation is remembered for a day after its
     lease), else of its latest counter with spend, and `Ledger.reset` reaches the others.
     """
-    conn.execute("ALTER TABLE ledger_windows ADD COLUMN warned INTEGER NOT NULL DEFAULT 0")
-    conn.execute("ALTER TABLE ledger_windows ADD COLUMN reset TEXT")
+    now = time.time()
+    for column in ADDED_COLUMNS:
+        conn.execute(f"ALTER TABLE ledger_windows ADD COLUMN {column}")
     conn.execute("ALTER TABLE ledger_leases RENAME TO ledger_leases_1")
     conn.execute("DROP INDEX ledger_leases_live")
     conn.execute("DROP INDEX ledger_leases_expires")
     for statement in LEASES:
         conn.execute(statement)
+    # a lease held past its end counts no more: it is swept already
     conn.execute(
-        "INSERT INTO ledger_leases SELECT id, scope, window, tokens, nano, expires, held"
-        " FROM ledger_leases_1"
+        "INSERT INTO ledger_leases SELECT id, tokens, nano, expires,"
+        " CASE WHEN held = 1 AND expires <= ? THEN 2 ELSE held END,"
+        " json_array(json_array(scope, window)) FROM ledger_leases_1",
+        (now,),
     )
-    conn.execute("DROP TABLE ledger_leases_1")
+    conn.execute(
+        "INSERT INTO ledger_windows (scope, window, reserved_tokens, reserved_nano)"
+        " SELECT scope, window, SUM(tokens), SUM(nano) FROM ledger_leases_1"
+        " WHERE held = 1 AND expires > ? GROUP BY scope, window"
+        " ON CONFLICT (scope, window) DO UPDATE SET reserved_tokens = excluded.reserved_tokens,"
+        " reserved_nano = excluded.reserved_nano",
+        (now,),
+    )
     conn.execute(SCOPES)
     latest: dict[str, tuple[int, str, str]] = {}  # scope: (rank, moment, window kind)
     for scope, key, moment in conn.execute(
-        "SELECT scope, window, MAX(expires) FROM ledger_leases GROUP BY scope, window"
+        "SELECT scope, window, MAX(expires) FROM ledger_leases_1 GROUP BY scope, window"
     ):
         keep_latest(latest, scope, (1, f"{moment:020.3f}", key.partition(":")[0]))
+    conn.execute("DROP TABLE ledger_leases_1")
     for scope, key in conn.execute(
         "SELECT scope, window FROM ledger_windows WHERE spent_tokens > 0 OR spent_nano > 0"
     ):
