@@ -613,3 +613,13 @@ def test_a_reset_by_a_user_without_a_name_says_their_id(
 def test_the_bounds_of_a_window_that_is_not_one_are_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown ledger window 'fortnight'"):
         window_bounds("fortnight")
+
+
+def test_a_counters_name_pads_its_year_to_four_digits(ledger: Ledger) -> None:
+    """The week of 0999-12-31 (a Tuesday) starts Monday 0999-12-30: its counter's name keeps
+    four digits of year, as every other does, so that names sort as their moments do."""
+    at = dt.datetime(999, 12, 31, 12, tzinfo=dt.UTC)
+    held = ledger.reserve(scopes=[ScopeLimit("lab:old", "week")], tokens=1, cost_usd=0,
+                          lease_seconds=60, at=at)  # fmt: skip
+    assert held is not None
+    assert held.scopes[0].key == "week:0999-12-30T00:00:00Z"
