@@ -315,6 +315,27 @@ def test_what_a_reservation_holds_is_counted_in_each_counter_and_swept_once_it_e
         assert dict(leases())[late.id] == 0
 
 
+def test_a_settle_gives_back_what_the_lease_holds_in_every_scope_it_was_granted_in(
+    tmp_path: Path,
+) -> None:
+    """The lease row, not the Reservation handed back, says which counters hold it: one rebuilt
+    with its first scope alone still gives back what it held in the team's counter too."""
+    path = tmp_path / "ledger.db"
+    scopes = [ScopeLimit("user:u-1", "none"), ScopeLimit("team:t", "none", max_tokens=100)]
+    with open_ledger(f"sqlite:///{path}") as led:
+        granted = led.reserve(scopes=scopes, tokens=80, cost_usd=0, lease_seconds=60)
+        assert granted is not None
+        rebuilt = Reservation(
+            id=granted.id, scope="user:u-1", window="none", window_start=None,
+            window_ends=None, tokens=80, cost_usd=0,
+        )  # fmt: skip
+        led.settle(rebuilt, tokens=30, cost_usd=0)
+        team = led.status("team:t", window="none")
+        assert (team.spent_tokens, team.reserved_tokens) == (0, 0)
+        assert led.status("user:u-1", window="none").spent_tokens == 30
+        assert led.reserve(scopes=scopes, tokens=100, cost_usd=0, lease_seconds=60) is not None
+
+
 def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
     """A count that is not a number, a run record that is not JSON: one line naming the table."""
     path = tmp_path / "ledger.db"

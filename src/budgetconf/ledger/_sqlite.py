@@ -23,7 +23,6 @@ machine's clock (``time.time``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import sqlite3
@@ -34,8 +33,6 @@ from budgetconf.errors import LedgerConflict
 from budgetconf.ledger._backend import Backend
 from budgetconf.ledger._base import (
     KEPT_RUNS,
-    REMEMBERED_SECONDS,
-    conflict,
     counts,
     reset_part,
     run_records,
@@ -51,6 +48,7 @@ from budgetconf.ledger._checks import (
     run_record,
 )
 from budgetconf.ledger._records import WINDOWS, LedgerStatus, window_bounds, window_key
+from budgetconf.ledger._sqlite_leases import finish, lapsed_in, reserve, window_of
 from budgetconf.ledger._sqlite_schema import SCHEMA, NotALedger, check_schema, make_schema
 
 TYPE_CHECKING = False
@@ -177,18 +175,18 @@ class SQLiteLedger(Backend):
     # ------------------------------------------------------------------ the operations
 
     def _reserve(self, asked: Asked) -> bool:
-        return self._run(lambda conn: _reserve(conn, asked, time.time()))
+        return self._run(lambda conn: reserve(conn, asked, time.time()))
 
     def _finish(self, settling: Settling) -> list[tuple[int, str, int]]:
-        return self._run(lambda conn: _finish(conn, settling))
+        return self._run(lambda conn: finish(conn, settling))
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
     ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
         def step(conn: sqlite3.Connection) -> tuple[bool | LedgerConflict, list[Any]]:
-            crossed = _finish(conn, settling)
+            crossed = finish(conn, settling)
             try:
-                return _reserve(conn, asked, time.time()), crossed
+                return reserve(conn, asked, time.time()), crossed
             except LedgerConflict as exc:  # the settle stands (committed), as a refusal's does
                 return exc, crossed
 
@@ -214,24 +212,18 @@ class SQLiteLedger(Backend):
         scope = check_scope(scope)
         asked = None if window is None else check_window(window)
 
-        def step(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...], list[Any]]:
-            kind = _window(conn, scope, asked) or "day"
+        def step(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...], tuple[int, int]]:
+            kind = window_of(conn, scope, asked) or "day"
             key = window_key(kind, window_bounds(kind, at)[0])
             row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0, 0, 0, 0, None)
-            # what leases past their end hold counts no more, though no sweep has taken it out
-            ended = [
-                (tokens, nano)
-                for _, tokens, nano, windows in _ended(conn, time.time())
-                if [scope, key] in json.loads(windows)
-            ]
-            return kind, row, ended
+            return kind, row, lapsed_in(conn, scope, key, time.time())
 
-        kind, (*found, reset), ended = self._run(step, write=False)
+        kind, (*found, reset), lapsed = self._run(step, write=False)
         spent_tokens, spent_nano, runs, held_tokens, held_nano = counts(
             self.url, "ledger_windows", found
         )
-        held_tokens -= sum(tokens for tokens, _ in ended)
-        held_nano -= sum(nano for _, nano in ended)
+        # what leases past their end hold counts no more, though no sweep has taken it out yet
+        held_tokens, held_nano = held_tokens - lapsed[0], held_nano - lapsed[1]
         start, ends = window_bounds(kind, at)
         return LedgerStatus(
             scope=scope,
@@ -247,12 +239,12 @@ class SQLiteLedger(Backend):
         )
 
     def _window_of(self, scope: str) -> str | None:
-        return self._run(lambda conn: _window(conn, scope, None), write=False)
+        return self._run(lambda conn: window_of(conn, scope, None), write=False)
 
     def _reset(self, resetting: Resetting) -> dict[str, Any]:
         def step(conn: sqlite3.Connection) -> dict[str, Any]:
             scope = resetting.scope
-            kind = resetting.window or _window(conn, scope, None) or "day"
+            kind = resetting.window or window_of(conn, scope, None) or "day"
             key = window_key(kind, window_bounds(kind, resetting.at)[0])
             row = conn.execute(SPENT, (scope, key)).fetchone() or (0, 0)
             record = resetting.record(kind, *counts(self.url, "ledger_windows", row[:2]))
@@ -302,174 +294,10 @@ class SQLiteLedger(Backend):
         return run_records(self.url, "ledger_runs", (text for (text,) in found))
 
 
-def _window(conn: sqlite3.Connection, scope: str, asked: str | None) -> str | None:
-    """The window ``scope`` counts in (None: none is recorded yet); `LedgerConflict` when
-    ``asked`` is another."""
-    row = conn.execute("SELECT window FROM ledger_scopes WHERE scope = ?", (scope,)).fetchone()
-    return _recorded(scope, None if row is None else str(row[0]), asked)
-
-
-def _recorded(scope: str, found: str | None, asked: str | None) -> str | None:
-    """The window ``scope`` counts in: the one ``found`` recorded, else the one ``asked``;
-    `LedgerConflict` when both are given and differ."""
-    if found is None:
-        return asked
-    if asked is not None and found != asked:
-        raise conflict(scope, found, asked)
-    return found
-
-
-def _reserve(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
-    """Hold ``a`` in each of its scopes, in the transaction of ``conn``; False (and nothing
-    held) when one of them has no room; `LedgerConflict` (nothing held) when one counts in
-    another window, whether or not the others have room. The same few statements however many
-    scopes: each reads or writes them all."""
-    _sweep(conn, now)
-    found = {
-        scope: (window, tokens or 0, nano or 0)
-        for scope, window, tokens, nano in conn.execute(
-            _reading(len(a.held)), [value for part in a.held for value in (part.scope, part.key)]
-        )
-    }
-    for part in a.held:
-        _recorded(part.scope, found[part.scope][0], part.window)
-    for part, (most_tokens, most_nano) in zip(a.held, a.most, strict=True):
-        _, tokens, nano = found[part.scope]
-        if _past(most_tokens, tokens + a.tokens) or _past(most_nano, nano + a.nano):
-            return False
-    windows = [[part.scope, part.key] for part in a.held]
-    conn.execute(
-        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, 1, ?)",
-        (a.rid, a.tokens, a.nano, now + a.lease, json.dumps(windows)),
-    )
-    conn.execute(_adding(len(windows)), [v for w in windows for v in (*w, 0, 0, a.tokens, a.nano)])
-    new = [(part.scope, part.window) for part in a.held if found[part.scope][0] is None]
-    if new:
-        conn.executemany("INSERT INTO ledger_scopes VALUES (?, ?)", new)
-    conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
-    return True
-
-
-def _sweep(conn: sqlite3.Connection, now: float) -> None:
-    """Take what each lease past its end holds out of its counters, in the transaction of
-    ``conn``: a lease's end counts when a reservation or status comes after it."""
-    ended = _ended(conn, now)
-    if not ended:
-        return
-    conn.executemany("UPDATE ledger_leases SET held = 2 WHERE id = ?", [(i,) for i, *_ in ended])
-    conn.executemany(
-        _adding(1),
-        [
-            (scope, key, 0, 0, -tokens, -nano)
-            for _, tokens, nano, windows in ended
-            for scope, key in json.loads(windows)
-        ],
-    )
-
-
-def _ended(conn: sqlite3.Connection, now: float) -> list[tuple[str, int, int, str]]:
-    """The leases still counted in their counters though they have ended: id, tokens,
-    billionths, and the windows they hold them in (JSON)."""
-    return conn.execute(
-        "SELECT id, tokens, nano, windows FROM ledger_leases WHERE held = 1 AND expires <= ?",
-        (now,),
-    ).fetchall()
-
-
-def _finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str, int]]:
-    """End a reservation in the transaction of ``conn``: take what it held out of its scopes'
-    counters and add what it used (nothing when released, or when it has ended before); the
-    warnings crossed."""
-    r, used = settling.reservation, settling.used
-    row = conn.execute("SELECT tokens, nano, held FROM ledger_leases WHERE id = ?", (r.id,))
-    found = row.fetchone()
-    if found is None:  # forgotten long after its lease ended: it counts, and is remembered
-        conn.execute("INSERT INTO ledger_leases VALUES (?, 0, 0, ?, 0, '[]')", (r.id, time.time()))
-        held = (0, 0)
-    elif found[2] == 0:
-        return []  # settled or released already
-    else:
-        conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (r.id,))
-        held = (found[0], found[1]) if found[2] == 1 else (0, 0)  # 2: swept already
-    if used is None and held == (0, 0):
-        return []
-    spent = used or (0, 0)
-    change = [v for part in r.scopes for v in (part.scope, part.key, *spent, -held[0], -held[1])]
-    warn = used is not None and any(warn != (None, None) for warn in settling.warn)
-    if not warn:
-        conn.execute(_adding(len(r.scopes)), change)
-        return []
-    after = {
-        (scope, key): (tokens, nano, warned)
-        for scope, key, tokens, nano, warned in conn.execute(
-            _adding(len(r.scopes)) + " RETURNING scope, window, spent_tokens, spent_nano, warned",
-            change,
-        )
-    }
-    crossed = [_crossed(settling, index, after) for index in range(len(r.scopes))]
-    found_warnings = [found for found in crossed if found is not None]
-    conn.executemany(
-        "UPDATE ledger_windows SET warned = 1 WHERE scope = ? AND window = ?",
-        [(r.scopes[index].scope, r.scopes[index].key) for index, _, _ in found_warnings],
-    )
-    return found_warnings
-
-
-def _crossed(
-    settling: Settling, index: int, after: dict[tuple[str, str], tuple[int, int, int]]
-) -> tuple[int, str, int] | None:
-    """The warning a settle crosses first in the fleet in the window of the reservation's scope
-    ``index`` (``after``: each window's spend after it, and whether it warned before), if any:
-    cost before tokens."""
-    part = settling.reservation.scopes[index]
-    spent_tokens, spent_nano, warned = after[part.scope, part.key]
-    warn_tokens, warn_nano = settling.warn[index]
-    if warned:
-        return None
-    if warn_nano is not None and spent_nano >= warn_nano:
-        return (index, "nano", spent_nano)
-    if warn_tokens is not None and spent_tokens >= warn_tokens:
-        return (index, "tokens", spent_tokens)
-    return None
-
-
-@functools.cache
-def _reading(count: int) -> str:
-    """The read of ``count`` scopes' windows recorded and counters asked (each two values:
-    scope, window): each scope's recorded window (None: none yet), and its counter's spent and
-    held tokens and billionths (None: no counter yet), in one statement by primary keys."""
-    rows = ", ".join(["(?, ?)"] * count)
-    return (
-        f"WITH asked (scope, window) AS (VALUES {rows}) SELECT asked.scope, s.window,"
-        " w.spent_tokens + w.reserved_tokens, w.spent_nano + w.reserved_nano FROM asked"
-        " LEFT JOIN ledger_scopes AS s ON s.scope = asked.scope"
-        " LEFT JOIN ledger_windows AS w ON w.scope = asked.scope AND w.window = asked.window"
-    )
-
-
-@functools.cache
-def _adding(count: int) -> str:
-    """The upsert that adds to ``count`` counters, each six values: scope, window, spent tokens
-    and billionths, reserved tokens and billionths."""
-    rows = ", ".join(["(?, ?, ?, ?, ?, ?)"] * count)
-    return (
-        "INSERT INTO ledger_windows (scope, window, spent_tokens, spent_nano, reserved_tokens,"
-        f" reserved_nano) VALUES {rows} ON CONFLICT (scope, window) DO UPDATE SET"
-        " spent_tokens = spent_tokens + excluded.spent_tokens,"
-        " spent_nano = spent_nano + excluded.spent_nano,"
-        " reserved_tokens = reserved_tokens + excluded.reserved_tokens,"
-        " reserved_nano = reserved_nano + excluded.reserved_nano"
-    )
-
-
 def _keep(conn: sqlite3.Connection, scope: str, text: str) -> None:
     """Keep a record in ``scope``, and let go of those past the latest `KEPT_RUNS`."""
     (n,) = conn.execute(KEEP_RUN, (scope, text, scope)).fetchone()
     conn.execute("DELETE FROM ledger_runs WHERE scope = ? AND n <= ?", (scope, n - KEPT_RUNS))
-
-
-def _past(maximum: int | None, total: int) -> bool:
-    return maximum is not None and total > maximum
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
