@@ -298,17 +298,22 @@ def test_what_a_reservation_holds_is_counted_in_each_counter_and_swept_once_it_e
 
     with open_ledger(f"sqlite:///{path}") as led:
         late = led.reserve(scopes=scopes, tokens=70, cost_usd=0.07, lease_seconds=0.3)
+        dropped = led.reserve(scopes=scopes, tokens=3, cost_usd=0, lease_seconds=0.3)
         kept = led.reserve(scopes=scopes, tokens=5, cost_usd=0, lease_seconds=60)
         assert late is not None
+        assert dropped is not None
         assert kept is not None
-        assert counters() == [("team:t", 0, 75, 70_000_000), ("user:u-1", 0, 75, 70_000_000)]
-        assert [held for _, held in leases()] == [1, 1]
+        assert counters() == [("team:t", 0, 78, 70_000_000), ("user:u-1", 0, 78, 70_000_000)]
+        assert [held for _, held in leases()] == [1, 1, 1]
         time.sleep(0.5)
         assert led.status("team:t", window="week").reserved_tokens == 5  # read: nothing swept
-        assert counters()[0][2] == 75
+        assert counters()[0][2] == 78
         assert led.reserve(scopes=scopes, tokens=1, cost_usd=0, lease_seconds=60) is not None
         assert counters() == [("team:t", 0, 6, 0), ("user:u-1", 0, 6, 0)]
         assert dict(leases())[late.id] == 2  # swept: held past its lease
+        led.release(dropped)  # swept already: its release takes nothing out again
+        assert counters() == [("team:t", 0, 6, 0), ("user:u-1", 0, 6, 0)]
+        assert dict(leases())[dropped.id] == 0
         for _ in range(2):
             led.settle(late, tokens=60, cost_usd=0.06)
         assert counters() == [("team:t", 60, 6, 0), ("user:u-1", 60, 6, 0)]

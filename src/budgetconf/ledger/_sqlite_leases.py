@@ -81,7 +81,8 @@ def _room(a: Asked, found: dict[str, tuple[str | None, int, int]]) -> bool:
 
 def _sweep(conn: sqlite3.Connection, now: float) -> None:
     """Take what each lease past its end holds out of its counters, in the transaction of
-    ``conn``: a lease's end counts when a reservation or status comes after it."""
+    ``conn``: the next reservation after a lease's end does (a status, which only reads, leaves
+    it out by `lapsed_in`)."""
     ended = _lapsed(conn, now)
     if not ended:
         return
