@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -227,6 +228,20 @@ def models(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedModel]:
 
     monkeypatch.setattr(_run, "ScriptedModel", Recorded)
     return built
+
+
+#: how close before a whole hour (UTC) a test waits for it to pass
+WINDOW_EDGE_SECONDS: Final = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _clear_of_a_window_edge() -> None:
+    """Start no test in the last seconds before a whole hour, where every ledger window
+    (hour, day, week, month) may end: a test that reads now's window twice, in the ledger
+    and in its assertion, would otherwise see two windows once an hour."""
+    left = 3600 - time.time() % 3600
+    if left < WINDOW_EDGE_SECONDS:
+        time.sleep(left + 0.05)
 
 
 @pytest.fixture(autouse=True, scope="module")
