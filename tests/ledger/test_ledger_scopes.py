@@ -536,6 +536,8 @@ def test_prune_removes_the_records_that_ended_before_in_every_scope(ledger: Ledg
         return {"ended": dt.datetime(2026, 3, day, 12, tzinfo=dt.UTC)}
 
     ledger.record_run({"run_id": "a-20", "scope": "team-a"} | ended(20))
+    # judged by its own end, not by an earlier one its values hold
+    ledger.record_run({"run_id": {"ended": "2026-03-01T00:00:00Z"}, "scope": "team:t"} | ended(15))
     ledger.record_run({"run_id": "a-01", "scope": "team-a"} | ended(1))  # a back-fill
     ledger.record_run({"run_id": "a-10", "scope": "team-a", "ended": "2026-03-10T00:00:00Z"})
     ledger.record_run(
@@ -547,10 +549,13 @@ def test_prune_removes_the_records_that_ended_before_in_every_scope(ledger: Ledg
     assert ledger.prune(dt.datetime(2026, 3, 10, tzinfo=dt.UTC)) == 5
     assert [r["run_id"] for r in ledger.runs("team-a")] == ["a-10", "a-20"]
     assert ledger.runs("user:u") == ledger.runs("org:o") == []
-    assert [r["run_id"] for r in ledger.runs("team:t")] == ["t-15"]
+    assert [r["run_id"] for r in ledger.runs("team:t")] == [
+        "t-15",
+        {"ended": "2026-03-01T00:00:00Z"},
+    ]
     assert ledger.prune(dt.datetime(2026, 3, 10, tzinfo=dt.UTC)) == 0
     assert spent(ledger, "team:t") == (5, 0.5)
-    assert ledger.prune(dt.datetime(2026, 3, 21, tzinfo=dt.UTC)) == 3
+    assert ledger.prune(dt.datetime(2026, 3, 21, tzinfo=dt.UTC)) == 4
     assert ledger.runs("team-a") == ledger.runs("team:t") == []
     with pytest.raises(UsageError, match="before must be an aware datetime"):
         ledger.prune(dt.datetime(2026, 3, 21))

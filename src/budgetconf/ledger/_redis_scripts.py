@@ -210,8 +210,10 @@ PRUNE: Final = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 local kept = {}
 for _, item in ipairs(items) do
-  local _, _, ended = string.find(item, '"ended": "([^"]*)"')
-  if not ended or ended >= ARGV[1] then kept[#kept + 1] = item end
+  -- the record's own "ended", read as JSON: not a look for its text, which a value may hold
+  local ok, record = pcall(cjson.decode, item)
+  local ended = ok and type(record) == 'table' and record['ended']
+  if type(ended) ~= 'string' or ended >= ARGV[1] then kept[#kept + 1] = item end
 end
 local gone = #items - #kept
 if gone == 0 then return 0 end
