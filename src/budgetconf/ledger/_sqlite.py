@@ -12,12 +12,8 @@ serialises the writers of one file anyway, and one connection keeps the
 file's handles to one. A process made by ``fork`` opens its own connection at
 its first call, since a connection must not cross a fork.
 
-Each counter (a scope's window) holds both what was spent in it and what live
-reservations hold in it, so that a reservation or settle reads and writes one row
-per scope, and a reservation is one row of its own however many scopes it draws
-on. A lease that ends unsettled is taken out of its counters by the first
-reservation after it (a status leaves it out at once). Leases are timed by this
-machine's clock (``time.time``).
+How a reservation is held in its scopes' counters, ended and swept is
+`_sqlite_leases`'s; leases are timed by this machine's clock (``time.time``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ holds, each run in a transaction the ledger has begun.
 Each counter (a scope's window, a row of ``ledger_windows``) holds both what was spent in it
 and what live reservations hold in it; a reservation is one row of ``ledger_leases`` naming
 its counters. A reservation or settle is the same few statements however many scopes it draws
-on: each reads or writes them all.
+on: each reads or writes them all. A lease that ends unsettled is taken out of its counters by
+the first reservation after its end; a status, which only reads, leaves it out meanwhile.
 """
 
 from __future__ import annotations
