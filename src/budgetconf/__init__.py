@@ -7,9 +7,10 @@
 """
 
 from budgetconf._arguments import add_arguments, argv_from
+from budgetconf._field import Field, Kind
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import factory, resolve
-from budgetconf._schema import Field, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status
 from budgetconf.errors import (
     BudgetConfError,

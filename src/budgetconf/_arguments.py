@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from budgetconf._engine import Preset, load_preset
-from budgetconf._schema import Field, Kind, shown_default
+from budgetconf._field import Field, Kind, shown_default
 from budgetconf.errors import UsageError
 
 TYPE_CHECKING = False

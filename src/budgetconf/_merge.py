@@ -30,9 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from budgetconf._description import Description, MergeMode, Policy, SourceKind, SourceSpec
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._record import MASK, Unusable
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._table import entries
 from budgetconf._trace import Candidate, FieldTrace, SourceReport, Status, unset_trace
 from budgetconf._values import Value, show_value

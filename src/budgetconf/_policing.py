@@ -17,8 +17,8 @@ configuration error or a warning.
 
 from __future__ import annotations
 
+from budgetconf._field import Field
 from budgetconf._rules import Bound, Rule
-from budgetconf._schema import Field
 from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf._values import show_value
 

@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from budgetconf._description import Description
+from budgetconf._field import Field, Kind
 from budgetconf._record import ReadOnly, set_field
-from budgetconf._schema import Field, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._trace import FieldTrace, SourceReport, unset_trace
 from budgetconf._values import Scalar, Value
 from budgetconf.errors import ConfigError

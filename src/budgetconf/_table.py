@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._formats import readable
-from budgetconf._schema import Field, Invalid, Kind
 from budgetconf._text_formats import text_problem
 from budgetconf._values import Value, show_text, type_name
 

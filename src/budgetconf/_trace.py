@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from budgetconf._description import MergeMode
+from budgetconf._field import Field
 from budgetconf._record import MASK, Record, Unusable, set_field
-from budgetconf._schema import Field
 from budgetconf._values import Value
 from budgetconf.ledger._address import conceal
 from budgetconf.sources._records import DEFAULT_LOCATOR, SourceStatus

@@ -15,7 +15,7 @@ import pytest
 import budgetconf
 from budgetconf import BudgetConfWarning, ConfigError
 from budgetconf._engine import load_preset
-from budgetconf._schema import Kind
+from budgetconf._field import Kind
 from budgetconf._text_formats import text_problem
 from budgetconf.cli import main
 from budgetconf.cli._schema import pattern

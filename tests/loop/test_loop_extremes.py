@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from budgetconf import UsageError, UsageTypeError
-from budgetconf._schema import MAX_INT
+from budgetconf._field import MAX_INT
 from budgetconf.loop import LoopExecutor, ScriptedModel, current_run
 
 from helpers.loops import Driver, Echo, answer, budget, calls, types

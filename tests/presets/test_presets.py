@@ -12,8 +12,8 @@ import pytest
 
 import budgetconf
 from budgetconf._engine import load_preset
+from budgetconf._field import Kind
 from budgetconf._presets import preset_names
-from budgetconf._schema import Kind
 
 from conftest import Place
 

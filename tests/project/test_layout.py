@@ -139,6 +139,7 @@ def test_the_description_imports_only_the_schema(half: str) -> None:
     """Both halves of the description are leaves: records on the schema and the record base,
     and the rules a field's text follows (the ledger's address among them)."""
     leaves = {
+        "budgetconf._field",
         "budgetconf._schema",
         "budgetconf._values",
         "budgetconf._text_formats",

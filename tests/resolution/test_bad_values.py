@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import budgetconf
-from budgetconf._schema import Invalid
+from budgetconf._field import Invalid
 from budgetconf.cli import main
 
 from conftest import Place

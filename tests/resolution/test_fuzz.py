@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import budgetconf
 from budgetconf import _files
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._formats import ParseError, parse_json, parse_toml, parse_yaml
-from budgetconf._schema import Field, Invalid, Kind
 from budgetconf._table import entries, key_problem, table_value
 from budgetconf._text_formats import text_problem
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import budgetconf
+from budgetconf._field import Field, Kind
 from budgetconf._record import Unusable
-from budgetconf._schema import Field, Kind
 from budgetconf._trace import Candidate, Status
 from budgetconf.sources import Offer, Problem
 

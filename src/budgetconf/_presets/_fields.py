@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._presets._tables import Bad, check_keys, strings, take
-from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._table import table_value
 from budgetconf._text_formats import FORMAT_BY_PATH, FORMATS
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from budgetconf._field import Field, Kind
 from budgetconf._loop_table import BEHAVIOURS, WARNINGS, BudgetName, LoopSpec, StopReason
 from budgetconf._presets._tables import Bad, check_keys, take
-from budgetconf._schema import Field, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._values import show_typed
 
 TYPE_CHECKING = False

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, TextIO
 
 from budgetconf._engine import load_preset
+from budgetconf._field import Kind
 from budgetconf._presets import preset_names
-from budgetconf._schema import Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf.cli._output import EXIT_OK
 from budgetconf.cli._parser import OPTIONS, CommandLine, build
 

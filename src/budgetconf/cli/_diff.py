@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final, TextIO
 
+from budgetconf._field import Kind
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Kind
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._explain import preset_failed
 from budgetconf.cli._flags import given_flags

@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from budgetconf._field import Kind
 from budgetconf._record import MASK
 from budgetconf._resolution import explain_document
-from budgetconf._schema import Kind
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, document, problems, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage
 from budgetconf.cli._resolution import PresetFailed, Resolved, chosen_traces, resolve
 from budgetconf.ledger._address import conceal
 
 if TYPE_CHECKING:
+    from budgetconf._field import Field
     from budgetconf._resolution import Resolution
-    from budgetconf._schema import Field
 
 
 def command(line: CommandLine, out: TextIO, err: TextIO) -> int:

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from budgetconf._arguments import flag_help, flag_metavar
 from budgetconf._engine import Preset, load_preset
-from budgetconf._schema import Field, Invalid, Kind
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._spelling import did_you_mean
 from budgetconf._table import table_value
 from budgetconf.errors import PresetError

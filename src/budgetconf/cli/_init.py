@@ -26,7 +26,8 @@ from typing import Final, TextIO
 
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
-from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._field import Field, Invalid, Kind
+from budgetconf._schema import Schema
 from budgetconf._text_formats import FORMATS
 from budgetconf._values import Value
 from budgetconf.cli._output import EXIT_ERROR, EXIT_OK, comment, json_text, say, toml_text

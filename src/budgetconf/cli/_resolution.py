@@ -13,9 +13,10 @@ from typing import Any
 
 from budgetconf._description import Argument
 from budgetconf._engine import Preset, is_preset_path, load_preset, resolve_request
+from budgetconf._field import BadKey, Field, Kind
 from budgetconf._resolution import Resolution
 from budgetconf._resolve import check_request
-from budgetconf._schema import BadKey, Field, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._text import clipped
 from budgetconf._trace import FieldTrace
 from budgetconf.cli._flags import PRESET_ENV, given_flags, shadowed

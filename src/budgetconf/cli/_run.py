@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
+from budgetconf._field import MAX_INT, NUMBER_TEXT
 from budgetconf._resolution import Resolution
-from budgetconf._schema import MAX_INT, NUMBER_TEXT
 from budgetconf._text import clipped
 from budgetconf.cli._output import Unwritable, say, write_json
 from budgetconf.cli._parser import CommandLine, Usage

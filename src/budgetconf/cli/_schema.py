@@ -17,7 +17,7 @@ from typing import Any, Final, TextIO
 
 from budgetconf._description import SourceSpec
 from budgetconf._engine import Preset
-from budgetconf._schema import Field, Kind, shown_default
+from budgetconf._field import Field, Kind, shown_default
 from budgetconf._text_formats import FORMATS
 from budgetconf._values import plain_number
 from budgetconf.cli._output import EXIT_OK, write_json

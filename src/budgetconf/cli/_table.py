@@ -31,9 +31,9 @@ from rich.table import Table
 from rich.text import Text
 
 from budgetconf._engine import Preset
+from budgetconf._field import Field
 from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
-from budgetconf._schema import Field
 from budgetconf._text import escape
 from budgetconf._trace import Candidate, FieldTrace, Status
 from budgetconf._values import show_typed

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from budgetconf._field import Field
 from budgetconf._loop_table import BudgetName
 from budgetconf._record import MASK
 from budgetconf._resolution import Resolution
 from budgetconf._rules import Rule
-from budgetconf._schema import Field
 from budgetconf._trace import FieldTrace, shown_locator
 from budgetconf._values import plain_number, show_value
 from budgetconf.errors import UsageError

@@ -13,7 +13,8 @@ under ``fallback``.
 
 from __future__ import annotations
 
-from budgetconf._schema import Field, Schema
+from budgetconf._field import Field
+from budgetconf._schema import Schema
 from budgetconf.sources._records import Offer
 
 

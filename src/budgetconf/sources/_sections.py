@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from budgetconf._description import SourceSpec
+from budgetconf._field import Field, Kind
 from budgetconf._formats import Table, readable
-from budgetconf._schema import Field, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._spelling import did_you_mean, edits
 from budgetconf._table import key_problem
 from budgetconf._text import clipped

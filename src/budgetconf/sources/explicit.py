@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._field import BadKey
 from budgetconf._formats import readable
-from budgetconf._schema import BadKey, Schema
+from budgetconf._schema import Schema
 from budgetconf._text import clipped
 from budgetconf.errors import ConfigError
 from budgetconf.sources._names import one_name_each

@@ -15,10 +15,11 @@ import os
 from collections.abc import Hashable, Mapping
 
 from budgetconf._description import Argument, SourceKind, SourceSpec
+from budgetconf._field import Field, Invalid, Kind
 from budgetconf._files import read_table, source_error, stamp
 from budgetconf._formats import Table
 from budgetconf._rules import Bound, Rule
-from budgetconf._schema import Field, Invalid, Kind, Schema
+from budgetconf._schema import Schema
 from budgetconf._table import key_problem
 from budgetconf._text import clipped
 from budgetconf._values import Value, show_value, type_name
