@@ -48,7 +48,9 @@ def test_a_missing_database_is_made_with_its_tables_in_wal_mode(tmp_path: Path) 
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
     tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    assert {name for (name,) in tables} >= {"budgetconf_ledger", "ledger_windows", "ledger_leases"}
+    assert {name for (name,) in tables} >= {
+        "budgetconf_ledger", "ledger_windows", "ledger_reservations", "ledger_scopes", "ledger_runs"
+    }  # fmt: skip
 
 
 def test_a_relative_path_is_relative_to_the_working_directory(tmp_path: Path) -> None:
@@ -261,12 +263,13 @@ def test_a_reservation_is_forgotten_a_day_after_its_lease(tmp_path: Path) -> Non
         led.settle(recent, tokens=1, cost_usd=0)
         with sqlite3.connect(path) as conn:
             conn.execute(
-                "UPDATE ledger_leases SET expires = ? WHERE id = ?", (time.time() - 86_401, old.id)
+                "UPDATE ledger_reservations SET expires = ? WHERE id = ?",
+                (time.time() - 86_401, old.id),
             )
         conn.close()
         _hold(led)
         with sqlite3.connect(path) as conn:
-            ids = {i for (i,) in conn.execute("SELECT id FROM ledger_leases")}
+            ids = {i for (i,) in conn.execute("SELECT id FROM ledger_reservations")}
         conn.close()
     assert old.id not in ids
     assert recent.id in ids
@@ -292,7 +295,7 @@ def test_what_a_reservation_holds_is_counted_in_each_counter_and_swept_once_it_e
 
     def leases() -> list[tuple[str, int]]:
         with sqlite3.connect(path) as conn:
-            found = conn.execute("SELECT id, held FROM ledger_leases ORDER BY id").fetchall()
+            found = conn.execute("SELECT id, held FROM ledger_reservations ORDER BY id").fetchall()
         conn.close()
         return found
 
@@ -339,6 +342,55 @@ def test_a_settle_gives_back_what_the_lease_holds_in_every_scope_it_was_granted_
         assert (team.spent_tokens, team.reserved_tokens) == (0, 0)
         assert led.status("user:u-1", window="none").spent_tokens == 30
         assert led.reserve(scopes=scopes, tokens=100, cost_usd=0, lease_seconds=60) is not None
+
+
+def test_a_late_settle_is_remembered_for_a_day_from_the_settle(tmp_path: Path) -> None:
+    """A settle long after its lease ended is remembered a day from then, not from the lease's
+    end: the next reservation, which forgets what ended over a day ago, keeps it, and a second
+    settle counts nothing."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        late = _hold(led)
+        with sqlite3.connect(path) as conn:  # its lease ended a day and a minute ago
+            conn.execute(
+                "UPDATE ledger_reservations SET expires = ? WHERE id = ?",
+                (time.time() - 86_460, late.id),
+            )
+        conn.close()
+        led.settle(late, tokens=10, cost_usd=0)
+        _hold(led)
+        led.settle(late, tokens=10, cost_usd=0)
+        assert led.status("team-a").spent_tokens == 10
+
+
+def test_a_run_record_that_is_not_json_is_kept_by_a_prune(tmp_path: Path) -> None:
+    """prune() judges the records it can read and keeps one it cannot, as the Redis ledger
+    does, rather than failing on it."""
+    path = tmp_path / "ledger.db"
+    with open_ledger(f"sqlite:///{path}") as led:
+        led.record_run({"run_id": "old", "scope": "team-a", "ended": "2026-03-01T00:00:00Z"})
+        with sqlite3.connect(path) as conn:
+            conn.execute("INSERT INTO ledger_runs VALUES ('team-a', 99, 'not json')")
+        conn.close()
+        assert led.prune(dt.datetime(2026, 3, 10, tzinfo=dt.UTC)) == 1
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT record FROM ledger_runs").fetchall() == [("not json",)]
+    conn.close()
+
+
+def test_a_sqlite_older_than_the_ledgers_statements_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQLite before 3.35 (no RETURNING) makes the ledger unavailable at once, naming the
+    version needed and the one found, rather than failing on a statement mid-run."""
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
+    with pytest.raises(LedgerUnavailable) as caught:
+        open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    assert str(caught.value).endswith(
+        "is unavailable: it needs SQLite 3.35.0 or newer, and this Python's sqlite3 is 3.34.1"
+    )
+    assert not (tmp_path / "ledger.db").exists()
 
 
 def test_rows_that_hold_what_no_ledger_wrote_make_it_unavailable(tmp_path: Path) -> None:
@@ -475,17 +527,42 @@ def test_a_schema_1_ledger_is_migrated_in_place_and_keeps_what_it_held(tmp_path:
         ("team-a", "day"),
         ("team-b", "month"),
     ]
-    assert conn.execute("SELECT id, held, windows FROM ledger_leases ORDER BY id").fetchall() == [
+    found = conn.execute("SELECT id, held, windows FROM ledger_reservations ORDER BY id")
+    assert found.fetchall() == [
         ("lapsed-day", 0, f'[["team-a","{DAY_KEY}"]]'),
         ("live-day", 0, f'[["team-a","{DAY_KEY}"]]'),
         ("old-hour", 0, f'[["team-a","{HOUR_KEY}"]]'),
     ]
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
-    assert "ledger_leases_1" not in tables
-    assert {"ledger_leases_live", "ledger_leases_expires"} <= tables
+    assert {"ledger_reservations_live", "ledger_reservations_expires"} <= tables
+    assert not any(name.startswith("ledger_leases") for name in tables)  # schema 1's: gone
     conn.close()
     with open_ledger(f"sqlite:///{path}") as led:  # opened again: nothing more to migrate
         assert led.status("team-a", at=DAY).spent_tokens == 506
+
+
+#: the first statement of the previous version's settle, as it ran it
+SCHEMA_1_SETTLE = "SELECT held FROM ledger_leases WHERE id = ?"
+
+
+def test_a_process_of_the_previous_version_cannot_settle_in_a_migrated_ledger(
+    tmp_path: Path,
+) -> None:
+    """After the migration, a settle as the previous version makes it finds no table of
+    leases: such a process's ledger is unavailable, rather than ending a lease without giving
+    back what it holds, which would then stay reserved for good."""
+    path = tmp_path / "ledger.db"
+    _schema_1_ledger(path)
+    with open_ledger(f"sqlite:///{path}") as led:
+        assert led.status("team-a", at=DAY).reserved_tokens == 7
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="no such table: ledger_leases"):
+        conn.execute(SCHEMA_1_SETTLE, ("live-day",))
+    conn.execute("ROLLBACK")
+    conn.close()
+    with open_ledger(f"sqlite:///{path}") as led:
+        assert led.status("team-a", at=DAY).reserved_tokens == 7  # held until settled or ended
 
 
 def test_a_schema_1_scope_with_spend_but_no_reservation_takes_its_latest_counter(

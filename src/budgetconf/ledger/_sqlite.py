@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 #: the pause between two tries at opening a database another process holds
 RETRY_SECONDS: Final = 0.01
+#: the oldest SQLite whose statements the ledger writes (``RETURNING``, the JSON functions)
+LEAST_SQLITE: Final = (3, 35, 0)
 ADD_RUN: Final = (
     "INSERT INTO ledger_windows (scope, window, runs) VALUES (?, ?, 1)"
     " ON CONFLICT (scope, window) DO UPDATE SET runs = runs + 1"
@@ -101,6 +103,13 @@ class SQLiteLedger(Backend):
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         self._conn = None
+        if sqlite3.sqlite_version_info < LEAST_SQLITE:
+            least = ".".join(map(str, LEAST_SQLITE))
+            raise unavailable(
+                self.url,
+                f"it needs SQLite {least} or newer, and this Python's sqlite3 is"
+                f" {sqlite3.sqlite_version}",
+            )
         folder = os.path.dirname(self._path)
         if not os.path.isdir(folder):
             raise unavailable(
@@ -195,7 +204,8 @@ class SQLiteLedger(Backend):
         def step(conn: sqlite3.Connection) -> bool:
             now = time.time()
             found = conn.execute(
-                "UPDATE ledger_leases SET expires = ? WHERE id = ? AND held = 1 AND expires > ?",
+                "UPDATE ledger_reservations SET expires = ?"
+                " WHERE id = ? AND held = 1 AND expires > ?",
                 (now + lease, held.id, now),
             )
             return found.rowcount >= 1
@@ -258,7 +268,10 @@ class SQLiteLedger(Backend):
     def _prune(self, before: str) -> int:
         def step(conn: sqlite3.Connection) -> int:
             gone = conn.execute(
-                "DELETE FROM ledger_runs WHERE json_extract(record, '$.ended') < ?", (before,)
+                # a record that is not JSON stays, as on Redis, rather than failing the prune
+                "DELETE FROM ledger_runs WHERE"
+                " CASE WHEN json_valid(record) THEN json_extract(record, '$.ended') END < ?",
+                (before,),
             )
             return gone.rowcount
 

@@ -3,8 +3,8 @@ reservation in its scopes' counters, end it, and take back what a lease that end
 holds, each run in a transaction the ledger has begun.
 
 Each counter (a scope's window, a row of ``ledger_windows``) holds both what was spent in it
-and what live reservations hold in it; a reservation is one row of ``ledger_leases`` naming
-its counters. A reservation or settle is the same few statements however many scopes it draws
+and what live reservations hold in it; a reservation is one row of ``ledger_reservations``
+naming its counters. A reservation or settle is the same few statements however many scopes it draws
 on: each reads or writes them all. A lease that ends unsettled is taken out of its counters by
 the first reservation after its end; a status, which only reads, leaves it out meanwhile.
 """
@@ -59,14 +59,14 @@ def reserve(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
         return False
     windows = [[part.scope, part.key] for part in a.held]
     conn.execute(
-        "INSERT INTO ledger_leases VALUES (?, ?, ?, ?, 1, ?)",
+        "INSERT INTO ledger_reservations VALUES (?, ?, ?, ?, 1, ?)",
         (a.rid, a.tokens, a.nano, now + a.lease, json.dumps(windows)),
     )
     conn.execute(_adding(len(windows)), [v for w in windows for v in (*w, 0, 0, a.tokens, a.nano)])
     new = [(part.scope, part.window) for part in a.held if found[part.scope][0] is None]
     if new:
         conn.executemany("INSERT INTO ledger_scopes VALUES (?, ?)", new)
-    conn.execute("DELETE FROM ledger_leases WHERE expires < ?", (now - REMEMBERED_SECONDS,))
+    conn.execute("DELETE FROM ledger_reservations WHERE expires < ?", (now - REMEMBERED_SECONDS,))
     return True
 
 
@@ -87,7 +87,8 @@ def _sweep(conn: sqlite3.Connection, now: float) -> None:
     ended = _lapsed(conn, now)
     if not ended:
         return
-    conn.executemany("UPDATE ledger_leases SET held = 2 WHERE id = ?", [(i,) for i, *_ in ended])
+    swept = [(i,) for i, *_ in ended]
+    conn.executemany("UPDATE ledger_reservations SET held = 2 WHERE id = ?", swept)
     conn.executemany(
         _adding(1),
         [
@@ -113,7 +114,9 @@ def _lapsed(conn: sqlite3.Connection, now: float) -> list[tuple[str, int, int, s
     """The leases still counted in their counters though they have ended: id, tokens,
     billionths, and the windows they hold them in (JSON)."""
     return conn.execute(
-        "SELECT id, tokens, nano, windows FROM ledger_leases WHERE held = 1 AND expires <= ?",
+        # by the index of live leases alone: the other would walk a day of ended ones
+        "SELECT id, tokens, nano, windows FROM ledger_reservations"
+        " INDEXED BY ledger_reservations_live WHERE held = 1 AND expires <= ?",
         (now,),
     ).fetchall()
 
@@ -124,15 +127,19 @@ def finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str,
     has ended before); the warnings crossed."""
     r, used = settling.reservation, settling.used
     lease = conn.execute(
-        "SELECT tokens, nano, held, windows FROM ledger_leases WHERE id = ?", (r.id,)
+        "SELECT tokens, nano, held, windows FROM ledger_reservations WHERE id = ?", (r.id,)
     ).fetchone()
     if lease is None:  # forgotten long after its lease ended: it counts, and is remembered
-        conn.execute("INSERT INTO ledger_leases VALUES (?, 0, 0, ?, 0, '[]')", (r.id, time.time()))
+        remembered = (r.id, time.time())
+        conn.execute("INSERT INTO ledger_reservations VALUES (?, 0, 0, ?, 0, '[]')", remembered)
         lease = (0, 0, 2, "[]")
     elif lease[2] == 0:
         return []  # settled or released already
     else:
-        conn.execute("UPDATE ledger_leases SET held = 0 WHERE id = ?", (r.id,))
+        conn.execute(  # remembered for a day from now, though its lease ended long ago
+            "UPDATE ledger_reservations SET held = 0, expires = MAX(expires, ?) WHERE id = ?",
+            (time.time(), r.id),
+        )
     change = _changes(settling, lease)
     if not change:
         return []

@@ -23,12 +23,15 @@ LEASES: Final = (
     # one row per reservation: what it holds in each of its scopes' ``windows`` (a JSON list of
     # [scope, counter]), which each counter's reserved columns count while ``held`` is 1; past
     # its lease a sweep takes it back out of them (``held`` 2), settling or releasing ends it
-    # (0), and it is remembered for a while after, so that a second settle counts nothing
-    "CREATE TABLE ledger_leases (id TEXT PRIMARY KEY, tokens INTEGER NOT NULL,"
+    # (0), and it is remembered for a day after its lease or its settle, whichever is later, so
+    # that a second settle counts nothing. Named apart from schema 1's ``ledger_leases``: a
+    # process of the previous version still running finds no table to settle in, rather than
+    # ending a lease without giving back what it holds
+    "CREATE TABLE ledger_reservations (id TEXT PRIMARY KEY, tokens INTEGER NOT NULL,"
     " nano INTEGER NOT NULL, expires REAL NOT NULL, held INTEGER NOT NULL,"
     " windows TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX ledger_leases_live ON ledger_leases (expires) WHERE held = 1",
-    "CREATE INDEX ledger_leases_expires ON ledger_leases (expires)",
+    "CREATE INDEX ledger_reservations_live ON ledger_reservations (expires) WHERE held = 1",
+    "CREATE INDEX ledger_reservations_expires ON ledger_reservations (expires)",
 )
 # the window each scope counts in, recorded by the first reservation that draws on it
 SCOPES: Final = (
@@ -109,21 +112,18 @@ def _migrate(conn: sqlite3.Connection) -> None:
     now = time.time()
     for column in ADDED_COLUMNS:
         conn.execute(f"ALTER TABLE ledger_windows ADD COLUMN {column}")
-    conn.execute("ALTER TABLE ledger_leases RENAME TO ledger_leases_1")
-    conn.execute("DROP INDEX ledger_leases_live")
-    conn.execute("DROP INDEX ledger_leases_expires")
     for statement in LEASES:
         conn.execute(statement)
     # a lease held past its end counts no more: it is swept already
     conn.execute(
-        "INSERT INTO ledger_leases SELECT id, tokens, nano, expires,"
+        "INSERT INTO ledger_reservations SELECT id, tokens, nano, expires,"
         " CASE WHEN held = 1 AND expires <= ? THEN 2 ELSE held END,"
-        " json_array(json_array(scope, window)) FROM ledger_leases_1",
+        " json_array(json_array(scope, window)) FROM ledger_leases",
         (now,),
     )
     conn.execute(
         "INSERT INTO ledger_windows (scope, window, reserved_tokens, reserved_nano)"
-        " SELECT scope, window, SUM(tokens), SUM(nano) FROM ledger_leases_1"
+        " SELECT scope, window, SUM(tokens), SUM(nano) FROM ledger_leases"
         " WHERE held = 1 AND expires > ? GROUP BY scope, window"
         " ON CONFLICT (scope, window) DO UPDATE SET reserved_tokens = excluded.reserved_tokens,"
         " reserved_nano = excluded.reserved_nano",
@@ -132,10 +132,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute(SCOPES)
     latest: dict[str, tuple[int, str, str]] = {}  # scope: (rank, moment, window kind)
     for scope, key, moment in conn.execute(
-        "SELECT scope, window, MAX(expires) FROM ledger_leases_1 GROUP BY scope, window"
+        "SELECT scope, window, MAX(expires) FROM ledger_leases GROUP BY scope, window"
     ):
         keep_latest(latest, scope, (1, f"{moment:020.3f}", key.partition(":")[0]))
-    conn.execute("DROP TABLE ledger_leases_1")
+    conn.execute("DROP TABLE ledger_leases")  # and its indexes
     for scope, key in conn.execute(
         "SELECT scope, window FROM ledger_windows WHERE spent_tokens > 0 OR spent_nano > 0"
     ):
