@@ -22,7 +22,7 @@ import nox
 nox.options.sessions = ["tests", "crewai", "coverage"]
 
 #: the combined coverage below which the suite fails; it only rises
-FLOOR = "99.11"
+FLOOR = "99.12"
 #: each session's coverage data, combined by the coverage session (under .nox: a plain pytest
 #: run's own .coverage is left alone)
 DATA = {"tests": ".nox/coverage.tests", "crewai": ".nox/coverage.crewai"}

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 SCHEMA: Final = "2"
 #: the table that marks a database as a ledger, and holds its schema's version
 MARK: Final = "budgetconf_ledger"
-LEASES: Final = (
+RESERVATIONS: Final = (
     # one row per reservation: what it holds in each of its scopes' ``windows`` (a JSON list of
     # [scope, counter]), which each counter's reserved columns count while ``held`` is 1; past
     # its lease a sweep takes it back out of them (``held`` 2), settling or releasing ends it
@@ -47,7 +47,7 @@ TABLES: Final = (
     " runs INTEGER NOT NULL DEFAULT 0, warned INTEGER NOT NULL DEFAULT 0, reset TEXT,"
     " reserved_tokens INTEGER NOT NULL DEFAULT 0, reserved_nano INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (scope, window)) WITHOUT ROWID",
-    *LEASES,
+    *RESERVATIONS,
     SCOPES,
     # a run or reset record, numbered within each scope it is kept in, newest highest
     "CREATE TABLE ledger_runs (scope TEXT NOT NULL, n INTEGER NOT NULL, record TEXT NOT NULL,"
@@ -112,7 +112,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     now = time.time()
     for column in ADDED_COLUMNS:
         conn.execute(f"ALTER TABLE ledger_windows ADD COLUMN {column}")
-    for statement in LEASES:
+    for statement in RESERVATIONS:
         conn.execute(statement)
     # a lease held past its end counts no more: it is swept already
     conn.execute(
