@@ -183,15 +183,16 @@ class SQLiteLedger(Backend):
         return self._run(lambda conn: reserve(conn, asked, time.time()))
 
     def _finish(self, settling: Settling) -> list[tuple[int, str, int]]:
-        return self._run(lambda conn: finish(conn, settling))
+        return self._run(lambda conn: finish(conn, settling, time.time()))
 
     def _finish_and_reserve(
         self, settling: Settling, asked: Asked
     ) -> tuple[bool | LedgerConflict, list[tuple[int, str, int]]]:
         def step(conn: sqlite3.Connection) -> tuple[bool | LedgerConflict, list[Any]]:
-            crossed = finish(conn, settling)
+            now = time.time()
+            crossed = finish(conn, settling, now)
             try:
-                return reserve(conn, asked, time.time()), crossed
+                return reserve(conn, asked, now), crossed
             except LedgerConflict as exc:  # the settle stands (committed), as a refusal's does
                 return exc, crossed
 

@@ -4,16 +4,16 @@ holds, each run in a transaction the ledger has begun.
 
 Each counter (a scope's window, a row of ``ledger_windows``) holds both what was spent in it
 and what live reservations hold in it; a reservation is one row of ``ledger_reservations``
-naming its counters. A reservation or settle is the same few statements however many scopes it draws
-on: each reads or writes them all. A lease that ends unsettled is taken out of its counters by
-the first reservation after its end; a status, which only reads, leaves it out meanwhile.
+naming its counters. A reservation or settle is the same few statements however many scopes
+it draws on: each reads or writes them all. A lease that ends unsettled is taken out of its
+counters by the first reservation after its end; a status, which only reads, leaves it out
+meanwhile.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import time
 
 from budgetconf.ledger._base import REMEMBERED_SECONDS, conflict
 
@@ -44,8 +44,7 @@ def _recorded(scope: str, found: str | None, asked: str | None) -> str | None:
 def reserve(conn: sqlite3.Connection, a: Asked, now: float) -> bool:
     """Hold ``a`` in each of its scopes, in the transaction of ``conn``; False (and nothing
     held) when one of them has no room; `LedgerConflict` (nothing held) when one counts in
-    another window, whether or not the others have room. The same few statements however many
-    scopes: each reads or writes them all."""
+    another window, whether or not the others have room."""
     _sweep(conn, now)
     found = {
         scope: (window, tokens or 0, nano or 0)
@@ -121,7 +120,7 @@ def _lapsed(conn: sqlite3.Connection, now: float) -> list[tuple[str, int, int, s
     ).fetchall()
 
 
-def finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str, int]]:
+def finish(conn: sqlite3.Connection, settling: Settling, now: float) -> list[tuple[int, str, int]]:
     """End a reservation in the transaction of ``conn``: take what it holds out of the counters
     its lease row names, and add what it used to its scopes' (nothing when released, or when it
     has ended before); the warnings crossed."""
@@ -130,15 +129,14 @@ def finish(conn: sqlite3.Connection, settling: Settling) -> list[tuple[int, str,
         "SELECT tokens, nano, held, windows FROM ledger_reservations WHERE id = ?", (r.id,)
     ).fetchone()
     if lease is None:  # forgotten long after its lease ended: it counts, and is remembered
-        remembered = (r.id, time.time())
-        conn.execute("INSERT INTO ledger_reservations VALUES (?, 0, 0, ?, 0, '[]')", remembered)
+        conn.execute("INSERT INTO ledger_reservations VALUES (?, 0, 0, ?, 0, '[]')", (r.id, now))
         lease = (0, 0, 2, "[]")
     elif lease[2] == 0:
         return []  # settled or released already
     else:
         conn.execute(  # remembered for a day from now, though its lease ended long ago
             "UPDATE ledger_reservations SET held = 0, expires = MAX(expires, ?) WHERE id = ?",
-            (time.time(), r.id),
+            (now, r.id),
         )
     change = _changes(settling, lease)
     if not change:
